@@ -1,0 +1,106 @@
+"""Make DGL 2.1 importable on current PyTorch and setuptools.
+
+DGL 2.1.0 is the newest DGL release on PyPI for Linux. Its core (graphs,
+``dgl.nn``, sampling, METIS, ``save_graphs``) runs on recent PyTorch, but
+``import dgl`` breaks in two places that gflkit never uses:
+
+* ``dgl.distributed`` imports ``dgl.graphbolt``, which loads a C++ library that
+  DGL 2.1 ships only for torch 2.0-2.2.1 (and needs ``torchdata.datapipes``,
+  removed in torchdata 0.10). When that library cannot load, this module puts a
+  placeholder ``dgl.graphbolt`` into ``sys.modules``; touching any of its
+  attributes raises an error that says why.
+* ``dgl.utils`` falls back to ``setuptools.extern.packaging`` when ``packaging``
+  is missing; ``setuptools.extern`` is gone from setuptools 71+. When it is
+  missing, this module registers the real ``packaging`` under that name.
+
+Both steps run only when needed, and must run before the first ``import dgl``:
+``gflkit/__init__.py`` imports this module first.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+import types
+
+__all__ = ["graphbolt_library_available", "install", "patched"]
+
+#: What :func:`install` changed, for tests and bug reports.
+patched: dict[str, bool] = {"graphbolt": False, "setuptools_extern": False}
+
+
+def _torch_release() -> str:
+    import torch
+
+    return torch.__version__.split("+", maxsplit=1)[0]
+
+
+def graphbolt_library_available(dgl_dir: str | None = None) -> bool:
+    """Whether the installed DGL can load graphbolt with the installed torch.
+
+    Args:
+        dgl_dir: DGL's package folder; found without importing DGL when omitted.
+    """
+    if dgl_dir is None:
+        spec = importlib.util.find_spec("dgl")
+        if spec is None or not spec.submodule_search_locations:
+            return True  # no DGL: nothing to fix
+        dgl_dir = list(spec.submodule_search_locations)[0]
+    if sys.platform.startswith("darwin"):
+        name = f"libgraphbolt_pytorch_{_torch_release()}.dylib"
+    elif sys.platform.startswith("win"):
+        name = f"graphbolt_pytorch_{_torch_release()}.dll"
+    else:
+        name = f"libgraphbolt_pytorch_{_torch_release()}.so"
+    if not os.path.exists(os.path.join(dgl_dir, "graphbolt", name)):
+        return False
+    return importlib.util.find_spec("torchdata.datapipes") is not None
+
+
+def _graphbolt_placeholder(reason: str) -> types.ModuleType:
+    module = types.ModuleType("dgl.graphbolt", doc=f"Unavailable: {reason}")
+
+    def __getattr__(name: str):
+        # AttributeError (not ImportError) so hasattr()/inspect keep working.
+        raise AttributeError(f"dgl.graphbolt is unavailable ({reason}); gflkit does not use it")
+
+    module.__getattr__ = __getattr__  # type: ignore[attr-defined]
+    return module
+
+
+def _setuptools_extern_missing() -> bool:
+    # Look on disk instead of importing setuptools, which patches distutils.
+    if "setuptools.extern" in sys.modules:
+        return False
+    spec = importlib.util.find_spec("setuptools")
+    if spec is None or not spec.submodule_search_locations:
+        return True
+    return not any(
+        os.path.isdir(os.path.join(loc, "extern")) for loc in spec.submodule_search_locations
+    )
+
+
+def install() -> None:
+    """Apply the fixes that this environment needs; a no-op when DGL is imported."""
+    if "dgl" in sys.modules:
+        return
+    if "dgl.graphbolt" not in sys.modules and not graphbolt_library_available():
+        reason = f"DGL ships no graphbolt library usable with torch {_torch_release()}"
+        sys.modules["dgl.graphbolt"] = _graphbolt_placeholder(reason)
+        patched["graphbolt"] = True
+    if _setuptools_extern_missing():
+        try:
+            packaging = importlib.import_module("packaging")
+            importlib.import_module("packaging.version")
+        except ImportError:
+            return  # dgl.utils will then raise its own clear ImportError
+        extern = types.ModuleType("setuptools.extern")
+        extern.packaging = packaging  # type: ignore[attr-defined]
+        sys.modules["setuptools.extern"] = extern
+        sys.modules["setuptools.extern.packaging"] = packaging
+        sys.modules.setdefault("setuptools.extern.packaging.version", sys.modules["packaging.version"])
+        patched["setuptools_extern"] = True
+
+
+install()

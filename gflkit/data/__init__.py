@@ -1,0 +1,57 @@
+"""Graph collections: the on-disk format, the built-in family and raw sources."""
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from ..errors import GFLError
+from ..paths import processed_dir
+from .collection import SPLITS, GraphCollection, build_graph
+from .synthetic import SMALL_SPEC, SyntheticSpec, make_synthetic_family
+
+__all__ = [
+    "GraphCollection",
+    "build_graph",
+    "SPLITS",
+    "SyntheticSpec",
+    "SMALL_SPEC",
+    "make_synthetic_family",
+    "load_collection",
+    "DEFAULT_COLLECTION",
+]
+
+log = logging.getLogger(__name__)
+
+#: The collection used when a command is given no data.
+DEFAULT_COLLECTION = "synthetic"
+
+
+def load_collection(
+    data: str | os.PathLike | GraphCollection | None = None, root: str | os.PathLike | None = None
+) -> GraphCollection:
+    """Open a collection by folder path or by name under ``<root>/processed/``.
+
+    With no ``data`` the built-in default family (``synthetic``) is used; it is
+    generated into the data root on first use and reused afterwards.
+    """
+    if isinstance(data, GraphCollection):
+        return data
+    if data is None:
+        path = processed_dir(DEFAULT_COLLECTION, root)
+        if not (path / "manifest.json").is_file():
+            log.info("building the default synthetic family into %s (first use)", path)
+            make_synthetic_family(progress=True).save(path)
+        return GraphCollection.load(path)
+    path = Path(data)
+    if path.is_dir():
+        return GraphCollection.load(path)
+    named = processed_dir(str(data), root)
+    if named.is_dir():
+        return GraphCollection.load(named)
+    if str(data) == DEFAULT_COLLECTION:
+        return load_collection(None, root)
+    raise GFLError(
+        f"no collection at {data!r} (nor {named}): give a collection folder, or build one "
+        f"with 'gflkit preprocess <source>'"
+    )

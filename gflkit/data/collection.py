@@ -1,0 +1,293 @@
+"""A family of graphs on disk: DGLGraphs plus a readable manifest.
+
+A collection is a folder with two files:
+
+* ``graphs.bin``: every graph, written with :func:`dgl.save_graphs`. Each graph is
+  simple and undirected (each edge stored in both directions, no self-loops,
+  no duplicates) with ``ndata["feat"]`` (float32, ``(n, feat_size)``) and
+  ``ndata["label"]`` (int64, ``-1`` for unlabelled nodes).
+* ``manifest.json``: the shared class names, the split of each graph
+  (``train``/``val``/``test``), per-graph counts, and where the family came from
+  (source, sampler, seed, gflkit version).
+
+:meth:`GraphCollection.load` checks the manifest against the graphs and raises
+:class:`~gflkit.errors.DataFormatError` naming the graph and field on any mismatch.
+:meth:`GraphCollection.save` writes into a temporary folder and renames it into
+place, so an interrupted run never leaves a half-written collection.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import dgl
+import torch
+
+from ..errors import DataFormatError, GFLError
+
+__all__ = ["GraphCollection", "build_graph", "SPLITS", "FORMAT", "FORMAT_VERSION"]
+
+SPLITS = ("train", "val", "test")
+FORMAT = "gflkit.collection"
+FORMAT_VERSION = 1
+GRAPHS_FILE = "graphs.bin"
+MANIFEST_FILE = "manifest.json"
+
+
+def _class_counts(label: torch.Tensor, num_classes: int) -> list[int]:
+    labelled = label[label >= 0]
+    return torch.bincount(labelled, minlength=num_classes).tolist()
+
+
+@dataclass
+class GraphCollection:
+    """Graphs that share a label set, each assigned to a meta-learning split.
+
+    Args:
+        graphs: the graphs (see module docstring for the required node data).
+        splits: ``"train"``, ``"val"`` or ``"test"`` for each graph.
+        classes: class names; label ``i`` means ``classes[i]``.
+        name: short name of the collection (used in result tables).
+        source: where the graphs came from (``synthetic``, ``aminer``, ...).
+        sampler: how graphs were cut from a larger graph, if they were.
+        seed: the seed the collection was built with, if any.
+        graph_extra: per-graph facts kept in the manifest (e.g. ``walk_steps``).
+        meta: further collection-level facts kept in the manifest.
+    """
+
+    graphs: list[dgl.DGLGraph]
+    splits: list[str]
+    classes: list[str]
+    name: str = "collection"
+    source: str = "unknown"
+    sampler: dict[str, Any] | None = None
+    seed: int | None = None
+    graph_extra: list[dict[str, Any]] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.graph_extra:
+            self.graph_extra = [{} for _ in self.graphs]
+        self.validate()
+
+    # -- basic facts -------------------------------------------------------------
+    @property
+    def num_classes(self) -> int:
+        return len(self.classes)
+
+    @property
+    def feat_size(self) -> int:
+        return int(self.graphs[0].ndata["feat"].shape[1]) if self.graphs else 0
+
+    def __len__(self) -> int:
+        return len(self.graphs)
+
+    def __repr__(self) -> str:
+        counts = {s: self.splits.count(s) for s in SPLITS}
+        return (
+            f"GraphCollection(name={self.name!r}, source={self.source!r}, graphs={len(self)}, "
+            f"splits={counts}, classes={self.num_classes}, feat_size={self.feat_size})"
+        )
+
+    def graph_ids(self, split: str | None = None) -> list[int]:
+        """Ids (positions) of the graphs in ``split``, or of all graphs."""
+        if split is not None and split not in SPLITS:
+            raise GFLError(f"unknown split {split!r}: choose one of {', '.join(SPLITS)}")
+        return [i for i, s in enumerate(self.splits) if split is None or s == split]
+
+    def items(self, split: str | None = None) -> Iterator[tuple[int, dgl.DGLGraph]]:
+        """``(graph_id, graph)`` pairs of ``split`` (all graphs when ``None``)."""
+        for i in self.graph_ids(split):
+            yield i, self.graphs[i]
+
+    # -- checks ------------------------------------------------------------------
+    def validate(self) -> None:
+        """Raise :class:`DataFormatError` unless every graph follows the format."""
+        if len(self.splits) != len(self.graphs):
+            raise DataFormatError(
+                f"collection {self.name!r}: {len(self.graphs)} graphs but {len(self.splits)} splits"
+            )
+        if len(self.graph_extra) != len(self.graphs):
+            raise DataFormatError(f"collection {self.name!r}: graph_extra must have one dict per graph")
+        if not self.classes:
+            raise DataFormatError(f"collection {self.name!r}: the class list is empty")
+        feat_size = None
+        for i, (g, split) in enumerate(zip(self.graphs, self.splits)):
+            where = f"collection {self.name!r}, graph {i}"
+            if split not in SPLITS:
+                raise DataFormatError(f"{where}: split {split!r} is not one of {', '.join(SPLITS)}")
+            for key in ("feat", "label"):
+                if key not in g.ndata:
+                    raise DataFormatError(f"{where}: missing ndata[{key!r}]")
+            feat, label = g.ndata["feat"], g.ndata["label"]
+            if feat.dtype != torch.float32 or feat.dim() != 2:
+                raise DataFormatError(f"{where}: ndata['feat'] must be a 2-D float32 tensor")
+            if feat_size is None:
+                feat_size = feat.shape[1]
+            elif feat.shape[1] != feat_size:
+                raise DataFormatError(
+                    f"{where}: {feat.shape[1]} features per node, expected {feat_size} like graph 0"
+                )
+            if label.dtype != torch.int64 or label.dim() != 1:
+                raise DataFormatError(f"{where}: ndata['label'] must be a 1-D int64 tensor")
+            if label.numel() and (label.min() < -1 or label.max() >= self.num_classes):
+                raise DataFormatError(
+                    f"{where}: labels must lie in -1..{self.num_classes - 1} "
+                    f"(found {int(label.min())}..{int(label.max())})"
+                )
+
+    # -- manifest ----------------------------------------------------------------
+    def manifest(self) -> dict[str, Any]:
+        """The readable description written beside the graphs."""
+        from .. import __version__
+
+        graphs = []
+        for i, (g, split, extra) in enumerate(zip(self.graphs, self.splits, self.graph_extra)):
+            label = g.ndata["label"]
+            graphs.append(
+                {
+                    "graph_id": i,
+                    "split": split,
+                    "num_nodes": g.num_nodes(),
+                    "num_edges": g.num_edges(),
+                    "class_counts": _class_counts(label, self.num_classes),
+                    "unlabelled": int((label < 0).sum()),
+                    **extra,
+                }
+            )
+        return {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "name": self.name,
+            "source": self.source,
+            "feat_size": self.feat_size,
+            "num_classes": self.num_classes,
+            "classes": list(self.classes),
+            "splits": {s: self.splits.count(s) for s in SPLITS},
+            "sampler": self.sampler,
+            "seed": self.seed,
+            "gflkit_version": __version__,
+            "meta": self.meta,
+            "graphs": graphs,
+        }
+
+    # -- disk --------------------------------------------------------------------
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the collection to the folder ``path`` atomically; returns it."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+        try:
+            dgl.save_graphs(str(tmp / GRAPHS_FILE), self.graphs)
+            with open(tmp / MANIFEST_FILE, "w", encoding="utf-8") as f:
+                json.dump(self.manifest(), f, indent=1)
+                f.write("\n")
+            _replace_dir(tmp, path)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "GraphCollection":
+        """Read a collection written by :meth:`save`, checking it on the way."""
+        path = Path(path)
+        manifest_path = path / MANIFEST_FILE
+        graphs_path = path / GRAPHS_FILE
+        if not manifest_path.is_file():
+            raise DataFormatError(f"{manifest_path}: no such file; is {path} a gflkit collection?")
+        if not graphs_path.is_file():
+            raise DataFormatError(f"{graphs_path}: no such file; rebuild the collection with gflkit preprocess")
+        try:
+            with open(manifest_path, encoding="utf-8") as f:
+                manifest = json.load(f)
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise DataFormatError(f"{manifest_path}: not valid JSON ({err}); rebuild the collection") from None
+        if manifest.get("format") != FORMAT:
+            raise DataFormatError(f"{manifest_path}: not a gflkit collection manifest")
+        if manifest.get("format_version") != FORMAT_VERSION:
+            raise DataFormatError(
+                f"{manifest_path}: format version {manifest.get('format_version')} is not supported "
+                f"(this gflkit reads {FORMAT_VERSION}); rebuild the collection"
+            )
+        try:
+            graphs, _ = dgl.load_graphs(str(graphs_path))
+        except Exception as err:  # DGL raises DGLError with no common base
+            raise DataFormatError(f"{graphs_path}: cannot be read ({err}); rebuild the collection") from None
+        entries = manifest.get("graphs", [])
+        if len(entries) != len(graphs):
+            raise DataFormatError(
+                f"{manifest_path}: lists {len(entries)} graphs but {graphs_path.name} holds {len(graphs)}"
+            )
+        known = {"graph_id", "split", "num_nodes", "num_edges", "class_counts", "unlabelled"}
+        collection = cls(
+            graphs=graphs,
+            splits=[e.get("split") for e in entries],
+            classes=list(manifest.get("classes", [])),
+            name=manifest.get("name", path.name),
+            source=manifest.get("source", "unknown"),
+            sampler=manifest.get("sampler"),
+            seed=manifest.get("seed"),
+            graph_extra=[{k: v for k, v in e.items() if k not in known} for e in entries],
+            meta=manifest.get("meta", {}),
+        )
+        if manifest.get("feat_size") != collection.feat_size:
+            raise DataFormatError(
+                f"{manifest_path}: feat_size {manifest.get('feat_size')} but the graphs have "
+                f"{collection.feat_size} features per node"
+            )
+        actual = collection.manifest()["graphs"]
+        for i, (want, have) in enumerate(zip(entries, actual)):
+            for key in ("graph_id", "num_nodes", "num_edges", "class_counts"):
+                if want.get(key) != have[key]:
+                    raise DataFormatError(
+                        f"{manifest_path}: graph {i} {key} is {want.get(key)} in the manifest but "
+                        f"{have[key]} in {graphs_path.name}; the files do not belong together, rebuild"
+                    )
+        return collection
+
+
+def _replace_dir(src: Path, dst: Path) -> None:
+    """Move the finished folder ``src`` to ``dst``, replacing what was there."""
+    if dst.exists():
+        old = dst.with_name(f".{dst.name}.old")
+        if old.exists():
+            shutil.rmtree(old)
+        os.replace(dst, old)
+        os.replace(src, dst)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(src, dst)
+
+
+def build_graph(
+    src: Sequence[int] | torch.Tensor,
+    dst: Sequence[int] | torch.Tensor,
+    num_nodes: int,
+    feat: torch.Tensor,
+    label: torch.Tensor,
+) -> dgl.DGLGraph:
+    """A simple undirected graph in collection format from an edge list.
+
+    Self-loops and duplicate edges are dropped; every edge is stored in both
+    directions. Memory is linear in the number of edges.
+
+    Shapes:
+        src, dst: ``(E,)``; feat: ``(num_nodes, d)``; label: ``(num_nodes,)``.
+    """
+    src = torch.as_tensor(src, dtype=torch.int64)
+    dst = torch.as_tensor(dst, dtype=torch.int64)
+    keep = src != dst
+    lo = torch.minimum(src[keep], dst[keep])
+    hi = torch.maximum(src[keep], dst[keep])
+    key = torch.unique(lo * num_nodes + hi)  # sorted, so the result is deterministic
+    lo, hi = key // num_nodes, key % num_nodes
+    g = dgl.graph((torch.cat([lo, hi]), torch.cat([hi, lo])), num_nodes=num_nodes)
+    g.ndata["feat"] = torch.as_tensor(feat, dtype=torch.float32)
+    g.ndata["label"] = torch.as_tensor(label, dtype=torch.int64)
+    return g
