@@ -53,6 +53,8 @@ class SyntheticSpec:
     noise: float = 1.0  # feature noise of a node of median propensity
     outlier_rate: float = 0.15  # share of nodes with another class's profile
     unlabelled_rate: float = 0.05
+    n_types: int = 1  # graph types, each with its own informative feature block
+    type_offset: float = 0.5  # spread of the per-type feature offsets
 
 
 #: A family small enough for unit tests and quick trials (``--small``).
@@ -68,8 +70,12 @@ def _weighted_choice(rng: np.random.Generator, pool: np.ndarray, weight: np.ndar
     return rng.choice(pool, size=size, p=p)
 
 
-def _make_graph(spec: SyntheticSpec, centers: np.ndarray, rng: np.random.Generator):
+def _make_graph(spec: SyntheticSpec, centers: np.ndarray, offsets: np.ndarray, rng: np.random.Generator):
     n = int(rng.integers(spec.min_nodes, spec.max_nodes + 1))
+    kind = int(rng.integers(spec.n_types))
+    block = np.array_split(np.arange(spec.feat_size), spec.n_types)[kind]
+    mask = np.zeros(spec.feat_size)
+    mask[block] = 1.0
     c = spec.num_classes
     proportions = rng.dirichlet(np.full(c, 8.0))
     label = rng.choice(c, size=n, p=proportions)
@@ -95,7 +101,7 @@ def _make_graph(spec: SyntheticSpec, centers: np.ndarray, rng: np.random.Generat
         dst[sel] = _weighted_choice(rng, others, theta, int(sel.sum()))
 
     # Features: shared centres, perturbed per graph; noisier on the periphery.
-    graph_centers = centers + spec.class_jitter * rng.standard_normal(centers.shape)
+    graph_centers = (centers + spec.class_jitter * rng.standard_normal(centers.shape)) * mask + offsets[kind]
     graph_centers += spec.graph_shift * rng.standard_normal(centers.shape[1])
     profile = label.copy()
     # Outliers are drawn mostly from the periphery (weight 1/theta).
@@ -108,7 +114,7 @@ def _make_graph(spec: SyntheticSpec, centers: np.ndarray, rng: np.random.Generat
     unlabelled = rng.random(n) < spec.unlabelled_rate
     label = np.where(unlabelled, -1, label)
     g = build_graph(src, dst, n, torch.from_numpy(feat.astype(np.float32)), torch.from_numpy(label))
-    extra = {"homophily": round(homophily, 4), "mean_degree": round(mean_degree, 4)}
+    extra = {"homophily": round(homophily, 4), "mean_degree": round(mean_degree, 4), "type": kind}
     return g, extra
 
 
@@ -122,6 +128,7 @@ def make_synthetic_family(
     """
     family_rng = np.random.default_rng([seed, 0])
     centers = spec.center_scale * family_rng.standard_normal((spec.num_classes, spec.feat_size))
+    offsets = spec.type_offset * family_rng.standard_normal((spec.n_types, spec.feat_size))
     splits = ["train"] * spec.n_train + ["val"] * spec.n_val + ["test"] * spec.n_test
     graphs, extras = [], []
     ids = range(len(splits))
@@ -130,7 +137,7 @@ def make_synthetic_family(
 
         ids = tqdm(ids, desc=f"generating {name}", unit="graph")
     for i in ids:
-        g, extra = _make_graph(spec, centers, np.random.default_rng([seed, 1, i]))
+        g, extra = _make_graph(spec, centers, offsets, np.random.default_rng([seed, 1, i]))
         graphs.append(g)
         extras.append(extra)
     return GraphCollection(

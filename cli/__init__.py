@@ -1,0 +1,1 @@
+"""The ``gflkit`` command line (installed as ``gflkit_cli``)."""

@@ -1,0 +1,2 @@
+"""Placeholder while the train/evaluate commands are written."""
+COMMANDS = []

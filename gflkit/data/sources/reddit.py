@@ -1,0 +1,173 @@
+"""Reddit (and any GraphSAGE-layout dataset) -> one large graph.
+
+Two layouts are read, both published for the Reddit post-to-post graph of
+GraphSAGE (Hamilton et al., 2017), which the GFL paper uses (section 5):
+
+* GraphSAGE (http://snap.stanford.edu/graphsage/): ``<prefix>-G.json`` (networkx
+  1.x node-link JSON), ``<prefix>-feats.npy``, ``<prefix>-id_map.json`` (node id ->
+  row of the features) and ``<prefix>-class_map.json`` (node id -> class id). In
+  that JSON the ``source``/``target`` of a link are **positions in the ``nodes``
+  list**, not node ids. Node ``i`` of the result is ``nodes[i]``. The JSON is
+  scanned in chunks (flat ``{...}`` objects), never loaded whole, so Reddit's
+  gigabyte file needs memory for the edge arrays only.
+* DGL (https://data.dgl.ai/dataset/reddit.zip): ``reddit_data.npz`` (``feature``,
+  ``label``, ``node_types``) and ``reddit_graph.npz`` (a SciPy sparse matrix
+  written by :func:`scipy.sparse.save_npz`).
+
+Classes are the class ids as strings; the paper uses 5 per graph, by default the
+5 most frequent. Nodes of other classes stay in the graph, unlabelled (-1).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from array import array
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+from ...errors import DataFormatError, GFLError
+from ..collection import build_graph
+from .base import BadInputReport, SourceGraph
+from .common import missing_file, require_file, select_classes
+
+__all__ = ["read_reddit", "read_graphsage", "read_dgl_reddit", "find_prefix"]
+
+log = logging.getLogger(__name__)
+
+NUM_CLASSES = 5
+_OBJECT = re.compile(rb"\{[^{}]*\}")
+_SOURCE = re.compile(rb'"source"\s*:\s*(-?\d+)')
+_TARGET = re.compile(rb'"target"\s*:\s*(-?\d+)')
+
+
+def find_prefix(folder: str | os.PathLike) -> str:
+    """The ``<prefix>`` of the single ``<prefix>-G.json`` in ``folder``."""
+    found = sorted(p.name[: -len("-G.json")] for p in Path(folder).glob("*-G.json"))
+    if not found:
+        raise missing_file(Path(folder) / "reddit-G.json", "reddit", folder)
+    if len(found) > 1:
+        raise GFLError(f"{folder}: several <prefix>-G.json files ({', '.join(found)}); give the prefix with --prefix")
+    return found[0]
+
+
+def _scan_node_link(path: Path, chunk: int = 1 << 24) -> tuple[list, np.ndarray, np.ndarray]:
+    """Node ids and link (source, target) positions of a node-link JSON, read in chunks."""
+    ids: list = []
+    src, dst = array("q"), array("q")
+    tail = b""
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(chunk)
+            buf = tail + block
+            end = 0
+            for m in _OBJECT.finditer(buf):
+                obj, end = m.group(), m.end()
+                s, t = _SOURCE.search(obj), _TARGET.search(obj)
+                if s and t:
+                    src.append(int(s.group(1)))
+                    dst.append(int(t.group(1)))
+                elif b'"id"' in obj:
+                    ids.append(json.loads(obj)["id"])
+            tail = buf[end:]
+            if not block:
+                break
+    return ids, np.frombuffer(src, dtype=np.int64), np.frombuffer(dst, dtype=np.int64)
+
+
+def read_graphsage(
+    folder: str | os.PathLike, prefix: str | None = None, classes: Sequence[str] | None = None,
+    num_classes: int | None = NUM_CLASSES,
+) -> SourceGraph:
+    """Read ``<prefix>-{G.json,feats.npy,id_map.json,class_map.json}`` from ``folder``.
+
+    Args:
+        folder: where the four files are.
+        prefix: file prefix (``reddit``, ``cora``...); found from ``*-G.json`` if omitted.
+        classes: class ids to keep; default the ``num_classes`` most frequent.
+        num_classes: how many of the most frequent classes to keep (``None``: all).
+    """
+    folder = Path(folder)
+    prefix = prefix or find_prefix(folder)
+    paths = {k: require_file(folder / f"{prefix}-{k}", "reddit") for k in ("G.json", "feats.npy", "id_map.json", "class_map.json")}
+    report = BadInputReport(str(paths["G.json"]))
+    ids, src, dst = _scan_node_link(paths["G.json"])
+    n = len(ids)
+    if n == 0:
+        raise DataFormatError(f"{paths['G.json']}: no nodes found; is it a node-link JSON file?")
+    bad = (src < 0) | (src >= n) | (dst < 0) | (dst >= n)
+    if bad.any():
+        report.add("link to a position outside the node list", f"link {int(np.flatnonzero(bad)[0])}", int(bad.sum()))
+        src, dst = src[~bad], dst[~bad]
+    feats = np.load(paths["feats.npy"], mmap_mode="r")
+    id_map = json.loads(paths["id_map.json"].read_text(encoding="utf-8"))
+    class_map = json.loads(paths["class_map.json"].read_text(encoding="utf-8"))
+    rows = np.array([id_map.get(str(i), -1) for i in ids], dtype=np.int64)
+    missing = (rows < 0) | (rows >= len(feats))
+    if missing.any():
+        report.add("node without a feature row", str(ids[int(np.flatnonzero(missing)[0])]), int(missing.sum()))
+    feat = np.zeros((n, feats.shape[1]), dtype=np.float32)
+    feat[~missing] = feats[rows[~missing]]
+    raw = [class_map.get(str(i)) for i in ids]
+    label = np.full(n, -1, dtype=np.int64)
+    for k, c in enumerate(raw):
+        if isinstance(c, int) and c >= 0:
+            label[k] = c
+        else:
+            report.add("node without a single class id", str(ids[k]))
+    names = [str(c) for c in range(int(label.max()) + 1)]
+    label, names = select_classes(label, names, classes, None if classes else num_classes)
+    g = build_graph(torch.from_numpy(src), torch.from_numpy(dst), n, torch.from_numpy(feat), torch.from_numpy(label))
+    report.log(log)
+    meta = {"files": [str(p) for p in paths.values()], "links": int(len(src)), "layout": "graphsage"}
+    return SourceGraph(g=g, classes=names, name="reddit" if prefix == "reddit" else prefix, source="graphsage",
+                       report=report, meta=meta)
+
+
+def read_dgl_reddit(
+    folder: str | os.PathLike, classes: Sequence[str] | None = None, num_classes: int | None = NUM_CLASSES
+) -> SourceGraph:
+    """Read DGL's ``reddit_data.npz`` and ``reddit_graph.npz`` from ``folder``."""
+    folder = Path(folder)
+    data_path = require_file(folder / "reddit_data.npz", "reddit")
+    graph_path = require_file(folder / "reddit_graph.npz", "reddit")
+    report = BadInputReport(str(data_path))
+    with np.load(data_path) as data:
+        for key in ("feature", "label"):
+            if key not in data:
+                raise DataFormatError(f"{data_path}: no array {key!r}; is it DGL's reddit_data.npz?")
+        feat, label = data["feature"].astype(np.float32), data["label"].astype(np.int64)
+    if feat.ndim != 2 or len(feat) != len(label):
+        raise DataFormatError(f"{data_path}: {feat.shape} features for {len(label)} labels")
+    adj = sp.load_npz(graph_path).tocoo()
+    n = len(label)
+    if adj.shape != (n, n):
+        raise DataFormatError(f"{graph_path}: adjacency of shape {adj.shape} but {n} nodes in {data_path.name}")
+    if (label < 0).any():
+        report.add("negative class id", int(np.flatnonzero(label < 0)[0]), int((label < 0).sum()))
+        label[label < 0] = -1
+    names = [str(c) for c in range(int(label.max()) + 1)]
+    label, names = select_classes(label, names, classes, None if classes else num_classes)
+    g = build_graph(torch.from_numpy(adj.row.astype(np.int64)), torch.from_numpy(adj.col.astype(np.int64)), n,
+                    torch.from_numpy(feat), torch.from_numpy(label))
+    report.log(log)
+    meta = {"files": [str(data_path), str(graph_path)], "links": int(adj.nnz), "layout": "dgl"}
+    return SourceGraph(g=g, classes=names, name="reddit", source="dgl-reddit", report=report, meta=meta)
+
+
+def read_reddit(
+    folder: str | os.PathLike, prefix: str | None = None, classes: Sequence[str] | None = None,
+    num_classes: int | None = NUM_CLASSES,
+) -> SourceGraph:
+    """Read whichever layout ``folder`` holds: DGL's npz files, else GraphSAGE's."""
+    folder = Path(folder)
+    if prefix is None and (folder / "reddit_data.npz").is_file():
+        return read_dgl_reddit(folder, classes, num_classes)
+    if not folder.is_dir():
+        raise missing_file(folder / "reddit-G.json", "reddit", folder)
+    return read_graphsage(folder, prefix, classes, num_classes)

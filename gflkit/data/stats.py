@@ -1,0 +1,58 @@
+"""Table 1 of the paper for any collection: sizes, features, classes, splits, overlap.
+
+Edges are unique undirected edges. The paper's "# Edges" counts walk steps (the
+edge lines of the release), which are reported apart as ``avg_walk_steps`` when
+the collection recorded them. ``overlap_val`` / ``overlap_test`` are the shares
+of distinct val / test nodes that also lie in a train graph, measured from
+``ndata["orig_id"]`` (else taken from the manifest, else empty).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+
+from .collection import SPLITS, GraphCollection
+from .sampling import node_overlap
+
+__all__ = ["STATS_COLUMNS", "collection_stats", "stats_table"]
+
+STATS_COLUMNS = [
+    "dataset", "source", "method", "avg_nodes", "avg_edges", "avg_walk_steps", "feat_size", "num_classes",
+    "n_train", "n_val", "n_test", "overlap_val", "overlap_test",
+]
+
+
+def _nan(value: Any) -> float:
+    return math.nan if value is None else float(value)
+
+
+def collection_stats(collection: GraphCollection) -> dict[str, Any]:
+    """One row of statistics for ``collection`` (keys: :data:`STATS_COLUMNS`)."""
+    graphs = collection.graphs
+    nodes = [g.num_nodes() for g in graphs]
+    edges = [g.num_edges() // 2 for g in graphs]  # each undirected edge is stored twice
+    steps = [e["walk_steps"] for e in collection.graph_extra if e.get("walk_steps") is not None]
+    overlap = node_overlap(collection)
+    if overlap["val"] is None and overlap["test"] is None:
+        overlap = dict(collection.meta.get("node_overlap") or {})
+    return {
+        "dataset": collection.name,
+        "source": collection.source,
+        "method": (collection.sampler or {}).get("method", ""),
+        "avg_nodes": float(np.mean(nodes)) if nodes else math.nan,
+        "avg_edges": float(np.mean(edges)) if edges else math.nan,
+        "avg_walk_steps": float(np.mean(steps)) if steps and len(steps) == len(graphs) else math.nan,
+        "feat_size": collection.feat_size,
+        "num_classes": collection.num_classes,
+        **{f"n_{s}": collection.splits.count(s) for s in SPLITS},
+        "overlap_val": _nan(overlap.get("val")),
+        "overlap_test": _nan(overlap.get("test")),
+    }
+
+
+def stats_table(collections: Iterable[GraphCollection]) -> pd.DataFrame:
+    """One row per collection, columns in :data:`STATS_COLUMNS` order."""
+    return pd.DataFrame([collection_stats(c) for c in collections], columns=STATS_COLUMNS)

@@ -1,0 +1,29 @@
+"""Distance d between query embeddings and prototypes (paper Eq. 2, Table 6)."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+__all__ = ["logits"]
+
+
+def logits(z: torch.Tensor, protos: torch.Tensor, distance: str = "inner", cosine_scale: float = 10.0) -> torch.Tensor:
+    """Class scores ``-d(z, c_k)`` for each query and prototype.
+
+    Args:
+        z: query embeddings.
+        protos: one prototype per class.
+        distance: ``"inner"`` (``z . c``, the paper's default), ``"cosine"``
+            (scaled by ``cosine_scale`` so that a softmax can be confident) or
+            ``"euclidean"`` (negative squared distance).
+
+    Shapes:
+        z: ``(Q, d)``; protos: ``(C, d)``; returns ``(Q, C)``.
+    """
+    if distance == "inner":
+        return z @ protos.t()
+    if distance == "cosine":
+        return cosine_scale * F.normalize(z, dim=-1) @ F.normalize(protos, dim=-1).t()
+    if distance == "euclidean":
+        return -torch.cdist(z, protos).pow(2)
+    raise ValueError(f"unknown distance {distance!r}")

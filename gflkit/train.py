@@ -1,0 +1,197 @@
+"""Meta-training (paper Algorithm 1) with validation-based model selection.
+
+Each step draws ``meta_batch`` training graphs, one episode per graph seeded
+from ``(seed, graph_id, step)``, batches the graphs into one DGLGraph, and takes
+an Adam step on the summed prototypical and reconstruction losses. Every
+``eval_every`` steps the model is scored on the validation graphs; the best
+weights are kept and training stops after ``patience`` rounds without gain.
+
+A run folder holds ``config.json``, ``metrics.csv`` (one row per step) and
+``best.pt``; checkpoints load with ``torch.load(..., weights_only=True)``.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from . import __version__
+from .config import EpisodeConfig, GFLConfig, TrainConfig, config_from_dict, to_dict
+from .data import GraphCollection
+from .episodes import EpisodeSampler
+from .errors import GFLError
+from .evaluate import GraphCache, graph_accuracies
+from .models.gfl import GFL, batch_episodes
+from .utils import atomic_torch_save, atomic_write_text, seed_everything
+
+__all__ = ["TrainResult", "meta_train", "save_checkpoint", "load_checkpoint", "CHECKPOINT_FORMAT"]
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT_FORMAT = "gflkit.checkpoint"
+
+
+@dataclass
+class TrainResult:
+    """What :func:`meta_train` returns.
+
+    Attributes:
+        model: the model with the best validation weights loaded.
+        history: per-step metrics (``step, loss, ce, recon, val_accuracy, seconds``).
+        best_step: step of the selected weights.
+        best_val: their mean validation accuracy (fraction), NaN without val graphs.
+        run_dir: the run folder, when one was written.
+        meta: the checkpoint's metadata (configs, seed, dataset, version).
+    """
+
+    model: GFL
+    history: pd.DataFrame
+    best_step: int
+    best_val: float
+    run_dir: Path | None
+    meta: dict[str, Any]
+
+
+def _checkpoint(model: GFL, meta: dict[str, Any]) -> dict[str, Any]:
+    return {**meta, "state_dict": {k: v.detach().clone() for k, v in model.state_dict().items()}}
+
+
+def save_checkpoint(model: GFL, meta: dict[str, Any], path: str | os.PathLike) -> Path:
+    """Write weights and metadata atomically (plain tensors and builtins only)."""
+    return atomic_torch_save(_checkpoint(model, meta), path)
+
+
+def load_checkpoint(path: str | os.PathLike) -> tuple[GFL, dict[str, Any]]:
+    """Rebuild a model from a checkpoint file or a run folder.
+
+    Only tensors and plain Python values are read (``weights_only=True``).
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / "best.pt"
+    if not path.is_file():
+        raise GFLError(f"{path}: no such checkpoint; give a run folder written by 'gflkit train' or its best.pt")
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # unpickling errors have no common base
+        raise GFLError(f"{path}: not a loadable gflkit checkpoint ({type(err).__name__}); retrain") from None
+    if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
+        raise GFLError(f"{path}: not a gflkit checkpoint")
+    cfg = config_from_dict(GFLConfig, ckpt["model_config"])
+    model = GFL(int(ckpt["in_feats"]), cfg)
+    model.load_state_dict(ckpt["state_dict"])
+    model.eval()
+    meta = {k: v for k, v in ckpt.items() if k != "state_dict"}
+    return model, meta
+
+
+def _train_batch(model: GFL, cache: GraphCache, sampler: EpisodeSampler, ids, step: int):
+    eps = [sampler.episode(int(gid), step) for gid in ids]
+    bg, support, queries = batch_episodes([cache[int(gid)] for gid in ids], eps)
+    out = model(bg, support, queries)
+    return model.loss(out, [e.query_label for e in eps])
+
+
+def meta_train(
+    collection: GraphCollection,
+    model_cfg: GFLConfig = GFLConfig(),
+    episode_cfg: EpisodeConfig = EpisodeConfig(),
+    train_cfg: TrainConfig = TrainConfig(),
+    *,
+    model_name: str = "gfl",
+    run_dir: str | os.PathLike | None = None,
+    progress: bool = True,
+) -> TrainResult:
+    """Meta-train a GFL model on the ``train`` graphs of ``collection``.
+
+    Args:
+        collection: the graph family (needs ``train`` graphs; ``val`` graphs
+            select the checkpoint when present).
+        model_cfg, episode_cfg, train_cfg: the settings.
+        model_name: name recorded in the checkpoint and result rows.
+        run_dir: folder for ``config.json``, ``metrics.csv`` and ``best.pt``.
+        progress: show a tqdm bar on stderr.
+    """
+    seed = train_cfg.seed
+    seed_everything(seed)
+    sampler = EpisodeSampler(collection, "train", episode_cfg, seed)
+    if not sampler.graph_ids:
+        raise GFLError(
+            f"collection {collection.name!r} has no usable train graphs for k_shot={episode_cfg.k_shot}"
+        )
+    val_sampler = EpisodeSampler(collection, "val", episode_cfg, seed)
+    cache = GraphCache(collection)
+    model = GFL(collection.feat_size, model_cfg)
+    optimizer = torch.optim.Adam(model.parameters(), lr=train_cfg.lr, weight_decay=train_cfg.weight_decay)
+    meta = {
+        "format": CHECKPOINT_FORMAT, "gflkit_version": __version__, "model": model_name,
+        "model_config": to_dict(model_cfg), "episode_config": to_dict(episode_cfg),
+        "train_config": to_dict(train_cfg), "in_feats": collection.feat_size,
+        "classes": list(collection.classes), "dataset": collection.name, "seed": seed,
+    }
+    run_path = Path(run_dir) if run_dir is not None else None
+    if run_path is not None:
+        run_path.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(run_path / "config.json", json.dumps(meta, indent=1) + "\n")
+
+    train_ids = np.asarray(sampler.graph_ids)
+    best_val, best_step, best_state, stale = -1.0, 0, copy.deepcopy(model.state_dict()), 0
+    rows = []
+    steps = range(1, train_cfg.steps + 1)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(steps, desc=f"meta-training {model_name}", unit="step", leave=False)
+        steps = bar
+    model.train()
+    for step in steps:
+        start = time.perf_counter()
+        rng = np.random.default_rng([seed, 2, step])
+        ids = rng.choice(train_ids, size=train_cfg.meta_batch, replace=len(train_ids) < train_cfg.meta_batch)
+        loss, parts = _train_batch(model, cache, sampler, ids, step)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        row = {"step": step, "loss": float(loss.detach()), **parts, "seconds": time.perf_counter() - start}
+        if step % train_cfg.eval_every == 0 or step == train_cfg.steps:
+            if val_sampler.graph_ids:
+                accs = graph_accuracies(model, val_sampler, train_cfg.val_episodes, cache)
+                val = float(np.mean(list(accs.values())))
+            else:  # no validation graphs: keep the latest weights
+                val = float(step)
+            row["val_accuracy"] = val if val_sampler.graph_ids else float("nan")
+            if val > best_val:
+                best_val, best_step, stale = val, step, 0
+                best_state = copy.deepcopy(model.state_dict())
+                if run_path is not None:
+                    save_checkpoint(model, {**meta, "step": step, "val_accuracy": row["val_accuracy"]},
+                                    run_path / "best.pt")
+            else:
+                stale += 1
+            if bar is not None:
+                bar.set_postfix(loss=f"{row['loss']:.3f}", val=f"{row['val_accuracy']:.3f}")
+        rows.append(row)
+        if stale >= train_cfg.patience:
+            log.info("early stop at step %d (best validation at step %d)", step, best_step)
+            break
+    if bar is not None:
+        bar.close()
+    model.load_state_dict(best_state)
+    model.eval()
+    history = pd.DataFrame(rows)
+    if run_path is not None:
+        atomic_write_text(run_path / "metrics.csv", history.to_csv(index=False))
+    if not val_sampler.graph_ids:
+        best_val = float("nan")
+    meta = {**meta, "step": best_step, "val_accuracy": best_val}
+    return TrainResult(model, history, best_step, best_val, run_path, meta)
