@@ -14,23 +14,31 @@ from dataclasses import replace
 from typing import Any
 
 import pandas as pd
+import torch
 
 from .config import PRESETS, EpisodeConfig, GFLConfig, TrainConfig, config_from_dict
 from .data import GraphCollection, load_collection
 from .episodes import EpisodeSampler
 from .errors import GFLError
-from .evaluate import baseline_accuracies, graph_accuracies, summarise
-from .models.baselines import PER_GRAPH
+from .evaluate import baseline_accuracies, graph_accuracies, summarise, transfer_accuracies
+from .models.baselines import PER_GRAPH, TRANSFER
 from .models.gfl import GFL
 from .results import to_frame
-from .train import TrainResult, load_checkpoint, meta_train
+from .train import TrainResult, fit_transfer, load_checkpoint, meta_train
 
-__all__ = ["train", "evaluate", "evaluate_baseline", "model_config", "result_row", "TRAINABLE", "MODELS"]
+__all__ = [
+    "train", "evaluate", "evaluate_baseline", "model_config", "result_row", "model_names", "trainable_names",
+]
 
-#: Models that are meta-trained (configurations of GFL).
-TRAINABLE = tuple(PRESETS)
-#: Every model name accepted by ``evaluate``.
-MODELS = TRAINABLE + tuple(PER_GRAPH)
+
+def trainable_names() -> tuple[str, ...]:
+    """Models that learn from the meta-training graphs (``train --model``)."""
+    return tuple(PRESETS) + tuple(TRANSFER)
+
+
+def model_names() -> tuple[str, ...]:
+    """Every model name: trainable ones and per-graph baselines."""
+    return trainable_names() + tuple(PER_GRAPH)
 
 
 def model_config(model: str = "gfl", **overrides: Any) -> GFLConfig:
@@ -61,19 +69,21 @@ def train(
     train_cfg: TrainConfig = TrainConfig(),
     *,
     model: str = "gfl",
+    options: dict[str, Any] | None = None,
     out: str | os.PathLike | None = None,
     root: str | os.PathLike | None = None,
     eval_split: str | None = "test",
     episodes: int = 1,
     progress: bool = True,
 ) -> tuple[TrainResult, pd.DataFrame]:
-    """Meta-train ``model`` on a collection and score the best weights.
+    """Train ``model`` on the train graphs of a collection and score the result.
 
     Args:
         data: collection folder, name, object, or ``None`` for the built-in family.
-        model_cfg: model settings (default: the preset ``model``).
+        model_cfg: GFL settings (default: the preset ``model``); GFL presets only.
         episode_cfg, train_cfg: episode and training settings.
-        model: preset name recorded in results (``gfl``, ``protonet``).
+        model: a GFL preset (``gfl``, ``protonet``) or a transfer baseline name.
+        options: keyword options of a transfer baseline.
         out: run folder (``None``: nothing written).
         root: data root for names and the default family.
         eval_split: split to evaluate after training (``None`` to skip).
@@ -83,27 +93,35 @@ def train(
         The training result and a one-row DataFrame (empty when not evaluated).
     """
     collection = load_collection(data, root)
-    cfg = model_cfg or model_config(model)
-    result = meta_train(collection, cfg, episode_cfg, train_cfg, model_name=model, run_dir=out, progress=progress)
+    if model in TRANSFER:
+        result = fit_transfer(model, collection, episode_cfg, train_cfg, options=options, run_dir=out,
+                              progress=progress)
+    else:
+        cfg = model_cfg or model_config(model)
+        result = meta_train(collection, cfg, episode_cfg, train_cfg, model_name=model, run_dir=out,
+                            progress=progress)
     if eval_split is None:
         return result, to_frame([])
-    sampler = EpisodeSampler(collection, eval_split, episode_cfg, train_cfg.seed)
-    _require_graphs(sampler)
-    per_graph = graph_accuracies(result.model, sampler, episodes)
-    row = result_row(model, _aggregator(cfg), collection, eval_split, per_graph, episode_cfg, episodes, train_cfg.seed)
+    row = _score(result.model, model, collection, eval_split, episode_cfg, episodes, train_cfg.seed)
     return result, to_frame([row])
 
 
-def _require_graphs(sampler: EpisodeSampler) -> None:
+def _score(module, name: str, collection: GraphCollection, split: str, episode_cfg: EpisodeConfig,
+           episodes: int, seed: int) -> dict:
+    sampler = EpisodeSampler(collection, split, episode_cfg, seed)
     if not sampler.graph_ids:
         raise GFLError(
-            f"collection {sampler.collection.name!r} has no usable {sampler.split} graphs "
-            f"for k_shot={sampler.cfg.k_shot}"
+            f"collection {collection.name!r} has no usable {split} graphs for k_shot={episode_cfg.k_shot}"
         )
+    if isinstance(module, GFL):
+        per_graph, aggregator = graph_accuracies(module, sampler, episodes), _aggregator(module.cfg)
+    else:
+        per_graph, aggregator = transfer_accuracies(module, sampler, episodes), ""
+    return result_row(name, aggregator, collection, split, per_graph, episode_cfg, episodes, seed)
 
 
 def evaluate(
-    run: str | os.PathLike | GFL,
+    run: str | os.PathLike | torch.nn.Module,
     data: str | os.PathLike | GraphCollection | None = None,
     *,
     split: str = "test",
@@ -119,24 +137,21 @@ def evaluate(
     be found by name, else the built-in family. Without ``episode_cfg`` the
     run's own k_shot and n_query are used.
     """
-    if isinstance(run, GFL):
-        model, meta = run, {"model": model_name or "gfl", "episode_config": {}}
+    if isinstance(run, torch.nn.Module):
+        module, meta = run, {"model": model_name or getattr(run, "name", "gfl"), "episode_config": {}}
     else:
-        model, meta = load_checkpoint(run)
+        module, meta = load_checkpoint(run)
     if data is None and meta.get("dataset"):
         data = _dataset_by_name(str(meta["dataset"]), root)
     collection = load_collection(data, root)
-    if collection.feat_size != model.in_feats:
+    if collection.feat_size != module.in_feats:
         raise GFLError(
-            f"the model expects {model.in_feats} features per node but collection {collection.name!r} has "
+            f"the model expects {module.in_feats} features per node but collection {collection.name!r} has "
             f"{collection.feat_size}; evaluate on a collection of the same source"
         )
     ep_cfg = episode_cfg or config_from_dict(EpisodeConfig, meta.get("episode_config") or {})
-    sampler = EpisodeSampler(collection, split, ep_cfg, seed)
-    _require_graphs(sampler)
-    per_graph = graph_accuracies(model, sampler, episodes)
     name = model_name or meta.get("model", "gfl")
-    return to_frame([result_row(name, _aggregator(model.cfg), collection, split, per_graph, ep_cfg, episodes, seed)])
+    return to_frame([_score(module, name, collection, split, ep_cfg, episodes, seed)])
 
 
 def _dataset_by_name(name: str, root) -> str | None:
@@ -157,9 +172,12 @@ def evaluate_baseline(
 ) -> pd.DataFrame:
     """Score a baseline that is fitted on each graph's support set alone."""
     if model not in PER_GRAPH:
-        raise GFLError(f"unknown baseline {model!r}: choose one of {', '.join(PER_GRAPH)}")
+        raise GFLError(f"{model!r} is not a per-graph baseline: choose one of {', '.join(PER_GRAPH)}")
     collection = load_collection(data, root)
     sampler = EpisodeSampler(collection, split, episode_cfg, seed)
-    _require_graphs(sampler)
+    if not sampler.graph_ids:
+        raise GFLError(
+            f"collection {collection.name!r} has no usable {split} graphs for k_shot={episode_cfg.k_shot}"
+        )
     per_graph = baseline_accuracies(PER_GRAPH[model], sampler, episodes, seed)
     return to_frame([result_row(model, "", collection, split, per_graph, episode_cfg, episodes, seed)])

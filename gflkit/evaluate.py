@@ -18,7 +18,7 @@ from .episodes import Episode, EpisodeSampler
 from .models.gfl import GFL, batch_episodes, prepare_graph
 from .results import mean_ci
 
-__all__ = ["graph_accuracies", "baseline_accuracies", "summarise", "GraphCache"]
+__all__ = ["graph_accuracies", "baseline_accuracies", "transfer_accuracies", "summarise", "GraphCache"]
 
 
 class GraphCache:
@@ -74,6 +74,24 @@ def baseline_accuracies(
         for e in range(episodes):
             ep: Episode = sampler.episode(gid, e)
             pred = fit_predict(g, ep, num_classes=sampler.num_classes, seed=seed, **kwargs)
+            vals.append(float((pred == ep.query_label).float().mean()))
+        acc[gid] = float(np.mean(vals))
+    return acc
+
+
+@torch.no_grad()
+def transfer_accuracies(model, sampler: EpisodeSampler, episodes: int = 1,
+                        cache: GraphCache | None = None) -> dict[int, float]:
+    """Accuracy of a :class:`~gflkit.models.baselines.TransferBaseline` per graph."""
+    cache = cache or GraphCache(sampler.collection)
+    model.eval()
+    acc = {}
+    for gid in sampler.graph_ids:
+        vals = []
+        for e in range(episodes):
+            ep = sampler.episode(gid, e)
+            with torch.enable_grad():  # baselines may adapt on the support set
+                pred = model.predict(cache[gid], ep)
             vals.append(float((pred == ep.query_label).float().mean()))
         acc[gid] = float(np.mean(vals))
     return acc

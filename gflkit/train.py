@@ -33,7 +33,7 @@ from .evaluate import GraphCache, graph_accuracies
 from .models.gfl import GFL, batch_episodes
 from .utils import atomic_torch_save, atomic_write_text, seed_everything
 
-__all__ = ["TrainResult", "meta_train", "save_checkpoint", "load_checkpoint", "CHECKPOINT_FORMAT"]
+__all__ = ["TrainResult", "meta_train", "fit_transfer", "save_checkpoint", "load_checkpoint", "CHECKPOINT_FORMAT"]
 
 log = logging.getLogger(__name__)
 
@@ -61,17 +61,17 @@ class TrainResult:
     meta: dict[str, Any]
 
 
-def _checkpoint(model: GFL, meta: dict[str, Any]) -> dict[str, Any]:
+def _checkpoint(model: torch.nn.Module, meta: dict[str, Any]) -> dict[str, Any]:
     return {**meta, "state_dict": {k: v.detach().clone() for k, v in model.state_dict().items()}}
 
 
-def save_checkpoint(model: GFL, meta: dict[str, Any], path: str | os.PathLike) -> Path:
+def save_checkpoint(model: torch.nn.Module, meta: dict[str, Any], path: str | os.PathLike) -> Path:
     """Write weights and metadata atomically (plain tensors and builtins only)."""
     return atomic_torch_save(_checkpoint(model, meta), path)
 
 
-def load_checkpoint(path: str | os.PathLike) -> tuple[GFL, dict[str, Any]]:
-    """Rebuild a model from a checkpoint file or a run folder.
+def load_checkpoint(path: str | os.PathLike) -> tuple[torch.nn.Module, dict[str, Any]]:
+    """Rebuild a model (GFL or a transfer baseline) from a checkpoint or run folder.
 
     Only tensors and plain Python values are read (``weights_only=True``).
     """
@@ -86,8 +86,14 @@ def load_checkpoint(path: str | os.PathLike) -> tuple[GFL, dict[str, Any]]:
         raise GFLError(f"{path}: not a loadable gflkit checkpoint ({type(err).__name__}); retrain") from None
     if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
         raise GFLError(f"{path}: not a gflkit checkpoint")
-    cfg = config_from_dict(GFLConfig, ckpt["model_config"])
-    model = GFL(int(ckpt["in_feats"]), cfg)
+    if ckpt.get("kind") == "baseline":
+        from .models.baselines import TRANSFER
+
+        if ckpt.get("model") not in TRANSFER:
+            raise GFLError(f"{path}: unknown baseline {ckpt.get('model')!r} (written by a newer gflkit?)")
+        model = TRANSFER[ckpt["model"]](int(ckpt["in_feats"]), int(ckpt["num_classes"]), **ckpt["options"])
+    else:
+        model = GFL(int(ckpt["in_feats"]), config_from_dict(GFLConfig, ckpt["model_config"]))
     model.load_state_dict(ckpt["state_dict"])
     model.eval()
     meta = {k: v for k, v in ckpt.items() if k != "state_dict"}
@@ -195,3 +201,39 @@ def meta_train(
         best_val = float("nan")
     meta = {**meta, "step": best_step, "val_accuracy": best_val}
     return TrainResult(model, history, best_step, best_val, run_path, meta)
+
+
+def fit_transfer(
+    name: str,
+    collection: GraphCollection,
+    episode_cfg: EpisodeConfig = EpisodeConfig(),
+    train_cfg: TrainConfig = TrainConfig(),
+    *,
+    options: dict[str, Any] | None = None,
+    run_dir: str | os.PathLike | None = None,
+    progress: bool = True,
+) -> TrainResult:
+    """Train the transfer baseline ``name`` on the train graphs of ``collection``."""
+    from .models.baselines import TRANSFER
+
+    if name not in TRANSFER:
+        raise GFLError(f"unknown transfer baseline {name!r}: choose one of {', '.join(TRANSFER)}")
+    seed_everything(train_cfg.seed)
+    model = TRANSFER[name](collection.feat_size, collection.num_classes, **(options or {}))
+    facts = model.fit(collection, episode_cfg, train_cfg, progress=progress) or {}
+    model.eval()
+    meta = {
+        "format": CHECKPOINT_FORMAT, "gflkit_version": __version__, "kind": "baseline", "model": name,
+        "options": dict(model.options), "episode_config": to_dict(episode_cfg),
+        "train_config": to_dict(train_cfg), "in_feats": collection.feat_size,
+        "num_classes": collection.num_classes, "classes": list(collection.classes),
+        "dataset": collection.name, "seed": train_cfg.seed, **facts,
+    }
+    run_path = Path(run_dir) if run_dir is not None else None
+    if run_path is not None:
+        run_path.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(run_path / "config.json", json.dumps(meta, indent=1, default=str) + "\n")
+        save_checkpoint(model, meta, run_path / "best.pt")
+    history = pd.DataFrame(facts.get("history", []))
+    return TrainResult(model, history, int(facts.get("step", 0)), float(facts.get("val_accuracy", float("nan"))),
+                       run_path, meta)
