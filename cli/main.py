@@ -43,8 +43,9 @@ def cli(verbose: int, quiet: bool) -> None:
 
 
 def _register() -> None:
-    from . import preprocess, run, stats
+    from . import plot, preprocess, run, stats
 
+    cli.add_command(plot.plot)
     cli.add_command(preprocess.preprocess)
     cli.add_command(stats.stats)
     for command in run.COMMANDS:

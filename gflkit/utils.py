@@ -5,11 +5,12 @@ import os
 import random
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
 
-__all__ = ["atomic_write_text", "atomic_torch_save", "seed_everything"]
+__all__ = ["atomic_write_text", "atomic_torch_save", "atomic_write_with", "seed_everything"]
 
 
 def _atomic(path: str | os.PathLike, write) -> Path:
@@ -34,6 +35,14 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
 
+    return _atomic(path, write)
+
+
+def atomic_write_with(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
+    """Create ``path`` by calling ``write(tmp)`` on a temporary file, then renaming it.
+
+    For writers that take a file name (``savefig``, ``np.save``, ...).
+    """
     return _atomic(path, write)
 
 

@@ -45,21 +45,22 @@ class SyntheticSpec:
     max_nodes: int = 6000
     min_degree: float = 3.0  # range of a graph's mean degree
     max_degree: float = 5.0
-    min_homophily: float = 0.35  # range of a graph's share of intra-class edges
-    max_homophily: float = 0.85
+    min_homophily: float = 0.5  # range of a graph's share of intra-class edges
+    max_homophily: float = 0.9
     center_scale: float = 0.16  # spread of the shared class centres
     graph_shift: float = 0.10  # per-graph shift of all features
     class_jitter: float = 0.05  # per-graph perturbation of each class centre
     noise: float = 1.0  # feature noise of a node of median propensity
     outlier_rate: float = 0.15  # share of nodes with another class's profile
     unlabelled_rate: float = 0.05
+    outlier_links: float = 1.0  # share of outliers that also link like their profile class
     n_types: int = 1  # graph types, each with its own informative feature block
     type_offset: float = 0.5  # spread of the per-type feature offsets
 
 
 #: A family small enough for unit tests and quick trials (``--small``).
 SMALL_SPEC = SyntheticSpec(
-    n_train=16, n_val=4, n_test=8, feat_size=32, min_nodes=200, max_nodes=400,
+    n_train=16, n_val=4, n_test=8, feat_size=32, min_nodes=200, max_nodes=400, center_scale=0.32,
 )
 
 
@@ -84,17 +85,26 @@ def _make_graph(spec: SyntheticSpec, centers: np.ndarray, offsets: np.ndarray, r
     homophily = float(rng.uniform(spec.min_homophily, spec.max_homophily))
     mean_degree = float(rng.uniform(spec.min_degree, spec.max_degree))
 
+    # Outliers, drawn mostly from the periphery (weight 1/theta), carry another
+    # class's feature profile; a share `outlier_links` of them also link like
+    # that class (their community), the rest like their own.
+    profile = label.copy()
+    n_out = int(round(spec.outlier_rate * n))
+    outliers = rng.choice(n, size=n_out, replace=False, p=(1 / theta) / (1 / theta).sum())
+    profile[outliers] = (label[outliers] + rng.integers(1, c, size=n_out)) % c
+    community = np.where(rng.random(n) < spec.outlier_links, profile, label)
+
     # Degree-corrected SBM: endpoints drawn by propensity, the second one inside
-    # the first one's class with probability `homophily`. Every node starts one
+    # the first one's community with probability `homophily`. Every node starts one
     # edge itself, so no node is isolated (as in graphs cut by random walks).
     m = max(int(round(n * mean_degree / 2)), n)
     src = np.concatenate([np.arange(n), _weighted_choice(rng, np.arange(n), theta, m - n)])
     intra = rng.random(m) < homophily
     dst = np.empty(m, dtype=np.int64)
     for k in range(c):
-        members = np.flatnonzero(label == k)
-        others = np.flatnonzero(label != k)
-        from_k = label[src] == k
+        members = np.flatnonzero(community == k)
+        others = np.flatnonzero(community != k)
+        from_k = community[src] == k
         sel = from_k & intra
         dst[sel] = _weighted_choice(rng, members, theta, int(sel.sum()))
         sel = from_k & ~intra
@@ -103,11 +113,6 @@ def _make_graph(spec: SyntheticSpec, centers: np.ndarray, offsets: np.ndarray, r
     # Features: shared centres, perturbed per graph; noisier on the periphery.
     graph_centers = (centers + spec.class_jitter * rng.standard_normal(centers.shape)) * mask + offsets[kind]
     graph_centers += spec.graph_shift * rng.standard_normal(centers.shape[1])
-    profile = label.copy()
-    # Outliers are drawn mostly from the periphery (weight 1/theta).
-    n_out = int(round(spec.outlier_rate * n))
-    outliers = rng.choice(n, size=n_out, replace=False, p=(1 / theta) / (1 / theta).sum())
-    profile[outliers] = (label[outliers] + rng.integers(1, c, size=n_out)) % c
     sigma = spec.noise * np.clip(theta ** -0.5, 0.5, 2.5)
     feat = graph_centers[profile] + sigma[:, None] * rng.standard_normal((n, spec.feat_size))
 

@@ -18,8 +18,13 @@ __all__ = ["PrototypeGNN"]
 class PrototypeGNN(nn.Module):
     """One weighted graph-convolution layer over the support nodes of a class.
 
-    ``H' = tanh(D^-1/2 R D^-1/2 H W + b)`` with ``R`` the relation weights
-    (self-loops 1) and ``D`` its weighted degrees; then mean or max pooling.
+    ``H' = tanh(D^-1 R H W + b)`` with ``R`` the relation weights (self-loops
+    1) and ``D`` its weighted degrees; then mean or max pooling. With mean
+    pooling, support node ``j`` weighs ``sum_i R_ij / D_i`` in the prototype:
+    nodes weakly related to the rest of their class (outliers) count less.
+    (The row-normalised mean is used rather than GCN's symmetric
+    ``D^-1/2 R D^-1/2``, whose weights only grow with the square root of a
+    node's relations and so discount outliers less.)
 
     Args:
         in_feats: node embedding size.
@@ -61,10 +66,9 @@ class PrototypeGNN(nn.Module):
     def forward(self, support: torch.Tensor, weights: torch.Tensor, gate: torch.Tensor | None = None) -> torch.Tensor:
         b, c, k, d = support.shape
         rg = relation_graph(weights)
-        with rg.local_scope():
-            norm = dgl.ops.copy_e_sum(rg, rg.edata["w"]).clamp(min=1e-12).rsqrt().unsqueeze(-1)  # (BCK, 1)
-            h = support.reshape(b * c * k, d) * norm
-            agg = dgl.ops.u_mul_e_sum(rg, h, rg.edata["w"].unsqueeze(-1)) * norm  # (BCK, d)
+        w_e = rg.edata["w"].unsqueeze(-1)
+        degree = dgl.ops.copy_e_sum(rg, w_e).clamp(min=1e-12)  # (BCK, 1) weighted degree
+        agg = dgl.ops.u_mul_e_sum(rg, support.reshape(b * c * k, d), w_e) / degree  # (BCK, d)
         agg = agg.view(b, c * k, d)
         if gate is None:
             out = agg @ self.weight + self.bias
