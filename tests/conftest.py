@@ -4,9 +4,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
+# Before torch and DGL load: their two OpenMP pools must not spin against each other.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import gflkit  # noqa: F401  (applies the DGL compat shim before dgl is imported)
+import pytest  # noqa: E402
+
+import gflkit  # noqa: F401,E402  (applies the DGL compat shim before dgl is imported)
 
 REPO = Path(__file__).resolve().parents[1]
 

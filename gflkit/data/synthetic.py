@@ -118,6 +118,14 @@ def _make_graph(spec: SyntheticSpec, centers: np.ndarray, offsets: np.ndarray, r
 
     unlabelled = rng.random(n) < spec.unlabelled_rate
     label = np.where(unlabelled, -1, label)
+    # A node's own edge that drew the node itself would be dropped as a self-loop
+    # and could leave it isolated: redraw its end among the other members of the
+    # same pool. Drawn last, so features and labels do not depend on it.
+    for i in np.flatnonzero(dst[:n] == src[:n]):
+        pool = np.flatnonzero(community == community[i])
+        pool = pool[pool != i]
+        if pool.size:
+            dst[i] = _weighted_choice(rng, pool, theta, 1)[0]
     g = build_graph(src, dst, n, torch.from_numpy(feat.astype(np.float32)), torch.from_numpy(label))
     extra = {"homophily": round(homophily, 4), "mean_degree": round(mean_degree, 4), "type": kind}
     return g, extra

@@ -55,6 +55,7 @@ def fit_predict_deepwalk(
     negatives: int = 5,
     epochs: int = 1,
     pairs_per_node: int | None = 200,
+    lr: float = 0.05,
     feat: bool = True,
 ) -> torch.Tensor:
     """DeepWalk embedding + features, logistic regression on the support set.
@@ -73,4 +74,4 @@ def fit_predict_deepwalk(
     traces, _ = dgl.sampling.random_walk(h, starts, length=walk_length)  # (N * walks, L + 1)
     gen = torch.Generator().manual_seed(s)
     return classify_with_walks(g, episode, traces, num_classes=num_classes, generator=gen, feat=feat, dim=dim,
-                               window=window, negatives=negatives, epochs=epochs, pairs_per_node=pairs_per_node)
+                               window=window, negatives=negatives, epochs=epochs, pairs_per_node=pairs_per_node, lr=lr)

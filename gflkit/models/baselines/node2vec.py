@@ -32,6 +32,7 @@ def fit_predict_node2vec(
     negatives: int = 5,
     epochs: int = 1,
     pairs_per_node: int | None = 200,
+    lr: float = 0.05,
     feat: bool = True,
 ) -> torch.Tensor:
     """node2vec embedding + features, logistic regression on the support set.
@@ -52,4 +53,4 @@ def fit_predict_node2vec(
     traces = dgl.sampling.node2vec_random_walk(h, starts, p, q, walk_length)  # (N * walks, L + 1)
     gen = torch.Generator().manual_seed(s)
     return classify_with_walks(g, episode, traces, num_classes=num_classes, generator=gen, feat=feat, dim=dim,
-                               window=window, negatives=negatives, epochs=epochs, pairs_per_node=pairs_per_node)
+                               window=window, negatives=negatives, epochs=epochs, pairs_per_node=pairs_per_node, lr=lr)

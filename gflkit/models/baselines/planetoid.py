@@ -50,7 +50,7 @@ def fit_predict_planetoid(
     walks_per_node: int = 4,
     window: int = 3,
     negatives: int = 5,
-    steps: int = 200,
+    steps: int = 100,
     batch_size: int = 1024,
     context_weight: float = 1.0,
     lr: float = 0.01,

@@ -66,7 +66,7 @@ def train_skipgram(
     epochs: int = 1,
     pairs_per_node: int | None = 200,
     batch_size: int = 4096,
-    lr: float = 0.01,
+    lr: float = 0.05,
     generator: torch.Generator,
 ) -> torch.Tensor:
     """Node embeddings learnt from walks by skip-gram with negative sampling.

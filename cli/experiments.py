@@ -1,0 +1,103 @@
+"""``gflkit compare``, ``gflkit ablate`` and ``gflkit sweep``: the paper's tables as CSV."""
+from __future__ import annotations
+
+import click
+
+import gflkit
+from gflkit import experiments
+from gflkit.config import ABLATIONS
+
+from .options import data_root_option, emit, int_list, output_options
+from .run import episode_config, episode_options, model_options, model_overrides, train_config, train_options
+
+
+def _common(f):
+    """Options every experiment shares: episodes, training, seeds, output."""
+    f = output_options(f)
+    f = data_root_option(f)
+    f = click.option("--runs", "runs_root", type=click.Path(file_okay=False), default=None,
+                     help="Keep every trained run under this folder (default: keep none).")(f)
+    f = click.option("--episodes", type=click.IntRange(1), default=1, show_default=True,
+                     help="Support draws per test graph.")(f)
+    f = train_options(f)
+    f = episode_options(f)
+    return f
+
+
+def _split_names(text: str | None) -> list[str] | None:
+    return None if text is None else [t.strip() for t in text.split(",") if t.strip()]
+
+
+@click.command()
+@click.argument("data", required=False)
+@click.option("--models", default=None, metavar="NAME,...",
+              help="Models to run (default: all): " + ", ".join(gflkit.api.model_names()) + ".")
+@click.option("--aggregator", "aggregators", type=click.Choice(["mean", "att", "both"]), default="both",
+              show_default=True, help="GFL rows: GFL-mean, GFL-att or both.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+@model_options
+@_common
+def compare(data, models, aggregators, seed, runs_root, episodes, data_root, output, fmt, **kwargs):
+    """Table 2: GFL against the baselines on DATA's test graphs, as CSV.
+
+    One row per (model, dataset): accuracy and 95% CI over test graphs (percent).
+    """
+    overrides = {k: v for k, v in model_overrides(kwargs).items() if v is not None}
+    overrides.pop("aggregator", None)
+    table = experiments.compare(
+        data, _split_names(models), aggregators=("mean", "att") if aggregators == "both" else (aggregators,),
+        model_overrides=overrides, episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed),
+        episodes=episodes, root=data_root, runs_root=runs_root,
+    )
+    emit(table, output, fmt)
+
+
+@click.command()
+@click.argument("data", required=False)
+@click.option("--drop", multiple=True, type=click.Choice(list(ABLATIONS)),
+              help="Component to remove (repeatable): structure (M1a), gate (M2a), hierarchy (M2b), recon (M3).")
+@click.option("--all", "all_", is_flag=True, help="Run every ablation of the paper's Table 3.")
+@click.option("--seeds", default="0", show_default=True, metavar="S,...", help="Seeds, one run per seed and variant.")
+@model_options
+@_common
+def ablate(data, drop, all_, seeds, runs_root, episodes, data_root, output, fmt, **kwargs):
+    """Table 3: the full model against variants without a component, as CSV.
+
+    One row per (variant, seed) with accuracy, CI and delta (accuracy minus the
+    full model's, same seed). Example: gflkit ablate --drop gate > ablation.csv
+    """
+    if not drop and not all_:
+        raise click.UsageError("give --drop COMPONENT (repeatable) or --all")
+    seed_list = int_list(seeds)
+    base = gflkit.model_config("gfl", **model_overrides(kwargs))
+    table = experiments.ablate(
+        data, list(ABLATIONS) if all_ else list(drop), base=base, seeds=seed_list,
+        episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed_list[0]),
+        episodes=episodes, root=data_root, runs_root=runs_root,
+    )
+    emit(table, output, fmt)
+
+
+@click.command()
+@click.argument("data", required=False)
+@click.option("--param", type=click.Choice(list(experiments.SWEEP_PARAMS)), required=True,
+              help="Hyperparameter to vary.")
+@click.option("--values", required=True, metavar="V,...",
+              help="Comma-separated values, e.g. 0.5,0.6,0.7,0.8 or jaccard,adamic-adar,pagerank,khop-cn.")
+@click.option("--models", default=None, metavar="NAME,...",
+              help="Models (default: gfl; for k-shot gfl, protonet and maml).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+@model_options
+@_common
+def sweep(data, param, values, models, seed, runs_root, episodes, data_root, output, fmt, **kwargs):
+    """Sensitivity (Tables 4-6, Figure 3): one CSV row per (value, model)."""
+    base = gflkit.model_config("gfl", **model_overrides(kwargs))
+    table = experiments.sweep(
+        data, param, _split_names(values), _split_names(models), base=base,
+        episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed),
+        episodes=episodes, root=data_root, runs_root=runs_root,
+    )
+    emit(table, output, fmt)
+
+
+COMMANDS = [compare, ablate, sweep]
