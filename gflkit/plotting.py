@@ -102,6 +102,12 @@ def _labelled(df: pd.DataFrame, source: Path, keys: Sequence[str]) -> pd.DataFra
     return df
 
 
+def _colors(n: int) -> list:
+    """``n`` distinct colours, the same label keeping its colour across panels."""
+    cmap = require("matplotlib", "matplotlib").colormaps["tab10" if n <= 10 else "tab20"]
+    return [cmap(i % cmap.N) for i in range(n)]
+
+
 def _accuracy_axis_label(values: pd.Series) -> str:
     return "accuracy (%)" if values.max() > 1.5 else "accuracy"
 
@@ -131,22 +137,28 @@ def plot_shots(path: str | os.PathLike, output: str | os.PathLike) -> Path:
             raise GFLError(f"{path}: no rows with param k-shot; plot a sweep over --param k-shot")
     df = _labelled(df, path, ["k_shot", "dataset"] if "dataset" in df.columns else ["k_shot"])
     datasets = _datasets(df)
-    fig = _figure(4.2 * len(datasets), 3.4)
+    labels = sorted(df["label"].unique())
+    colors = _colors(len(labels))
+    fig = _figure(4.2 * len(datasets) + 1.4, 3.4)
     axes = fig.subplots(1, len(datasets), squeeze=False)[0]
+    handles = {}
     for ax, dataset in zip(axes, datasets):
         rows = _rows_of(df, dataset)
-        for label in sorted(rows["label"].unique()):
+        for i, label in enumerate(labels):
             line = rows[rows["label"] == label].sort_values("k_shot")
+            if line.empty:
+                continue
             x, y, ci = line["k_shot"].to_numpy(), line["accuracy"].to_numpy(), line["ci95"].fillna(0).to_numpy()
-            (drawn,) = ax.plot(x, y, marker="o", label=label)
-            ax.fill_between(x, y - ci, y + ci, color=drawn.get_color(), alpha=0.2, linewidth=0)
+            (handles[label],) = ax.plot(x, y, marker="o", color=colors[i], label=label)
+            ax.fill_between(x, y - ci, y + ci, color=colors[i], alpha=0.2, linewidth=0)
         ax.set_xticks(sorted(rows["k_shot"].unique()))
         ax.set_xlabel("shots (labelled nodes per class)")
         ax.set_ylabel(_accuracy_axis_label(df["accuracy"]))
         ax.grid(alpha=0.3)
         if dataset is not None:
             ax.set_title(str(dataset))
-    axes[0].legend(fontsize="small")
+    axes[-1].legend([handles[k] for k in labels], labels, fontsize="small", loc="upper left",
+                    bbox_to_anchor=(1.02, 1.0), title="model")
     return save_figure(fig, output)
 
 
@@ -166,9 +178,9 @@ def plot_bars(path: str | os.PathLike, output: str | os.PathLike) -> Path:
     datasets = _datasets(df)
     labels = list(dict.fromkeys(df["label"]))  # first-seen order, as the command wrote them
     width = 0.8 / len(labels)
-    fig = _figure(max(4.0, 1.2 + 0.45 * len(labels) * len(datasets)), 3.6)
+    fig = _figure(max(4.0, 1.2 + 0.45 * len(labels) * len(datasets)) + 1.4, 3.6)
     ax = fig.subplots()
-    colors = require("matplotlib", "matplotlib").colormaps["tab10"]
+    colors = _colors(len(labels))
     for i, label in enumerate(labels):
         xs, ys, cis = [], [], []
         for j, dataset in enumerate(datasets):
@@ -178,11 +190,12 @@ def plot_bars(path: str | os.PathLike, output: str | os.PathLike) -> Path:
                 xs.append(j + (i - (len(labels) - 1) / 2) * width)
                 ys.append(float(row["accuracy"].iloc[0]))
                 cis.append(float(np.nan_to_num(row["ci95"].iloc[0])))
-        ax.bar(xs, ys, width, yerr=cis, capsize=3, label=label, color=colors(i % 10))
+        ax.bar(xs, ys, width, yerr=cis, capsize=3, label=label, color=colors[i])
     ax.set_xticks(range(len(datasets)), ["" if d is None else str(d) for d in datasets])
     ax.set_ylabel(_accuracy_axis_label(df["accuracy"]))
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize="small", title="variant" if "variant" in df.columns else "model")
+    ax.legend(fontsize="small", title="variant" if "variant" in df.columns else "model", loc="upper left",
+              bbox_to_anchor=(1.02, 1.0))
     return save_figure(fig, output)
 
 
@@ -296,8 +309,8 @@ def plot_tsne(run: str | os.PathLike, output: str | os.PathLike, data=None, *,
     for i, (name, panels) in enumerate(rows):
         for k, (pos, neg) in enumerate(panels):
             ax = axes[i][k]
-            ax.scatter(neg[:, 0], neg[:, 1], s=4, c="tab:gray", alpha=0.5, linewidths=0, label="other classes")
-            ax.scatter(pos[:, 0], pos[:, 1], s=4, c="tab:red", alpha=0.8, linewidths=0, label="this class")
+            ax.scatter(neg[:, 0], neg[:, 1], s=6, c="tab:gray", alpha=0.5, linewidths=0, label="other classes")
+            ax.scatter(pos[:, 0], pos[:, 1], s=6, c="tab:red", alpha=0.8, linewidths=0, label="this class")
             ax.set_xticks([])
             ax.set_yticks([])
             if i == 0:
