@@ -5,6 +5,7 @@ import sys
 
 import click
 
+from gflkit.data.sampling import METHODS
 from gflkit.results import write_table
 
 
@@ -54,3 +55,42 @@ def int_list(text: str | None) -> list[int] | None:
         return [int(x) for x in str(text).split(",") if x.strip()]
     except ValueError:
         raise click.BadParameter(f"expected comma-separated integers, got {text!r}") from None
+
+
+def int_tuple(text: str | None, size: int, hint: str) -> list[int] | None:
+    """Parse exactly ``size`` comma-separated integers (``None`` stays ``None``)."""
+    values = int_list(text)
+    if values is not None and len(values) != size:
+        raise click.BadParameter(f"give {size} comma-separated integers", param_hint=hint)
+    return values
+
+
+def sampler_options(collection_name: bool = True):
+    """Options of the sampler, shared by every real-data command."""
+
+    def deco(f):
+        opts = [
+            click.option("--method", type=click.Choice(METHODS), default="walk", show_default=True,
+                         help="How graphs are cut: one random walk each, METIS parts, or ego-nets."),
+            click.option("--graphs", "n_graphs", default=None, metavar="TRAIN,VAL,TEST",
+                         help="Graphs per split (default: the family's Table 1 counts)."),
+            click.option("--walk-length", default=None, metavar="LO,HI",
+                         help="Walk steps drawn from [LO, HI) (default: per family)."),
+            click.option("--min-degree", type=click.IntRange(0), default=None,
+                         help="Walks start at nodes with at least this many neighbours (default: per family)."),
+            click.option("--induced", is_flag=True, help="Keep induced subgraphs of the walked nodes."),
+            click.option("--disjoint", is_flag=True, help="No val/test node in any train graph."),
+            click.option("--classes", default=None, metavar="NAME,...", help="Class names to keep."),
+            click.option("--num-classes", type=click.IntRange(1), default=None,
+                         help="Keep this many most frequent classes (default: per family)."),
+            click.option("--out", type=click.Path(file_okay=False), default=None,
+                         help="Output folder (default: <root>/processed/<name>)."),
+            seed_option(), data_root_option,
+        ]
+        if collection_name:
+            opts.append(click.option("--name", default=None, help="Collection name (default: the family name)."))
+        for opt in reversed(opts):
+            f = opt(f)
+        return f
+
+    return deco

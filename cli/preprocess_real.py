@@ -9,48 +9,10 @@ from __future__ import annotations
 
 import click
 
-from gflkit.data.sampling import FAMILY_DEFAULTS, METHODS, sample_family
+from gflkit.data.sampling import FAMILY_DEFAULTS, sample_family
 from gflkit.paths import processed_dir, raw_dir
 
-from .options import data_root_option, int_list, seed_option
-
-
-def _pair_or_triple(text, size, hint):
-    values = int_list(text)
-    if values is not None and len(values) != size:
-        raise click.BadParameter(f"give {size} comma-separated integers", param_hint=hint)
-    return values
-
-
-def sampler_options(collection_name: bool = True):
-    """Options of the sampler, shared by every real-data command."""
-
-    def deco(f):
-        opts = [
-            click.option("--method", type=click.Choice(METHODS), default="walk", show_default=True,
-                         help="How graphs are cut: one random walk each, METIS parts, or ego-nets."),
-            click.option("--graphs", "n_graphs", default=None, metavar="TRAIN,VAL,TEST",
-                         help="Graphs per split (default: the family's Table 1 counts)."),
-            click.option("--walk-length", default=None, metavar="LO,HI",
-                         help="Walk steps drawn from [LO, HI) (default: per family)."),
-            click.option("--min-degree", type=click.IntRange(0), default=None,
-                         help="Walks start at nodes with at least this many neighbours (default: per family)."),
-            click.option("--induced", is_flag=True, help="Keep induced subgraphs of the walked nodes."),
-            click.option("--disjoint", is_flag=True, help="No val/test node in any train graph."),
-            click.option("--classes", default=None, metavar="NAME,...", help="Class names to keep."),
-            click.option("--num-classes", type=click.IntRange(1), default=None,
-                         help="Keep this many most frequent classes (default: per family)."),
-            click.option("--out", type=click.Path(file_okay=False), default=None,
-                         help="Output folder (default: <root>/processed/<name>)."),
-            seed_option(), data_root_option,
-        ]
-        if collection_name:
-            opts.append(click.option("--name", default=None, help="Collection name (default: the family name)."))
-        for opt in reversed(opts):
-            f = opt(f)
-        return f
-
-    return deco
+from .options import int_tuple, sampler_options
 
 
 def _classes(text):
@@ -62,8 +24,8 @@ def _sample_and_save(source, family, kw, name=None):
     defaults = FAMILY_DEFAULTS[family]
     collection = sample_family(
         source, method=kw["method"],
-        n_graphs=_pair_or_triple(kw["n_graphs"], 3, "--graphs") or defaults["n_graphs"],
-        walk_length=_pair_or_triple(kw["walk_length"], 2, "--walk-length") or defaults["walk_length"],
+        n_graphs=int_tuple(kw["n_graphs"], 3, "--graphs") or defaults["n_graphs"],
+        walk_length=int_tuple(kw["walk_length"], 2, "--walk-length") or defaults["walk_length"],
         min_degree=defaults["min_degree"] if kw["min_degree"] is None else kw["min_degree"],
         induced=kw["induced"], disjoint=kw["disjoint"], seed=kw["seed"], name=name or kw.get("name"), progress=True,
     )

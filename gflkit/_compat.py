@@ -19,6 +19,7 @@ Both steps run only when needed, and must run before the first ``import dgl``:
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.util
 import os
 import sys
@@ -60,6 +61,7 @@ def graphbolt_library_available(dgl_dir: str | None = None) -> bool:
 
 def _graphbolt_placeholder(reason: str) -> types.ModuleType:
     module = types.ModuleType("dgl.graphbolt", doc=f"Unavailable: {reason}")
+    module.__spec__ = importlib.machinery.ModuleSpec("dgl.graphbolt", None)  # for importlib.util.find_spec
 
     def __getattr__(name: str):
         # AttributeError (not ImportError) so hasattr()/inspect keep working.
@@ -96,6 +98,9 @@ def install() -> None:
         except ImportError:
             return  # dgl.utils will then raise its own clear ImportError
         extern = types.ModuleType("setuptools.extern")
+        # A spec keeps importlib.util.find_spec("setuptools.extern") working (it
+        # raises ValueError on a module whose __spec__ is None).
+        extern.__spec__ = importlib.machinery.ModuleSpec("setuptools.extern", None)
         extern.packaging = packaging  # type: ignore[attr-defined]
         sys.modules["setuptools.extern"] = extern
         sys.modules["setuptools.extern.packaging"] = packaging

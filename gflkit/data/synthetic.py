@@ -119,8 +119,8 @@ def _make_graph(spec: SyntheticSpec, centers: np.ndarray, offsets: np.ndarray, r
     unlabelled = rng.random(n) < spec.unlabelled_rate
     label = np.where(unlabelled, -1, label)
     # A node's own edge that drew the node itself would be dropped as a self-loop
-    # and could leave it isolated: redraw its end among the other members of the
-    # same pool. Drawn last, so features and labels do not depend on it.
+    # and could leave it isolated: redraw its end among the other members of its
+    # community. Drawn last, so features and labels do not depend on it.
     for i in np.flatnonzero(dst[:n] == src[:n]):
         pool = np.flatnonzero(community == community[i])
         pool = pool[pool != i]

@@ -39,8 +39,10 @@ class MAML(TransferBaseline):
         inner_steps: inner steps during meta-training.
         test_steps: inner steps when adapting to a test graph (more than in
             training, as Finn et al. do).
-        first_order: first-order MAML (no second derivatives): faster, and
-            the default on large graphs is a matter of time, not accuracy.
+        first_order: first-order MAML, without second derivatives (default):
+            the second-order term is scaled by ``inner_lr`` (0.001), so it
+            changes the meta-gradient little, yet it doubles the cost of a
+            step on 4.5k-node graphs.
 
     Shapes:
         ``forward(g)`` -> ``(N, num_classes)`` logits.
@@ -50,7 +52,7 @@ class MAML(TransferBaseline):
 
     def __init__(self, in_feats: int, num_classes: int, *, hidden_feats: int = 32, out_feats: int = 32,
                  inner_lr: float = 0.001, inner_steps: int = 5, test_steps: int = 10,
-                 first_order: bool = False) -> None:
+                 first_order: bool = True) -> None:
         if inner_lr <= 0 or inner_steps < 1 or test_steps < 0:
             raise ValueError("MAML needs inner_lr > 0, inner_steps >= 1 and test_steps >= 0")
         super().__init__(in_feats, num_classes, hidden_feats=hidden_feats, out_feats=out_feats,

@@ -26,7 +26,8 @@ from .skipgram import context_pairs, negative_table, sgns_loss
 __all__ = ["fit_predict_planetoid", "label_context_loss"]
 
 
-def label_context_loss(emb: torch.Tensor, ctx: torch.Tensor, support: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+def label_context_loss(emb: torch.Tensor, ctx: torch.Tensor, support: torch.Tensor,
+                       target: torch.Tensor) -> torch.Tensor:
     """Same-class support pairs are positive contexts, other pairs negative.
 
     Shapes:

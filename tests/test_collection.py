@@ -1,0 +1,218 @@
+"""The collection format: round trip, manifest checks, validation, atomic save, lookup."""
+from __future__ import annotations
+
+import json
+
+import dgl
+import networkx as nx
+import pytest
+import torch
+
+import gflkit
+from gflkit.data import GraphCollection, build_graph, load_collection
+from gflkit.errors import DataFormatError, GFLError
+
+
+def _graph(edges, n, feat_size=3, label=None) -> dgl.DGLGraph:
+    src, dst = zip(*edges)
+    feat = torch.arange(n * feat_size, dtype=torch.float32).view(n, feat_size) / 10
+    if label is None:
+        label = torch.tensor([i % 2 for i in range(n)])
+    return build_graph(src, dst, n, feat, label)
+
+
+@pytest.fixture
+def collection() -> GraphCollection:
+    """Three tiny graphs over classes a/b, one per split."""
+    graphs = [
+        _graph([(0, 1), (1, 2), (2, 3)], 4, label=torch.tensor([0, 1, -1, 0])),
+        _graph([(0, 1), (0, 2), (0, 3), (3, 4)], 5),
+        _graph([(0, 1), (1, 2), (2, 0)], 3),
+    ]
+    return GraphCollection(
+        graphs, ["train", "val", "test"], ["a", "b"], name="tiny", source="inline",
+        sampler={"method": "by-hand"}, seed=7, graph_extra=[{"walk_steps": 3}, {"walk_steps": 4}, {"walk_steps": 3}],
+    )
+
+
+def _one_line(err: pytest.ExceptionInfo) -> str:
+    message = str(err.value)
+    assert "\n" not in message
+    return message
+
+
+def test_round_trip(collection, tmp_path):
+    path = collection.save(tmp_path / "tiny")
+    assert sorted(p.name for p in path.iterdir()) == ["graphs.bin", "manifest.json"]
+    loaded = GraphCollection.load(path)
+    assert loaded.splits == collection.splits and loaded.classes == ["a", "b"]
+    assert (loaded.name, loaded.source, loaded.sampler, loaded.seed) == ("tiny", "inline", {"method": "by-hand"}, 7)
+    assert loaded.graph_extra == collection.graph_extra
+    for a, b in zip(loaded.graphs, collection.graphs):
+        assert a.num_nodes() == b.num_nodes()
+        assert all(torch.equal(x, y) for x, y in zip(a.edges(), b.edges()))
+        assert torch.equal(a.ndata["feat"], b.ndata["feat"])
+        assert torch.equal(a.ndata["label"], b.ndata["label"])
+
+
+def test_manifest_fields(collection, tmp_path):
+    path = collection.save(tmp_path / "tiny")
+    manifest = json.loads((path / "manifest.json").read_text())
+    assert manifest["feat_size"] == 3
+    assert manifest["num_classes"] == 2 and manifest["classes"] == ["a", "b"]
+    assert manifest["source"] == "inline" and manifest["sampler"] == {"method": "by-hand"}
+    assert manifest["seed"] == 7 and manifest["gflkit_version"] == gflkit.__version__
+    assert manifest["splits"] == {"train": 1, "val": 1, "test": 1}
+    first = manifest["graphs"][0]
+    assert first == {
+        "graph_id": 0, "split": "train", "num_nodes": 4, "num_edges": 6, "class_counts": [2, 1],
+        "unlabelled": 1, "walk_steps": 3,
+    }
+    assert [g["graph_id"] for g in manifest["graphs"]] == [0, 1, 2]
+    assert [g["num_edges"] for g in manifest["graphs"]] == [6, 8, 6]
+    assert manifest["graphs"][1]["class_counts"] == [3, 2]
+
+
+def _edit_manifest(path, change) -> None:
+    manifest = json.loads((path / "manifest.json").read_text())
+    change(manifest)
+    (path / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_load_missing_manifest(collection, tmp_path):
+    path = collection.save(tmp_path / "tiny")
+    (path / "manifest.json").unlink()
+    with pytest.raises(DataFormatError) as err:
+        GraphCollection.load(path)
+    assert "manifest.json" in _one_line(err)
+
+
+def test_load_corrupt_json(collection, tmp_path):
+    path = collection.save(tmp_path / "tiny")
+    (path / "manifest.json").write_text('{"format": "gflkit.collection", ')
+    with pytest.raises(DataFormatError) as err:
+        GraphCollection.load(path)
+    message = _one_line(err)
+    assert "manifest.json" in message and "not valid JSON" in message
+
+
+def test_load_graph_count_mismatch(collection, tmp_path):
+    path = collection.save(tmp_path / "tiny")
+    _edit_manifest(path, lambda m: m["graphs"].pop())
+    with pytest.raises(DataFormatError) as err:
+        GraphCollection.load(path)
+    message = _one_line(err)
+    assert "manifest.json" in message and "2 graphs" in message and "holds 3" in message
+
+
+def test_load_node_count_mismatch(collection, tmp_path):
+    path = collection.save(tmp_path / "tiny")
+    _edit_manifest(path, lambda m: m["graphs"][1].update(num_nodes=99))
+    with pytest.raises(DataFormatError) as err:
+        GraphCollection.load(path)
+    message = _one_line(err)
+    assert "manifest.json" in message and "graph 1" in message and "num_nodes" in message and "99" in message
+
+
+def test_load_feat_size_mismatch(collection, tmp_path):
+    path = collection.save(tmp_path / "tiny")
+    _edit_manifest(path, lambda m: m.update(feat_size=128))
+    with pytest.raises(DataFormatError) as err:
+        GraphCollection.load(path)
+    message = _one_line(err)
+    assert "manifest.json" in message and "feat_size 128" in message and "3 features" in message
+
+
+def test_load_feat_size_differs_between_graphs(collection, tmp_path):
+    path = collection.save(tmp_path / "tiny")
+    graphs, _ = dgl.load_graphs(str(path / "graphs.bin"))
+    graphs[2].ndata["feat"] = torch.zeros(3, 5)
+    dgl.save_graphs(str(path / "graphs.bin"), graphs)
+    with pytest.raises(DataFormatError) as err:
+        GraphCollection.load(path)
+    message = _one_line(err)
+    assert "graph 2" in message and "5 features" in message
+
+
+@pytest.mark.parametrize(
+    "key, value, match",
+    [
+        ("feat", torch.zeros(4, 3, dtype=torch.float64), "float32"),
+        ("feat", torch.zeros(4), "2-D float32"),
+        ("label", torch.zeros(4, dtype=torch.int32), "int64"),
+        ("label", torch.tensor([0, 1, 2, 0]), r"labels must lie in -1..1 \(found 0..2\)"),
+        ("label", torch.tensor([0, -2, 1, 0]), r"labels must lie in -1..1"),
+    ],
+)
+def test_validate_rejects_bad_node_data(key, value, match):
+    g = _graph([(0, 1), (1, 2), (2, 3)], 4)
+    g.ndata[key] = value
+    with pytest.raises(DataFormatError, match=match) as err:
+        GraphCollection([g], ["train"], ["a", "b"], name="bad")
+    assert "collection 'bad', graph 0" in _one_line(err)
+
+
+def test_validate_rejects_bad_split_names():
+    g = _graph([(0, 1)], 2)
+    with pytest.raises(DataFormatError, match=r"graph 1: split 'valid' is not one of train, val, test"):
+        GraphCollection([g, g], ["train", "valid"], ["a", "b"])
+    with pytest.raises(DataFormatError, match="2 graphs but 1 splits"):
+        GraphCollection([g, g], ["train"], ["a", "b"])
+    with pytest.raises(DataFormatError, match="class list is empty"):
+        GraphCollection([g], ["train"], [])
+
+
+def test_build_graph_is_simple_and_symmetric():
+    edges = [(0, 1), (1, 0), (0, 1), (2, 2), (2, 3), (3, 4), (4, 3), (4, 4), (5, 0)]
+    n = 7  # node 6 is isolated
+    g = build_graph([s for s, _ in edges], [d for _, d in edges], n, torch.zeros(n, 2), torch.zeros(n, dtype=torch.long))
+    ref = nx.Graph()
+    ref.add_nodes_from(range(n))
+    ref.add_edges_from(edges)
+    ref.remove_edges_from(nx.selfloop_edges(ref))
+    src, dst = (t.tolist() for t in g.edges())
+    have = list(zip(src, dst))
+    assert len(have) == len(set(have)) == 2 * ref.number_of_edges()  # no duplicates, both directions
+    assert set(have) == {(u, v) for u, v in ref.edges()} | {(v, u) for u, v in ref.edges()}
+    assert g.num_nodes() == n and g.ndata["feat"].dtype == torch.float32 and g.ndata["label"].dtype == torch.int64
+    # deterministic: the same edges in another order give the same graph
+    g2 = build_graph([d for _, d in reversed(edges)], [s for s, _ in reversed(edges)], n, torch.zeros(n, 2),
+                     torch.zeros(n, dtype=torch.long))
+    assert all(torch.equal(a, b) for a, b in zip(g.edges(), g2.edges()))
+
+
+def test_failing_save_leaves_nothing_behind(collection, tmp_path, monkeypatch):
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(dgl, "save_graphs", broken)
+    with pytest.raises(OSError, match="disk full"):
+        collection.save(tmp_path / "tiny")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_failing_save_keeps_the_previous_collection(collection, tmp_path, monkeypatch):
+    path = collection.save(tmp_path / "tiny")
+    before = (path / "manifest.json").read_text()
+    monkeypatch.setattr(dgl, "save_graphs", lambda *a, **k: (_ for _ in ()).throw(OSError("disk full")))
+    with pytest.raises(OSError):
+        collection.save(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny"]
+    assert (path / "manifest.json").read_text() == before
+
+
+def test_load_collection_by_path_and_by_name(collection, tmp_path):
+    root = tmp_path / "root"
+    path = collection.save(root / "processed" / "tiny")
+    assert load_collection(path).splits == collection.splits
+    assert load_collection(str(path)).name == "tiny"
+    assert load_collection("tiny", root=root).classes == ["a", "b"]
+    assert load_collection(collection) is collection
+
+
+def test_load_collection_unknown_name(tmp_path):
+    with pytest.raises(GFLError) as err:
+        load_collection("nope", root=tmp_path)
+    message = _one_line(err)
+    assert "'nope'" in message and str(tmp_path / "processed" / "nope") in message
+    assert "gflkit preprocess" in message

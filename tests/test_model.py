@@ -1,0 +1,147 @@
+"""The GFL model: shapes, every configuration, checkpoints, reproducible training."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pandas as pd
+import pytest
+import torch
+
+import gflkit
+from gflkit.config import ABLATIONS, PRESETS, EpisodeConfig, GFLConfig, TrainConfig
+from gflkit.episodes import EpisodeSampler
+from gflkit.errors import GFLError
+from gflkit.models.gfl import GFL, batch_episodes, prepare_graph
+from gflkit.train import load_checkpoint, save_checkpoint
+
+
+@pytest.fixture(scope="module")
+def batch(small_family):
+    """Two train graphs of the small family with a 3-shot episode each."""
+    sampler = EpisodeSampler(small_family, "train", EpisodeConfig(k_shot=3), seed=0)
+    ids = sampler.graph_ids[:2]
+    episodes = [sampler.episode(gid, 0) for gid in ids]
+    bg, support, queries = batch_episodes([prepare_graph(small_family.graphs[gid]) for gid in ids], episodes)
+    return bg, support, queries, [ep.query_label for ep in episodes]
+
+
+def test_forward_shapes(batch, small_family):
+    bg, support, queries, labels = batch
+    torch.manual_seed(0)
+    model = GFL(small_family.feat_size)
+    out = model(bg, support, queries)
+    assert support.shape == (2, 4, 3)
+    assert [s.shape for s in out.logits] == [(q.numel(), 4) for q in queries]
+    assert out.prototypes.shape == (2, 4, 32)
+    assert out.recon_loss.shape == () and float(out.recon_loss.detach()) >= 0
+    assert out.gate.shape == (2, model.pgnn.num_params)
+    assert bool(((out.gate > 0) & (out.gate < 1)).all())
+    loss, parts = model.loss(out, labels)
+    assert set(parts) == {"ce", "recon"}
+    assert float(loss.detach()) == pytest.approx(parts["ce"] + parts["recon"], rel=1e-5)
+
+
+def test_batch_episodes_shifts_node_ids(small_family):
+    sampler = EpisodeSampler(small_family, "train", EpisodeConfig(k_shot=2), seed=0)
+    graphs = [prepare_graph(small_family.graphs[i]) for i in (0, 1)]
+    eps = [sampler.episode(0, 0), sampler.episode(1, 0)]
+    bg, support, queries = batch_episodes(graphs, eps)
+    n0 = graphs[0].num_nodes()
+    assert torch.equal(support[1], eps[1].support + n0) and torch.equal(queries[0], eps[0].query)
+    assert torch.equal(bg.ndata["feat"][support[1].flatten()], graphs[1].ndata["feat"][eps[1].support.flatten()])
+    assert int(graphs[0].in_degrees().min()) >= 1 and graphs[0].has_edges_between(0, 0)  # self-loops
+
+
+CONFIGS = {
+    **{f"preset-{name}": cfg for name, cfg in PRESETS.items()},
+    **{f"ablation-{name}": replace(PRESETS["gfl"], **change) for name, change in ABLATIONS.items()},
+    "att": GFLConfig(aggregator="att"),
+    "max-pool": GFLConfig(pool="max"),
+    **{f"similarity-{s}": GFLConfig(similarity=s) for s in ("jaccard", "adamic-adar", "pagerank")},
+    **{f"distance-{d}": GFLConfig(distance=d) for d in ("cosine", "euclidean")},
+}
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_every_configuration_runs_forward_and_backward(batch, small_family, name):
+    bg, support, queries, labels = batch
+    cfg = CONFIGS[name]
+    torch.manual_seed(0)
+    model = GFL.from_config(cfg, small_family.feat_size)
+    out = model(bg, support, queries)
+    loss, parts = model.loss(out, labels)
+    loss.backward()
+    assert torch.isfinite(loss)
+    assert ("recon" in parts) == cfg.recon
+    assert (out.gate is not None) == cfg.uses_hierarchy
+    trained = [p for p in model.parameters() if p.grad is not None and p.grad.abs().sum() > 0]
+    assert any(p is model.encoder.conv1.weight for p in trained)
+    if cfg.uses_hierarchy:
+        assert model.gate.linear.weight.grad is not None
+
+
+def test_ablations_remove_modules(small_family):
+    full = GFL(small_family.feat_size, GFLConfig())
+    assert full.hierarchy is not None and full.gate is not None and full.pgnn is not None and full.decoder is not None
+    no_gate = GFL(small_family.feat_size, replace(GFLConfig(), gate=False))
+    assert no_gate.hierarchy is None and no_gate.gate is None and no_gate.pgnn is not None
+    assert not any(name.startswith(("hierarchy.", "gate.")) for name in no_gate.state_dict())
+    protonet = GFL(small_family.feat_size, PRESETS["protonet"])
+    assert protonet.pgnn is None and protonet.decoder is None and protonet.gate is None
+    flat = GFL(small_family.feat_size, replace(GFLConfig(), levels=1))
+    assert flat.hierarchy.levels == 1
+
+
+def test_mean_prototype_is_the_support_mean(batch, small_family):
+    bg, support, queries, _ = batch
+    model = GFL(small_family.feat_size, PRESETS["protonet"])
+    out = model(bg, support, queries)
+    z = model.embed(bg)
+    torch.testing.assert_close(out.prototypes, z[support].mean(2))
+    torch.testing.assert_close(out.logits[1], z[queries[1]] @ out.prototypes[1].t())
+
+
+def test_checkpoint_round_trip(batch, small_family, tmp_path):
+    bg, support, queries, _ = batch
+    cfg = GFLConfig(aggregator="att", levels=2, clusters=(16,))
+    torch.manual_seed(3)
+    model = GFL(small_family.feat_size, cfg)
+    meta = {"format": "gflkit.checkpoint", "model": "gfl", "model_config": gflkit.config.to_dict(cfg),
+            "in_feats": small_family.feat_size, "dataset": "small", "seed": 3}
+    path = save_checkpoint(model, meta, tmp_path / "run" / "best.pt")
+    raw = torch.load(path, weights_only=True)
+    assert raw["model_config"]["clusters"] == [16] and set(raw["state_dict"]) == set(model.state_dict())
+    loaded, loaded_meta = load_checkpoint(tmp_path / "run")  # a run folder works too
+    assert loaded.cfg == cfg and not loaded.training
+    assert loaded_meta["dataset"] == "small" and "state_dict" not in loaded_meta
+    model.eval()
+    with torch.no_grad():
+        a, b = model(bg, support, queries), loaded(bg, support, queries)
+    assert all(torch.equal(x, y) for x, y in zip(a.logits, b.logits))
+
+
+def test_load_checkpoint_rejects_other_files(tmp_path):
+    text = tmp_path / "notes.pt"
+    text.write_text("not a checkpoint")
+    with pytest.raises(GFLError, match="not a loadable gflkit checkpoint"):
+        load_checkpoint(text)
+    other = tmp_path / "other.pt"
+    torch.save({"weights": torch.zeros(2)}, other)
+    with pytest.raises(GFLError, match="not a gflkit checkpoint"):
+        load_checkpoint(other)
+    with pytest.raises(GFLError, match="no such checkpoint"):
+        load_checkpoint(tmp_path / "missing")
+
+
+def test_seeded_training_is_reproducible(small_family):
+    runs = [
+        gflkit.train(small_family, train_cfg=TrainConfig(steps=5, eval_every=5), eval_split=None, progress=False)[0]
+        for _ in range(2)
+    ]
+    a, b = (r.model.state_dict() for r in runs)
+    assert a.keys() == b.keys()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    history = [r.history.drop(columns="seconds") for r in runs]
+    pd.testing.assert_frame_equal(history[0], history[1])
+    assert list(history[0]["step"]) == [1, 2, 3, 4, 5] and history[0]["val_accuracy"].notna().sum() == 1
+    assert runs[0].best_step == 5

@@ -1,0 +1,417 @@
+"""Building blocks of GFL, each against a dense or networkx reference."""
+from __future__ import annotations
+
+import dgl
+import networkx as nx
+import numpy as np
+import pytest
+import torch
+
+from gflkit.data import build_graph
+from gflkit.models.gfl import prepare_graph
+from gflkit.nn import (
+    GCNEncoder, HierarchicalGraphRepresentation, PrototypeGNN, dense_recon_loss, logits, recon_loss,
+    relation_graph, relation_weights, support_similarity,
+)
+from gflkit.nn.hierarchy import dense_gcn_norm
+
+# -- graphs and dense references ------------------------------------------------------
+
+
+def _model_graph(nxg: nx.Graph, feat_size: int = 4, seed: int = 0) -> dgl.DGLGraph:
+    """``nxg`` as the model sees it: simple, symmetric, one self-loop per node."""
+    n = nxg.number_of_nodes()
+    edges = list(nxg.edges()) or [(0, 0)]
+    src, dst = zip(*edges)
+    feat = torch.from_numpy(np.random.default_rng(seed).standard_normal((n, feat_size)).astype(np.float32))
+    return prepare_graph(build_graph(src, dst, n, feat, torch.zeros(n, dtype=torch.long)))
+
+
+def _adj(nxg: nx.Graph) -> torch.Tensor:
+    """Binary adjacency without self-loops."""
+    return torch.tensor(nx.to_numpy_array(nxg, nodelist=range(nxg.number_of_nodes())), dtype=torch.float32)
+
+
+def _gcn_norm(adj: torch.Tensor) -> torch.Tensor:
+    """``D^-1/2 (A + I) D^-1/2``."""
+    a = adj + torch.eye(adj.shape[0])
+    d = a.sum(1).rsqrt()
+    return d[:, None] * a * d[None, :]
+
+
+@pytest.fixture
+def six() -> nx.Graph:
+    """A 6-node graph: a triangle 0-1-2 with a tail 2-3-4 and a pendant 5 on 1."""
+    return nx.Graph([(0, 1), (1, 2), (2, 0), (2, 3), (3, 4), (1, 5)])
+
+
+@pytest.fixture
+def twelve() -> nx.Graph:
+    g = nx.gnm_random_graph(12, 24, seed=3)
+    g.add_edges_from((i, i + 1) for i in range(11))  # connected
+    return g
+
+
+@pytest.fixture
+def pair() -> list[nx.Graph]:
+    """Two connected graphs of 15 and 11 nodes."""
+    graphs = []
+    for n, m, seed in ((15, 25, 5), (11, 17, 6)):
+        g = nx.gnm_random_graph(n, m, seed=seed)
+        g.add_edges_from((v, (v + 1) % n) for v in range(n) if g.degree(v) == 0)  # no isolated nodes
+        graphs.append(g)
+    return graphs
+
+
+# support ids (C=2 classes, K=3) of each graph of `pair`
+SUPPORT = [torch.tensor([[0, 4, 9], [2, 7, 13]]), torch.tensor([[1, 5, 10], [3, 6, 8]])]
+
+
+def _batched_support(sizes) -> torch.Tensor:
+    offsets = np.cumsum([0] + list(sizes[:-1]))
+    return torch.stack([s + int(o) for s, o in zip(SUPPORT, offsets)])  # (B, C, K)
+
+
+# -- encoder ------------------------------------------------------------------------------
+
+
+def test_gcn_encoder_matches_dense_reference(six):
+    torch.manual_seed(0)
+    g = _model_graph(six, feat_size=5)
+    enc = GCNEncoder(5, hidden_feats=7, out_feats=3)
+    with torch.no_grad():
+        enc.conv1.bias.normal_()
+        enc.conv2.bias.normal_()
+    x = g.ndata["feat"]
+    a = _gcn_norm(_adj(six))
+    w1, b1, w2, b2 = enc.conv1.weight, enc.conv1.bias, enc.conv2.weight, enc.conv2.bias
+    expected = a @ torch.relu(a @ x @ w1 + b1) @ w2 + b2
+    torch.testing.assert_close(enc(g, x), expected, rtol=1e-5, atol=1e-5)
+    assert enc(g, x).shape == (6, 3)
+
+
+# -- reconstruction ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_recon_loss_is_exact(twelve, reduction):
+    g = _model_graph(twelve)
+    a = _adj(twelve)
+    d = torch.randn(12, 4, dtype=torch.float32, generator=torch.Generator().manual_seed(0), requires_grad=True)
+    loss = recon_loss(g, d, reduction)
+    dense = dense_recon_loss(a, d, reduction)
+    frob = torch.linalg.matrix_norm(a - d @ d.t(), ord="fro") ** 2
+    torch.testing.assert_close(loss, dense)
+    torch.testing.assert_close(dense, frob / 144 if reduction == "mean" else frob)
+    (grad,) = torch.autograd.grad(loss, d)
+    (dense_grad,) = torch.autograd.grad(dense, d)
+    torch.testing.assert_close(grad, dense_grad, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_recon_loss_on_a_batch_is_the_mean_over_graphs(pair, reduction):
+    g = dgl.batch([_model_graph(h) for h in pair])
+    d = torch.randn(g.num_nodes(), 5, generator=torch.Generator().manual_seed(1), requires_grad=True)
+    parts = torch.split(d, [15, 11])
+    expected = torch.stack([dense_recon_loss(_adj(h), p, reduction) for h, p in zip(pair, parts)]).mean()
+    loss = recon_loss(g, d, reduction)
+    torch.testing.assert_close(loss, expected)
+    (grad,) = torch.autograd.grad(loss, d)
+    (dense_grad,) = torch.autograd.grad(expected, d)
+    torch.testing.assert_close(grad, dense_grad, rtol=1e-4, atol=1e-5)
+
+
+def test_recon_loss_rejects_unknown_reduction(six):
+    with pytest.raises(ValueError, match="reduction"):
+        recon_loss(_model_graph(six), torch.zeros(6, 2), "max")
+
+
+# -- relational structure ----------------------------------------------------------------
+
+
+def _khop_cn(g: nx.Graph, u: int, v: int, hops: int = 3) -> int:
+    nu = set(nx.single_source_shortest_path_length(g, u, cutoff=hops)) - {u}
+    nv = set(nx.single_source_shortest_path_length(g, v, cutoff=hops)) - {v}
+    return len(nu & nv)
+
+
+def _reference(method: str, g: nx.Graph, support: torch.Tensor) -> torch.Tensor:
+    c, k = support.shape
+    out = torch.zeros(c, k, k)
+    for ci in range(c):
+        for i in range(k):
+            for j in range(k):
+                u, v = int(support[ci, i]), int(support[ci, j])
+                if u == v:
+                    continue
+                if method == "khop-cn":
+                    out[ci, i, j] = _khop_cn(g, u, v)
+                elif method == "khop-cn-1":
+                    out[ci, i, j] = _khop_cn(g, u, v, hops=1)
+                elif method == "jaccard":
+                    out[ci, i, j] = next(nx.jaccard_coefficient(g, [(u, v)]))[2]
+                elif method == "adamic-adar":
+                    out[ci, i, j] = next(nx.adamic_adar_index(g, [(u, v)]))[2]
+    return out
+
+
+def _off_diagonal(x: torch.Tensor) -> torch.Tensor:
+    k = x.shape[-1]
+    return x.masked_fill(torch.eye(k, dtype=torch.bool), 0)
+
+
+@pytest.mark.parametrize("method", ["khop-cn", "jaccard", "adamic-adar"])
+def test_similarity_matches_networkx(pair, method):
+    h = pair[0]
+    score = support_similarity(_model_graph(h), SUPPORT[0].unsqueeze(0), method)  # (1, C, K, K)
+    assert score.shape == (1, 2, 3, 3)
+    torch.testing.assert_close(_off_diagonal(score[0]), _reference(method, h, SUPPORT[0]), rtol=1e-5, atol=1e-6)
+
+
+def test_khop_cn_follows_hops(pair):
+    h = pair[0]
+    score = support_similarity(_model_graph(h), SUPPORT[0].unsqueeze(0), "khop-cn", hops=1)
+    expected = _reference("khop-cn-1", h, SUPPORT[0])
+    torch.testing.assert_close(_off_diagonal(score[0]), expected)
+    # one hop: exactly the common neighbours
+    u, v = int(SUPPORT[0][0, 0]), int(SUPPORT[0][0, 1])
+    assert expected[0, 0, 1] == len(list(nx.common_neighbors(h, u, v)))
+
+
+@pytest.mark.parametrize("method", ["khop-cn", "jaccard", "adamic-adar", "pagerank"])
+def test_similarity_on_a_batch_equals_each_graph_alone(pair, method):
+    bg = dgl.batch([_model_graph(h) for h in pair])
+    batched = support_similarity(bg, _batched_support([15, 11]), method)
+    assert batched.shape == (2, 2, 3, 3)
+    for b, h in enumerate(pair):
+        alone = support_similarity(_model_graph(h), SUPPORT[b].unsqueeze(0), method)[0]
+        torch.testing.assert_close(_off_diagonal(batched[b]), _off_diagonal(alone), rtol=1e-5, atol=1e-6)
+        if method != "pagerank":
+            torch.testing.assert_close(_off_diagonal(batched[b]), _reference(method, h, SUPPORT[b]),
+                                       rtol=1e-5, atol=1e-6)
+
+
+def _dense_ppr(adj: torch.Tensor, restart: float = 0.15, steps: int = 30) -> torch.Tensor:
+    """Column v: personalised PageRank restarting at v, by power iteration."""
+    n = adj.shape[0]
+    walk = adj / adj.sum(0, keepdim=True).clamp(min=1)  # column-stochastic: move to a random neighbour
+    x = torch.eye(n)
+    p = x.clone()
+    for _ in range(steps):
+        p = restart * x + (1 - restart) * walk @ p
+    return p
+
+
+def test_pagerank_matches_dense_power_iteration_and_networkx(pair):
+    h = pair[0]
+    support = SUPPORT[0]
+    score = support_similarity(_model_graph(h), support.unsqueeze(0), "pagerank")[0]
+    ppr = _dense_ppr(_adj(h))
+    nx_ppr = {v: nx.pagerank(h, alpha=0.85, personalization={v: 1.0}, tol=1e-10)
+              for v in support.flatten().tolist()}
+    for c in range(2):
+        for i in range(3):
+            for j in range(3):
+                u, v = int(support[c, i]), int(support[c, j])
+                expected = 0.5 * (ppr[u, v] + ppr[v, u])
+                assert float(score[c, i, j]) == pytest.approx(float(expected), rel=1e-5, abs=1e-7)
+                # 30 power steps from the restart vector: within 0.85^30 of the fixed point
+                assert float(score[c, i, j]) == pytest.approx(0.5 * (nx_ppr[v][u] + nx_ppr[u][v]), abs=0.01)
+
+
+def test_similarity_rejects_unknown_method(six):
+    with pytest.raises(ValueError, match="unknown similarity"):
+        support_similarity(_model_graph(six), torch.tensor([[[0, 1]]]), "cosine")
+
+
+def test_relation_weights_sigmoid_threshold_and_diagonal():
+    score = torch.tensor([[0.0, 3.0, 1.0], [3.0, 0.0, 0.0], [1.0, 0.0, 0.0]]).view(1, 1, 3, 3)
+    w = relation_weights(score, "khop-cn", mu=0.8, mu0=0.1)[0, 0]
+    s3, s1 = float(torch.sigmoid(torch.tensor(3.0))), float(torch.sigmoid(torch.tensor(1.0)))
+    expected = torch.tensor([[1.0, s3, 0.1], [s3, 1.0, 0.1], [0.1, 0.1, 1.0]])  # sigmoid(1) = 0.73 < mu
+    torch.testing.assert_close(w, expected)
+    # mu = 0.5 never fires on sigmoid scores
+    w = relation_weights(score, "adamic-adar", mu=0.5, mu0=0.1)[0, 0]
+    torch.testing.assert_close(w[0, 2], torch.tensor(s1))
+    assert float(w[1, 2]) == 0.5
+    # jaccard keeps its score in [0, 1]; pagerank is scaled by the class's largest score
+    jac = torch.tensor([[0.0, 0.9, 0.2], [0.9, 0.0, 0.6], [0.2, 0.6, 0.0]]).view(1, 1, 3, 3)
+    torch.testing.assert_close(relation_weights(jac, "jaccard", 0.5, 0.1)[0, 0],
+                               torch.tensor([[1.0, 0.9, 0.1], [0.9, 1.0, 0.6], [0.1, 0.6, 1.0]]))
+    torch.testing.assert_close(relation_weights(jac, "pagerank", 0.5, 0.1)[0, 0],
+                               torch.tensor([[1.0, 1.0, 0.1], [1.0, 1.0, 2 / 3], [0.1, 2 / 3, 1.0]]))
+
+
+def test_relation_graph_batches_every_class_of_every_graph():
+    weights = torch.rand(2, 3, 4, 4, generator=torch.Generator().manual_seed(0))
+    rg = relation_graph(weights)
+    assert rg.num_nodes() == 2 * 3 * 4 and rg.num_edges() == 2 * 3 * 16
+    src, dst = rg.edges()
+    for b in range(2):
+        for c in range(3):
+            one = relation_graph(weights[b : b + 1, c : c + 1])
+            s1, d1 = one.edges()
+            offset = (b * 3 + c) * 4
+            mask = (src >= offset) & (src < offset + 4)
+            assert torch.equal(src[mask], s1 + offset) and torch.equal(dst[mask], d1 + offset)
+            torch.testing.assert_close(rg.edata["w"][mask], one.edata["w"])
+            # edge i -> j carries weights[b, c, i, j]
+            torch.testing.assert_close(one.edata["w"], weights[b, c][s1, d1])
+    assert bool(((src // 4) == (dst // 4)).all())  # no edge between blocks
+
+
+# -- prototype GNN -------------------------------------------------------------------------
+
+
+def _symmetric_weights(b, c, k, seed=0) -> torch.Tensor:
+    w = torch.rand(b, c, k, k, generator=torch.Generator().manual_seed(seed))
+    w = 0.5 * (w + w.transpose(-1, -2))
+    return w.masked_fill(torch.eye(k, dtype=torch.bool), 1.0)
+
+
+def _dense_pgnn(support, weights, weight, bias, pool="mean"):
+    """``tanh(D^-1 R H W + b)`` per (graph, class), then pooling over the K nodes."""
+    b, c, k, d = support.shape
+    out = torch.empty(b, c, weight.shape[-1])
+    for bi in range(b):
+        w = weight if weight.dim() == 2 else weight[bi]
+        bb = bias if bias.dim() == 1 else bias[bi]
+        for ci in range(c):
+            r = weights[bi, ci]
+            h = torch.tanh((r / r.sum(1, keepdim=True)) @ support[bi, ci] @ w + bb)  # (K, out)
+            out[bi, ci] = h.mean(0) if pool == "mean" else h.max(0).values
+    return out
+
+
+@pytest.mark.parametrize("pool", ["mean", "max"])
+def test_pgnn_matches_dense_reference(pool):
+    torch.manual_seed(0)
+    pgnn = PrototypeGNN(6, 5, pool=pool)
+    with torch.no_grad():
+        pgnn.weight.normal_()
+        pgnn.bias.normal_()
+    support = torch.randn(2, 3, 4, 6)
+    weights = _symmetric_weights(2, 3, 4)
+    out = pgnn(support, weights)
+    assert out.shape == (2, 3, 5)
+    torch.testing.assert_close(out, _dense_pgnn(support, weights, pgnn.weight, pgnn.bias, pool), rtol=1e-5, atol=1e-5)
+
+
+def test_pgnn_gate_modulates_the_parameters():
+    torch.manual_seed(0)
+    pgnn = PrototypeGNN(6, 6)
+    with torch.no_grad():
+        pgnn.bias.normal_()
+    support = torch.randn(2, 3, 4, 6)
+    weights = _symmetric_weights(2, 3, 4, seed=1)
+    plain = pgnn(support, weights)
+    torch.testing.assert_close(pgnn(support, weights, torch.ones(2, pgnn.num_params)), plain)
+    gate = torch.rand(2, pgnn.num_params, generator=torch.Generator().manual_seed(2))
+    gated = pgnn(support, weights, gate)
+    assert not torch.allclose(gated, plain, atol=1e-3)
+    w = pgnn.weight.unsqueeze(0) * gate[:, :36].view(2, 6, 6)
+    bias = pgnn.bias.unsqueeze(0) * gate[:, 36:]
+    torch.testing.assert_close(gated, _dense_pgnn(support, weights, w, bias), rtol=1e-5, atol=1e-5)
+    assert pgnn.num_params == 6 * 6 + 6
+
+
+def test_pgnn_starts_near_a_relation_weighted_mean():
+    pgnn = PrototypeGNN(4, 4, activation="none")
+    support = torch.randn(1, 2, 3, 4)
+    equal = torch.ones(1, 2, 3, 3)
+    torch.testing.assert_close(pgnn(support, equal), support.mean(2), atol=0.05, rtol=0)
+
+
+# -- hierarchical graph representation -------------------------------------------------------
+
+
+def _dense_hierarchy(module: HierarchicalGraphRepresentation, nxg: nx.Graph, z: torch.Tensor):
+    """Levels ``(R, gf)`` and level-2 adjacency of one graph, with dense matrices throughout."""
+    a = _adj(nxg)
+    a_hat = _gcn_norm(a)
+    reps = [module.project(z.mean(0))]
+    if module.levels == 1:
+        return torch.stack(reps), None
+    conv_a, conv_f = module.assign_sparse, module.fuse_sparse
+    p = torch.softmax(a_hat @ z @ conv_a.weight + conv_a.bias, dim=-1)  # (n, K2)
+    f = torch.relu(a_hat @ z @ conv_f.weight + conv_f.bias)
+    x = (p / p.sum(0, keepdim=True)).t() @ f
+    adj = p.t() @ a @ p
+    adj2 = adj
+    reps.append(x.mean(0))
+    for assign, fuse in zip(module.assign_dense, module.fuse_dense):
+        ah = dense_gcn_norm(adj.unsqueeze(0))[0]
+        p = torch.softmax(ah @ assign(x), dim=-1)
+        x = (p / p.sum(0, keepdim=True)).t() @ torch.relu(ah @ fuse(x))
+        adj = p.t() @ adj @ p
+        reps.append(x.mean(0))
+    return torch.stack(reps), adj2
+
+
+@pytest.mark.parametrize("levels", [1, 2, 3])
+@pytest.mark.parametrize("aggregator", ["mean", "att"])
+def test_hierarchy_matches_dense_reference(pair, levels, aggregator):
+    torch.manual_seed(0)
+    module = HierarchicalGraphRepresentation(4, graph_feats=6, levels=levels, clusters=(5, 3), aggregator=aggregator)
+    gs = [_model_graph(h, seed=i) for i, h in enumerate(pair)]
+    bg = dgl.batch(gs)
+    z = bg.ndata["feat"]
+    out_levels, h = module(bg, z)
+    assert out_levels.shape == (2, levels, 6) and h.shape == (2, 6)
+    for b, (nxg, g) in enumerate(zip(pair, gs)):
+        expected, _ = _dense_hierarchy(module, nxg, g.ndata["feat"])
+        torch.testing.assert_close(out_levels[b], expected, rtol=1e-4, atol=1e-5)
+        if aggregator == "mean":
+            torch.testing.assert_close(h[b], expected.mean(0))
+        else:
+            beta = torch.softmax(expected @ module.query, dim=0)
+            torch.testing.assert_close(h[b], (beta[:, None] * expected).sum(0), rtol=1e-4, atol=1e-5)
+            assert module.query.requires_grad
+
+
+def test_hierarchy_level_two_adjacency_is_pt_a_p(pair):
+    torch.manual_seed(1)
+    module = HierarchicalGraphRepresentation(4, graph_feats=4, levels=2, clusters=(3,))
+    gs = [_model_graph(h, seed=i) for i, h in enumerate(pair)]
+    bg = dgl.batch(gs)
+    _, adjs = module._first_pool(bg, bg.ndata["feat"])
+    assert adjs.shape == (2, 3, 3)
+    for b, (nxg, g) in enumerate(zip(pair, gs)):
+        p = torch.softmax(module.assign_sparse(g, g.ndata["feat"]), dim=-1)  # P from the module's own layer
+        torch.testing.assert_close(adjs[b], p.t() @ _adj(nxg) @ p, rtol=1e-5, atol=1e-5)
+        _, adj2 = _dense_hierarchy(module, nxg, g.ndata["feat"])
+        torch.testing.assert_close(adjs[b], adj2, rtol=1e-5, atol=1e-5)
+
+
+def test_flat_hierarchy_is_the_node_mean(pair):
+    module = HierarchicalGraphRepresentation(4, graph_feats=4, levels=1)
+    bg = dgl.batch([_model_graph(h, seed=i) for i, h in enumerate(pair)])
+    z = bg.ndata["feat"]
+    levels, h = module(bg, z)
+    expected = torch.stack([part.mean(0) for part in torch.split(z, [15, 11])])
+    torch.testing.assert_close(h, expected)
+    torch.testing.assert_close(levels[:, 0], expected)
+    assert not any(True for _ in module.parameters())
+
+
+def test_hierarchy_checks_its_arguments():
+    with pytest.raises(ValueError, match="aggregator"):
+        HierarchicalGraphRepresentation(4, aggregator="max")
+    with pytest.raises(ValueError, match="cluster counts"):
+        HierarchicalGraphRepresentation(4, levels=3, clusters=(4,))
+
+
+# -- distance ---------------------------------------------------------------------------------
+
+
+def test_distances():
+    z = torch.tensor([[1.0, 0.0], [1.0, 2.0], [-3.0, 1.0]])
+    c = torch.tensor([[2.0, 0.0], [0.0, -1.0]])
+    inner = torch.tensor([[z[q] @ c[k] for k in range(2)] for q in range(3)])
+    torch.testing.assert_close(logits(z, c), inner)
+    cos = torch.tensor([[float(z[q] @ c[k] / (z[q].norm() * c[k].norm())) for k in range(2)] for q in range(3)])
+    torch.testing.assert_close(logits(z, c, "cosine", cosine_scale=4.0), 4.0 * cos)
+    sq = torch.tensor([[float(((z[q] - c[k]) ** 2).sum()) for k in range(2)] for q in range(3)])
+    torch.testing.assert_close(logits(z, c, "euclidean"), -sq, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="unknown distance"):
+        logits(z, c, "manhattan")
