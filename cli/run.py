@@ -96,6 +96,22 @@ def train_config(kwargs: dict, seed: int) -> TrainConfig:
     return TrainConfig(**{k: kwargs.pop(k) for k in keys}, seed=seed)
 
 
+def parse_options(pairs: tuple[str, ...]) -> dict:
+    """``("k=5", "predict=attention")`` -> ``{"k": 5, "predict": "attention"}``."""
+    import json
+
+    options = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="--option")
+        try:
+            options[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key.strip()] = value
+    return options
+
+
 @click.command()
 @click.argument("data", required=False)
 @click.option("--model", type=click.Choice(list(PRESETS) + list(TRANSFER)), default="gfl", show_default=True,
@@ -105,6 +121,8 @@ def train_config(kwargs: dict, seed: int) -> TrainConfig:
 @train_options
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Run folder for config.json, metrics.csv and best.pt (default: runs/<dataset>-<model>-s<seed>).")
+@click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
+              help="Option of a transfer baseline, repeatable (e.g. --option k=5); values are read as JSON.")
 @click.option("--split", type=click.Choice(["test", "val", "none"]), default="test", show_default=True,
               help="Split to evaluate the selected checkpoint on ('none' to skip).")
 @click.option("--episodes", type=click.IntRange(1), default=1, show_default=True,
@@ -112,7 +130,7 @@ def train_config(kwargs: dict, seed: int) -> TrainConfig:
 @seed_option()
 @data_root_option
 @output_options
-def train(data, model, out, split, episodes, seed, data_root, output, fmt, **kwargs):
+def train(data, model, out, options, split, episodes, seed, data_root, output, fmt, **kwargs):
     """Meta-train on DATA's train graphs and print the test result as CSV.
 
     DATA is a collection folder or a name under <root>/processed/; without it
@@ -126,8 +144,10 @@ def train(data, model, out, split, episodes, seed, data_root, output, fmt, **kwa
     if out is None:
         suffix = f"-{model_cfg.aggregator}" if model_cfg is not None and model_cfg.uses_hierarchy else ""
         out = runs_dir() / f"{collection.name}-{model}{suffix}-s{seed}"
+    if options and model not in TRANSFER:
+        raise click.UsageError(f"--option applies to transfer baselines ({', '.join(TRANSFER)}), not {model}")
     _, table = gflkit.train(
-        collection, model_cfg, ep_cfg, tr_cfg, model=model, out=out, root=data_root,
+        collection, model_cfg, ep_cfg, tr_cfg, model=model, options=parse_options(options), out=out, root=data_root,
         eval_split=None if split == "none" else split, episodes=episodes,
     )
     click.echo(f"run written to {out}", err=True)

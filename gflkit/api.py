@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -141,8 +142,8 @@ def evaluate(
         module, meta = run, {"model": model_name or getattr(run, "name", "gfl"), "episode_config": {}}
     else:
         module, meta = load_checkpoint(run)
-    if data is None and meta.get("dataset"):
-        data = _dataset_by_name(str(meta["dataset"]), root)
+    if data is None:
+        data = _training_collection(meta, root)
     collection = load_collection(data, root)
     if collection.feat_size != module.in_feats:
         raise GFLError(
@@ -154,10 +155,16 @@ def evaluate(
     return to_frame([_score(module, name, collection, split, ep_cfg, episodes, seed)])
 
 
-def _dataset_by_name(name: str, root) -> str | None:
+def _training_collection(meta: dict, root) -> str | None:
+    """The collection a run was trained on, if it can still be found."""
     from .paths import processed_dir
 
-    return name if (processed_dir(name, root) / "manifest.json").is_file() else None
+    name, path = meta.get("dataset"), meta.get("data_path")
+    if name and (processed_dir(str(name), root) / "manifest.json").is_file():
+        return str(name)
+    if path and (Path(path) / "manifest.json").is_file():
+        return str(path)
+    return None
 
 
 def evaluate_baseline(

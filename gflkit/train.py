@@ -142,7 +142,8 @@ def meta_train(
         "format": CHECKPOINT_FORMAT, "gflkit_version": __version__, "model": model_name,
         "model_config": to_dict(model_cfg), "episode_config": to_dict(episode_cfg),
         "train_config": to_dict(train_cfg), "in_feats": collection.feat_size,
-        "classes": list(collection.classes), "dataset": collection.name, "seed": seed,
+        "classes": list(collection.classes), "dataset": collection.name, "data_path": collection.path,
+        "seed": seed,
     }
     run_path = Path(run_dir) if run_dir is not None else None
     if run_path is not None:
@@ -219,21 +220,25 @@ def fit_transfer(
     if name not in TRANSFER:
         raise GFLError(f"unknown transfer baseline {name!r}: choose one of {', '.join(TRANSFER)}")
     seed_everything(train_cfg.seed)
-    model = TRANSFER[name](collection.feat_size, collection.num_classes, **(options or {}))
-    facts = model.fit(collection, episode_cfg, train_cfg, progress=progress) or {}
+    try:
+        model = TRANSFER[name](collection.feat_size, collection.num_classes, **(options or {}))
+    except TypeError as err:
+        raise GFLError(f"--option for {name}: {err}; see the {TRANSFER[name].__name__} docstring") from None
+    facts = dict(model.fit(collection, episode_cfg, train_cfg, progress=progress) or {})
+    history = pd.DataFrame(facts.pop("history", []))
     model.eval()
     meta = {
         "format": CHECKPOINT_FORMAT, "gflkit_version": __version__, "kind": "baseline", "model": name,
         "options": dict(model.options), "episode_config": to_dict(episode_cfg),
         "train_config": to_dict(train_cfg), "in_feats": collection.feat_size,
         "num_classes": collection.num_classes, "classes": list(collection.classes),
-        "dataset": collection.name, "seed": train_cfg.seed, **facts,
+        "dataset": collection.name, "data_path": collection.path, "seed": train_cfg.seed, **facts,
     }
     run_path = Path(run_dir) if run_dir is not None else None
     if run_path is not None:
         run_path.mkdir(parents=True, exist_ok=True)
         atomic_write_text(run_path / "config.json", json.dumps(meta, indent=1, default=str) + "\n")
         save_checkpoint(model, meta, run_path / "best.pt")
-    history = pd.DataFrame(facts.get("history", []))
+        atomic_write_text(run_path / "metrics.csv", history.to_csv(index=False))
     return TrainResult(model, history, int(facts.get("step", 0)), float(facts.get("val_accuracy", float("nan"))),
                        run_path, meta)

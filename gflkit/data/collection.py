@@ -69,6 +69,8 @@ class GraphCollection:
     seed: int | None = None
     graph_extra: list[dict[str, Any]] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    #: Folder the collection was loaded from or saved to (``None`` if in memory only).
+    path: str | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.graph_extra:
@@ -191,6 +193,7 @@ class GraphCollection:
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+        self.path = str(path.resolve())
         return path
 
     @classmethod
@@ -235,6 +238,7 @@ class GraphCollection:
             seed=manifest.get("seed"),
             graph_extra=[{k: v for k, v in e.items() if k not in known} for e in entries],
             meta=manifest.get("meta", {}),
+            path=str(path.resolve()),
         )
         if manifest.get("feat_size") != collection.feat_size:
             raise DataFormatError(

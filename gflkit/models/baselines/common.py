@@ -8,12 +8,28 @@ import torch.nn.functional as F
 
 from ...episodes import Episode
 
-__all__ = ["episode_seed", "support_targets", "undirected", "standardise", "fit_predict_linear"]
+__all__ = ["episode_seed", "support_targets", "undirected", "standardise", "fit_predict_linear", "dgl_walks"]
 
 
 def episode_seed(seed: int, graph_id: int, stream: int = 0) -> int:
     """An integer seed drawn from ``(seed, graph_id, stream)``, never from ``hash()``."""
     return int(np.random.default_rng([seed, graph_id, stream]).integers(0, 2**31 - 1))
+
+
+def dgl_walks(walk, seed: int):
+    """Run ``walk()`` (a :mod:`dgl.sampling` walk) reproducibly.
+
+    DGL draws walks from per-thread generators, so the walks change with
+    the number of OpenMP threads (which a loaded machine may lower): the
+    walk runs on one DGL thread, after :func:`dgl.seed`.
+    """
+    threads = dgl.utils.get_num_threads()
+    dgl.seed(seed)
+    dgl.utils.set_num_threads(1)
+    try:
+        return walk()
+    finally:
+        dgl.utils.set_num_threads(threads)
 
 
 def support_targets(episode: Episode) -> tuple[torch.Tensor, torch.Tensor]:

@@ -10,7 +10,7 @@ import dgl
 import torch
 
 from ...episodes import Episode
-from .common import episode_seed, fit_predict_linear, standardise, support_targets, undirected
+from .common import dgl_walks, episode_seed, fit_predict_linear, standardise, support_targets, undirected
 from .skipgram import train_skipgram
 
 __all__ = ["fit_predict_deepwalk", "classify_with_walks"]
@@ -62,16 +62,16 @@ def fit_predict_deepwalk(
 
     Walks come from :func:`dgl.sampling.random_walk`, which draws from DGL's
     own generator: it is seeded with :func:`dgl.seed` from ``(seed, graph_id)``
-    so a run is reproducible. The walks do not depend on the support set.
+    and run on one thread (:func:`~.common.dgl_walks`), so a run is
+    reproducible. The walks do not depend on the support set.
 
     Shapes:
         returns ``(Q,)`` predicted classes of ``episode.query``.
     """
     s = episode_seed(seed, episode.graph_id)
-    dgl.seed(s)
     h = undirected(g)
     starts = torch.arange(h.num_nodes()).repeat(walks_per_node)
-    traces, _ = dgl.sampling.random_walk(h, starts, length=walk_length)  # (N * walks, L + 1)
+    traces, _ = dgl_walks(lambda: dgl.sampling.random_walk(h, starts, length=walk_length), s)  # (N * walks, L + 1)
     gen = torch.Generator().manual_seed(s)
     return classify_with_walks(g, episode, traces, num_classes=num_classes, generator=gen, feat=feat, dim=dim,
                                window=window, negatives=negatives, epochs=epochs, pairs_per_node=pairs_per_node, lr=lr)

@@ -11,7 +11,7 @@ import dgl
 import torch
 
 from ...episodes import Episode
-from .common import episode_seed, undirected
+from .common import dgl_walks, episode_seed, undirected
 from .deepwalk import classify_with_walks
 
 __all__ = ["fit_predict_node2vec"]
@@ -47,10 +47,9 @@ def fit_predict_node2vec(
     if p <= 0 or q <= 0:
         raise ValueError(f"node2vec needs p > 0 and q > 0, got p={p}, q={q}")
     s = episode_seed(seed, episode.graph_id)
-    dgl.seed(s)
     h = undirected(g)
     starts = torch.arange(h.num_nodes()).repeat(walks_per_node)
-    traces = dgl.sampling.node2vec_random_walk(h, starts, p, q, walk_length)  # (N * walks, L + 1)
+    traces = dgl_walks(lambda: dgl.sampling.node2vec_random_walk(h, starts, p, q, walk_length), s)  # (N * walks, L + 1)
     gen = torch.Generator().manual_seed(s)
     return classify_with_walks(g, episode, traces, num_classes=num_classes, generator=gen, feat=feat, dim=dim,
                                window=window, negatives=negatives, epochs=epochs, pairs_per_node=pairs_per_node, lr=lr)

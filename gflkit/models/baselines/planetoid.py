@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from ...episodes import Episode
-from .common import episode_seed, standardise, support_targets, undirected
+from .common import dgl_walks, episode_seed, standardise, support_targets, undirected
 from .skipgram import context_pairs, negative_table, sgns_loss
 
 __all__ = ["fit_predict_planetoid", "label_context_loss"]
@@ -66,11 +66,11 @@ def fit_predict_planetoid(
         returns ``(Q,)`` predicted classes of ``episode.query``.
     """
     s = episode_seed(seed, episode.graph_id)
-    dgl.seed(s)
     gen = torch.Generator().manual_seed(s)
     h = undirected(g)
     n = h.num_nodes()
-    traces, _ = dgl.sampling.random_walk(h, torch.arange(n).repeat(walks_per_node), length=walk_length)
+    starts = torch.arange(n).repeat(walks_per_node)
+    traces, _ = dgl_walks(lambda: dgl.sampling.random_walk(h, starts, length=walk_length), s)
     centre, context = context_pairs(traces, window)
     weights = negative_table(context, n)
 
