@@ -204,6 +204,19 @@ def meta_train(
     return TrainResult(model, history, best_step, best_val, run_path, meta)
 
 
+def _accepted_options(cls) -> set[str]:
+    """Keyword options the constructors of a baseline class (and its bases) take."""
+    import inspect
+
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        if "__init__" in vars(klass) and klass is not torch.nn.Module:
+            for p in inspect.signature(klass.__init__).parameters.values():
+                if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in ("self", "in_feats", "num_classes"):
+                    names.add(p.name)
+    return names
+
+
 def fit_transfer(
     name: str,
     collection: GraphCollection,
@@ -220,10 +233,16 @@ def fit_transfer(
     if name not in TRANSFER:
         raise GFLError(f"unknown transfer baseline {name!r}: choose one of {', '.join(TRANSFER)}")
     seed_everything(train_cfg.seed)
+    cls = TRANSFER[name]
+    unknown = sorted(set(options or {}) - _accepted_options(cls))
+    if unknown:
+        raise GFLError(
+            f"{name} has no option {', '.join(unknown)}: choose from {', '.join(sorted(_accepted_options(cls)))}"
+        )
     try:
-        model = TRANSFER[name](collection.feat_size, collection.num_classes, **(options or {}))
-    except TypeError as err:
-        raise GFLError(f"--option for {name}: {err}; see the {TRANSFER[name].__name__} docstring") from None
+        model = cls(collection.feat_size, collection.num_classes, **(options or {}))
+    except (TypeError, ValueError) as err:
+        raise GFLError(f"{name} options: {err}") from None
     facts = dict(model.fit(collection, episode_cfg, train_cfg, progress=progress) or {})
     history = pd.DataFrame(facts.pop("history", []))
     model.eval()
