@@ -59,12 +59,13 @@ class HierarchicalGraphRepresentation(nn.Module):
             raise ValueError(f"aggregator must be 'mean' or 'att', not {aggregator!r}")
         if len(clusters) < levels - 1:
             raise ValueError(f"{levels} levels need {levels - 1} cluster counts, got {clusters}")
-        self.levels, self.aggregator = levels, aggregator
+        self.levels, self.aggregator, self.graph_feats = levels, aggregator, graph_feats
         self.clusters = tuple(clusters[: levels - 1])
         self.project = nn.Identity() if in_feats == graph_feats else nn.Linear(in_feats, graph_feats)
         if levels > 1:
-            self.assign_sparse = GraphConv(in_feats, self.clusters[0], norm="both")
-            self.fuse_sparse = GraphConv(in_feats, graph_feats, norm="both")
+            # AGNN and FGNN of level 1 share one GraphConv (outputs side by side),
+            # so the large node graph is traversed once instead of twice.
+            self.first_level = GraphConv(in_feats, self.clusters[0] + graph_feats, norm="both")
         sizes = self.clusters
         self.assign_dense = nn.ModuleList(nn.Linear(graph_feats, n) for n in sizes[1:])
         self.fuse_dense = nn.ModuleList(nn.Linear(graph_feats, graph_feats) for _ in sizes[1:])
@@ -92,8 +93,9 @@ class HierarchicalGraphRepresentation(nn.Module):
 
     def _first_pool(self, g: dgl.DGLGraph, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Level 1 -> 2 on the sparse node graph: ``(B, K2, gf)`` features, ``(B, K2, K2)`` adjacency."""
-        p = torch.softmax(self.assign_sparse(g, z), dim=-1)  # (N, K2)
-        f = torch.relu(self.fuse_sparse(g, z))  # (N, gf)
+        assign, fuse = self.first_level(g, z).split([self.clusters[0], self.graph_feats], -1)
+        p = torch.softmax(assign, dim=-1)  # (N, K2)
+        f = torch.relu(fuse)  # (N, gf)
         ap = dgl.ops.copy_u_sum(g, p) - p  # A P without the self-loops
         sizes = g.batch_num_nodes().tolist()
         xs, adjs = [], []
