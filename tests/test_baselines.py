@@ -79,6 +79,24 @@ def test_label_propagation_predicts_unreached_node_from_features():
     assert pred.tolist() == [0, 1, 1]
 
 
+def test_label_propagation_class_mass_normalisation():
+    # A star: the hub's class floods the harmonic solution unless class mass is normalised.
+    src = [0] * 8 + [9, 10]
+    dst = list(range(1, 9)) + [10, 11]
+    g = dgl.graph((torch.tensor(src + dst), torch.tensor(dst + src)), num_nodes=12)
+    g = dgl.add_edges(g, torch.tensor([8, 9]), torch.tensor([9, 8]))
+    g.ndata["feat"] = torch.ones(12, 2)
+    ep = Episode(graph_id=0, support=torch.tensor([[0], [11]]), query=torch.arange(1, 11),
+                 query_label=torch.zeros(10, dtype=torch.long))
+    f = propagate_labels(propagation_matrix(g), np.array([0, 11]), np.array([0, 1]), 2)
+    free = np.ones(12, dtype=bool)
+    free[[0, 11]] = False
+    expected = (f / f[free].sum(0, keepdims=True))[1:11].argmax(1)
+    np.testing.assert_array_equal(fit_predict_lp(g, ep, num_classes=2).numpy(), expected)
+    np.testing.assert_array_equal(fit_predict_lp(g, ep, num_classes=2, class_mass=False).numpy(), f[1:11].argmax(1))
+    assert (expected != f[1:11].argmax(1)).any()  # the normalisation changes some predictions
+
+
 def _brute_knn(q, s, y, k, num_classes):
     out = []
     for qi in q:

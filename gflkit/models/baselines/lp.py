@@ -69,6 +69,7 @@ def fit_predict_lp(
     num_classes: int,
     seed: int = 0,
     norm: str = "rw",
+    class_mass: bool = True,
     max_iter: int = 1000,
     tol: float = 1e-6,
 ) -> torch.Tensor:
@@ -79,6 +80,12 @@ def fit_predict_lp(
     (cosine), so every prediction is deterministic; ties go to the lowest
     class. LP draws nothing at random, so ``seed`` is unused.
 
+    With ``class_mass`` (Zhu, Ghahramani & Lafferty 2003, class mass
+    normalisation), each class's scores are divided by that class's total mass
+    over the non-support nodes before the argmax. With few labels on a graph
+    of uneven degrees, the plain harmonic solution tends to hand almost every
+    node to the class whose support nodes have the largest degrees.
+
     Shapes:
         returns ``(Q,)`` predicted classes of ``episode.query``.
     """
@@ -86,6 +93,11 @@ def fit_predict_lp(
     scores = propagate_labels(propagation_matrix(g, norm), support.numpy(), target.numpy(), num_classes,
                               max_iter=max_iter, tol=tol)
     q = episode.query.numpy()
+    if class_mass:
+        free = np.ones(scores.shape[0], dtype=bool)
+        free[support.numpy()] = False
+        mass = scores[free].sum(0, keepdims=True)
+        scores = np.divide(scores, mass, out=np.zeros_like(scores), where=mass > 0)
     pred = torch.from_numpy(scores[q].argmax(1))
     unreached = torch.from_numpy(scores[q].sum(1) <= 0)
     if unreached.any():
