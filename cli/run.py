@@ -73,6 +73,7 @@ def train_options(f):
         ("--eval-every", click.IntRange(1), t.eval_every, "Steps between validation rounds."),
         ("--patience", click.IntRange(1), t.patience, "Validation rounds without gain before stopping."),
         ("--val-episodes", click.IntRange(1), t.val_episodes, "Support draws per validation graph."),
+        ("--grad-clip", click.FloatRange(0, min_open=True), t.grad_clip, "Clip the gradient norm to this value (default: no clipping)."),
     ]
     for flag, type_, default, help_ in reversed(specs):
         f = click.option(flag, type=type_, default=default, show_default=True, help=help_)(f)
@@ -92,7 +93,7 @@ def episode_config(kwargs: dict) -> EpisodeConfig:
 
 
 def train_config(kwargs: dict, seed: int) -> TrainConfig:
-    keys = ["steps", "meta_batch", "lr", "weight_decay", "eval_every", "patience", "val_episodes"]
+    keys = ["steps", "meta_batch", "lr", "weight_decay", "eval_every", "patience", "val_episodes", "grad_clip"]
     return TrainConfig(**{k: kwargs.pop(k) for k in keys}, seed=seed)
 
 

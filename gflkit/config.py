@@ -159,6 +159,8 @@ class TrainConfig:
         patience: validation rounds without improvement before stopping.
         val_episodes: support draws per validation graph.
         seed: seed of initialisation, graph order and episodes.
+        grad_clip: clip the gradient norm to this value before each step
+            (``None``: no clipping, as in the paper).
     """
 
     steps: int = 400
@@ -169,8 +171,11 @@ class TrainConfig:
     patience: int = 8
     val_episodes: int = 1
     seed: int = 0
+    grad_clip: float | None = None
 
     def __post_init__(self) -> None:
+        if self.grad_clip is not None and self.grad_clip <= 0:
+            raise GFLError(f"grad_clip={self.grad_clip} must be positive (or None for no clipping)")
         for name in ("steps", "meta_batch", "eval_every", "patience", "val_episodes"):
             if getattr(self, name) < 1:
                 raise GFLError(f"{name}={getattr(self, name)} must be at least 1")

@@ -18,7 +18,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -33,7 +33,7 @@ from .evaluate import GraphCache, graph_accuracies
 from .models.gfl import GFL, batch_episodes
 from .utils import atomic_torch_save, atomic_write_text, seed_everything
 
-__all__ = ["TrainResult", "meta_train", "fit_transfer", "save_checkpoint", "load_checkpoint", "CHECKPOINT_FORMAT"]
+__all__ = ["TrainResult", "fit_loop", "meta_train", "fit_transfer", "save_checkpoint", "load_checkpoint", "CHECKPOINT_FORMAT"]
 
 log = logging.getLogger(__name__)
 
@@ -100,11 +100,96 @@ def load_checkpoint(path: str | os.PathLike) -> tuple[torch.nn.Module, dict[str,
     return model, meta
 
 
-def _train_batch(model: GFL, cache: GraphCache, sampler: EpisodeSampler, ids, step: int):
-    eps = [sampler.episode(int(gid), step) for gid in ids]
-    bg, support, queries = batch_episodes([cache[int(gid)] for gid in ids], eps)
-    out = model(bg, support, queries)
-    return model.loss(out, [e.query_label for e in eps])
+def fit_loop(
+    module: torch.nn.Module,
+    collection: GraphCollection,
+    episode_cfg: EpisodeConfig,
+    train_cfg: TrainConfig,
+    *,
+    step_loss: Callable[[GraphCache, EpisodeSampler, list[int], int], tuple[torch.Tensor, dict[str, float]]],
+    score: Callable[..., dict[int, float]],
+    name: str,
+    progress: bool = True,
+    on_best: Callable[[int, float], None] | None = None,
+) -> tuple[list[dict[str, float]], int, float]:
+    """The training loop of Algorithm 1, shared by GFL and the transfer baselines.
+
+    Each step draws ``meta_batch`` train graphs (seeded from ``(seed, step)``),
+    one episode each (seeded from ``(seed, graph_id, step)``), and takes an Adam
+    step on ``step_loss(cache, sampler, graph_ids, step) -> (loss, parts)``.
+    Every ``eval_every`` steps ``score(module, val_sampler, val_episodes,
+    cache)`` rates the module on the val graphs; the best weights are kept
+    (``on_best(step, val_accuracy)`` is called) and training stops after
+    ``patience`` rounds without gain. The best weights are loaded at the end.
+
+    Returns:
+        Per-step metric rows, the step of the kept weights and their mean val
+        accuracy (NaN without val graphs: then the latest weights are kept).
+    """
+    seed = train_cfg.seed
+    sampler = EpisodeSampler(collection, "train", episode_cfg, seed)
+    if not sampler.graph_ids:
+        raise GFLError(
+            f"collection {collection.name!r} has no usable train graphs for k_shot={episode_cfg.k_shot}"
+        )
+    val_sampler = EpisodeSampler(collection, "val", episode_cfg, seed)
+    cache = GraphCache(collection)
+    optimizer = torch.optim.Adam(module.parameters(), lr=train_cfg.lr, weight_decay=train_cfg.weight_decay)
+    train_ids = np.asarray(sampler.graph_ids)
+    best_val, best_step, best_state, stale = -1.0, 0, copy.deepcopy(module.state_dict()), 0
+    rows: list[dict[str, float]] = []
+    steps = range(1, train_cfg.steps + 1)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        steps = bar = tqdm(steps, desc=f"training {name}", unit="step", leave=False)
+    module.train()
+    for step in steps:
+        start = time.perf_counter()
+        rng = np.random.default_rng([seed, 2, step])
+        ids = rng.choice(train_ids, size=train_cfg.meta_batch, replace=len(train_ids) < train_cfg.meta_batch)
+        loss, parts = step_loss(cache, sampler, [int(gid) for gid in ids], step)
+        optimizer.zero_grad()
+        loss.backward()
+        if train_cfg.grad_clip is not None:
+            torch.nn.utils.clip_grad_norm_(module.parameters(), train_cfg.grad_clip)
+        optimizer.step()
+        row = {"step": step, "loss": float(loss.detach()), **parts, "seconds": time.perf_counter() - start}
+        if step % train_cfg.eval_every == 0 or step == train_cfg.steps:
+            if val_sampler.graph_ids:
+                accs = score(module, val_sampler, train_cfg.val_episodes, cache)
+                module.train()
+                val = row["val_accuracy"] = float(np.mean(list(accs.values())))
+            else:  # no validation graphs: keep the latest weights
+                val, row["val_accuracy"] = float(step), float("nan")
+            if val > best_val:
+                best_val, best_step, stale = val, step, 0
+                best_state = copy.deepcopy(module.state_dict())
+                if on_best is not None:
+                    on_best(step, row["val_accuracy"])
+            else:
+                stale += 1
+            if bar is not None:
+                bar.set_postfix(loss=f"{row['loss']:.3f}", val=f"{row['val_accuracy']:.3f}")
+        rows.append(row)
+        if stale >= train_cfg.patience:
+            log.info("early stop at step %d (best validation at step %d)", step, best_step)
+            break
+    if bar is not None:
+        bar.close()
+    module.load_state_dict(best_state)
+    module.eval()
+    return rows, best_step, best_val if val_sampler.graph_ids else float("nan")
+
+
+def _gfl_step(model: GFL):
+    def step_loss(cache: GraphCache, sampler: EpisodeSampler, ids: list[int], step: int):
+        eps = [sampler.episode(gid, step) for gid in ids]
+        bg, support, queries = batch_episodes([cache[gid] for gid in ids], eps)
+        return model.loss(model(bg, support, queries), [e.query_label for e in eps])
+
+    return step_loss
 
 
 def meta_train(
@@ -127,79 +212,31 @@ def meta_train(
         run_dir: folder for ``config.json``, ``metrics.csv`` and ``best.pt``.
         progress: show a tqdm bar on stderr.
     """
-    seed = train_cfg.seed
-    seed_everything(seed)
-    sampler = EpisodeSampler(collection, "train", episode_cfg, seed)
-    if not sampler.graph_ids:
-        raise GFLError(
-            f"collection {collection.name!r} has no usable train graphs for k_shot={episode_cfg.k_shot}"
-        )
-    val_sampler = EpisodeSampler(collection, "val", episode_cfg, seed)
-    cache = GraphCache(collection)
+    seed_everything(train_cfg.seed)
     model = GFL(collection.feat_size, model_cfg)
-    optimizer = torch.optim.Adam(model.parameters(), lr=train_cfg.lr, weight_decay=train_cfg.weight_decay)
     meta = {
         "format": CHECKPOINT_FORMAT, "gflkit_version": __version__, "model": model_name,
         "model_config": to_dict(model_cfg), "episode_config": to_dict(episode_cfg),
         "train_config": to_dict(train_cfg), "in_feats": collection.feat_size,
         "classes": list(collection.classes), "dataset": collection.name, "data_path": collection.path,
-        "seed": seed,
+        "seed": train_cfg.seed,
     }
     run_path = Path(run_dir) if run_dir is not None else None
     if run_path is not None:
         run_path.mkdir(parents=True, exist_ok=True)
         atomic_write_text(run_path / "config.json", json.dumps(meta, indent=1) + "\n")
 
-    train_ids = np.asarray(sampler.graph_ids)
-    best_val, best_step, best_state, stale = -1.0, 0, copy.deepcopy(model.state_dict()), 0
-    rows = []
-    steps = range(1, train_cfg.steps + 1)
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
+    def on_best(step: int, val: float) -> None:
+        if run_path is not None:
+            save_checkpoint(model, {**meta, "step": step, "val_accuracy": val}, run_path / "best.pt")
 
-        bar = tqdm(steps, desc=f"meta-training {model_name}", unit="step", leave=False)
-        steps = bar
-    model.train()
-    for step in steps:
-        start = time.perf_counter()
-        rng = np.random.default_rng([seed, 2, step])
-        ids = rng.choice(train_ids, size=train_cfg.meta_batch, replace=len(train_ids) < train_cfg.meta_batch)
-        loss, parts = _train_batch(model, cache, sampler, ids, step)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        row = {"step": step, "loss": float(loss.detach()), **parts, "seconds": time.perf_counter() - start}
-        if step % train_cfg.eval_every == 0 or step == train_cfg.steps:
-            if val_sampler.graph_ids:
-                accs = graph_accuracies(model, val_sampler, train_cfg.val_episodes, cache)
-                val = float(np.mean(list(accs.values())))
-            else:  # no validation graphs: keep the latest weights
-                val = float(step)
-            row["val_accuracy"] = val if val_sampler.graph_ids else float("nan")
-            if val > best_val:
-                best_val, best_step, stale = val, step, 0
-                best_state = copy.deepcopy(model.state_dict())
-                if run_path is not None:
-                    save_checkpoint(model, {**meta, "step": step, "val_accuracy": row["val_accuracy"]},
-                                    run_path / "best.pt")
-            else:
-                stale += 1
-            if bar is not None:
-                bar.set_postfix(loss=f"{row['loss']:.3f}", val=f"{row['val_accuracy']:.3f}")
-        rows.append(row)
-        if stale >= train_cfg.patience:
-            log.info("early stop at step %d (best validation at step %d)", step, best_step)
-            break
-    if bar is not None:
-        bar.close()
-    model.load_state_dict(best_state)
-    model.eval()
+    rows, best_step, best_val = fit_loop(
+        model, collection, episode_cfg, train_cfg, step_loss=_gfl_step(model), score=graph_accuracies,
+        name=model_name, progress=progress, on_best=on_best,
+    )
     history = pd.DataFrame(rows)
     if run_path is not None:
         atomic_write_text(run_path / "metrics.csv", history.to_csv(index=False))
-    if not val_sampler.graph_ids:
-        best_val = float("nan")
     meta = {**meta, "step": best_step, "val_accuracy": best_val}
     return TrainResult(model, history, best_step, best_val, run_path, meta)
 

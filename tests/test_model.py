@@ -145,3 +145,17 @@ def test_seeded_training_is_reproducible(small_family):
     pd.testing.assert_frame_equal(history[0], history[1])
     assert list(history[0]["step"]) == [1, 2, 3, 4, 5] and history[0]["val_accuracy"].notna().sum() == 1
     assert runs[0].best_step == 5
+
+
+def test_grad_clip_bounds_the_update(small_family):
+    import gflkit
+    from gflkit.config import TrainConfig
+    from gflkit.errors import GFLError
+
+    with pytest.raises(GFLError, match="grad_clip"):
+        TrainConfig(grad_clip=0)
+    plain, _ = gflkit.train(small_family, train_cfg=TrainConfig(steps=2, eval_every=2), eval_split=None, progress=False)
+    clipped, _ = gflkit.train(small_family, train_cfg=TrainConfig(steps=2, eval_every=2, grad_clip=1e-3),
+                              eval_split=None, progress=False)
+    a, b = plain.model.state_dict(), clipped.model.state_dict()
+    assert any(not torch.equal(a[k], b[k]) for k in a)

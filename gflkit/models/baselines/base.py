@@ -1,19 +1,15 @@
-"""The interface of baselines that learn from the meta-training graphs, and their training loop."""
+"""The interface of baselines that learn from the meta-training graphs."""
 from __future__ import annotations
 
-import copy
-import time
 from typing import Any, Sequence
 
 import dgl
-import numpy as np
 import torch
 from torch import nn
 
 from ...config import EpisodeConfig, TrainConfig
 from ...data import GraphCollection
 from ...episodes import Episode, EpisodeSampler
-from ...errors import GFLError
 from ...evaluate import GraphCache, transfer_accuracies
 
 __all__ = ["TransferBaseline"]
@@ -59,59 +55,18 @@ class TransferBaseline(nn.Module):
             ``step`` and ``val_accuracy`` (fraction; NaN without val graphs) of
             the kept weights, and ``history``, one dict per step.
         """
-        seed = train_cfg.seed
-        sampler = EpisodeSampler(collection, "train", episode_cfg, seed)
-        if not sampler.graph_ids:
-            raise GFLError(
-                f"collection {collection.name!r} has no usable train graphs for k_shot={episode_cfg.k_shot}"
-            )
-        val_sampler = EpisodeSampler(collection, "val", episode_cfg, seed)
-        cache = GraphCache(collection)
-        opt = torch.optim.Adam(self.parameters(), lr=train_cfg.lr, weight_decay=train_cfg.weight_decay)
-        train_ids = np.asarray(sampler.graph_ids)
-        best_val, best_step, best_state, stale = -1.0, 0, copy.deepcopy(self.state_dict()), 0
-        rows: list[dict[str, float]] = []
-        steps = range(1, train_cfg.steps + 1)
-        bar = None
-        if progress:
-            from tqdm.auto import tqdm
+        from ...train import fit_loop  # late import: train imports the model packages
 
-            steps = bar = tqdm(steps, desc=f"training {self.name}", unit="step", leave=False)
-        self.train()
-        for step in steps:
-            start = time.perf_counter()
-            rng = np.random.default_rng([seed, 2, step])
-            ids = rng.choice(train_ids, size=train_cfg.meta_batch, replace=len(train_ids) < train_cfg.meta_batch)
-            ids = [int(gid) for gid in ids]
-            loss = self.step_loss([cache[gid] for gid in ids], [sampler.episode(gid, step) for gid in ids],
-                                  [collection.graphs[gid].ndata["label"] for gid in ids])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            row = {"step": step, "loss": float(loss.detach()), "seconds": time.perf_counter() - start}
-            if step % train_cfg.eval_every == 0 or step == train_cfg.steps:
-                if val_sampler.graph_ids:
-                    accs = transfer_accuracies(self, val_sampler, train_cfg.val_episodes, cache)
-                    self.train()
-                    val = row["val_accuracy"] = float(np.mean(list(accs.values())))
-                else:  # no validation graphs: keep the latest weights
-                    val, row["val_accuracy"] = float(step), float("nan")
-                if val > best_val:
-                    best_val, best_step, stale = val, step, 0
-                    best_state = copy.deepcopy(self.state_dict())
-                else:
-                    stale += 1
-                if bar is not None:
-                    bar.set_postfix(loss=f"{row['loss']:.3f}", val=f"{row['val_accuracy']:.3f}")
-            rows.append(row)
-            if stale >= train_cfg.patience:
-                break
-        if bar is not None:
-            bar.close()
-        self.load_state_dict(best_state)
-        self.eval()
-        val_accuracy = best_val if val_sampler.graph_ids else float("nan")
-        return {"step": best_step, "val_accuracy": val_accuracy, "history": rows}
+        def step_loss(cache: GraphCache, sampler: EpisodeSampler, ids: list[int], step: int):
+            graphs = [cache[gid] for gid in ids]
+            episodes = [sampler.episode(gid, step) for gid in ids]
+            return self.step_loss(graphs, episodes, [collection.graphs[gid].ndata["label"] for gid in ids]), {}
+
+        rows, best_step, best_val = fit_loop(
+            self, collection, episode_cfg, train_cfg, step_loss=step_loss, score=transfer_accuracies,
+            name=self.name, progress=progress,
+        )
+        return {"step": best_step, "val_accuracy": best_val, "history": rows}
 
     def predict(self, g: dgl.DGLGraph, episode: Episode) -> torch.Tensor:
         """Predicted classes ``(Q,)`` of ``episode.query``; ``g`` has self-loops
