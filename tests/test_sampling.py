@@ -142,3 +142,18 @@ def test_family_defaults_follow_table_1():
                                                     min_degree=50, num_classes=4)
     assert [FAMILY_DEFAULTS[f]["n_graphs"] for f in ("reddit", "citation", "pubmed")] == [
         (150, 15, 25), (30, 3, 10), (60, 5, 15)]
+
+
+@pytest.mark.parametrize("method", ["walk", "ego"])
+def test_edge_weights_follow_the_source(source, method):
+    g = source.g
+    u, v = g.edges()
+    lo, hi = torch.minimum(u, v), torch.maximum(u, v)
+    weighted = SourceGraph(g.clone(), source.classes, "toy", "test")
+    weighted.g.edata["weight"] = (lo * 1000 + hi).float()  # symmetric and unique per pair
+    family = sample_family(weighted, method=method, n_graphs=(2, 1, 1), walk_length=(200, 300), min_degree=3,
+                           ego_hops=1, seed=0)
+    for h in family.graphs:
+        hu, hv = h.ndata["orig_id"][h.edges()[0]], h.ndata["orig_id"][h.edges()[1]]
+        expected = (torch.minimum(hu, hv) * 1000 + torch.maximum(hu, hv)).float()
+        assert torch.equal(h.edata["weight"], expected)

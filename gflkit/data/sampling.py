@@ -106,6 +106,9 @@ def _cut(source: SourceGraph, part: _Structure, nodes: np.ndarray, edges=None) -
         s, d = (torch.from_numpy(np.searchsorted(nodes, e)) for e in edges)
     out = build_graph(s, d, len(nodes), source.g.ndata["feat"][ids], source.g.ndata["label"][ids])
     out.ndata["orig_id"] = ids.clone()
+    if "weight" in source.g.edata:  # e.g. joint papers of two co-authors
+        u, v = out.edges()
+        out.edata["weight"] = source.g.edata["weight"][source.g.edge_ids(ids[u], ids[v])]
     return out
 
 
