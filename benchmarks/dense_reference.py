@@ -104,8 +104,9 @@ class DenseGFL(nn.Module):
         self.dec = DenseGCNLayer(out_feats, out_feats)
         self.pgnn_weight = nn.Parameter(torch.eye(out_feats))
         self.pgnn_bias = nn.Parameter(torch.zeros(out_feats))
-        self.assign1 = DenseGCNLayer(out_feats, clusters[0])
-        self.fuse1 = DenseGCNLayer(out_feats, graph_feats)
+        # Level-1 AGNN and FGNN side by side in one layer, as in gflkit.
+        self.first1 = DenseGCNLayer(out_feats, clusters[0] + graph_feats)
+        self.k2 = clusters[0]
         self.assign2 = nn.Linear(graph_feats, clusters[1])
         self.fuse2 = nn.Linear(graph_feats, graph_feats)
         self.gate = nn.Linear(graph_feats, out_feats * out_feats + out_feats)
@@ -131,8 +132,9 @@ class DenseGFL(nn.Module):
 
     def graph_representation(self, graph: DenseGraph, z: torch.Tensor) -> torch.Tensor:
         """Mean of three levels: node mean, ``P^T A P`` pooling, one more pooling. ``(graph_feats,)``."""
-        p = torch.softmax(self.assign1(graph.a_hat, z), dim=-1)  # (n, K2)
-        x2 = (p / p.sum(0, keepdim=True).clamp(min=1e-12)).t() @ torch.relu(self.fuse1(graph.a_hat, z))
+        out = self.first1(graph.a_hat, z)
+        p = torch.softmax(out[:, : self.k2], dim=-1)  # (n, K2)
+        x2 = (p / p.sum(0, keepdim=True).clamp(min=1e-12)).t() @ torch.relu(out[:, self.k2 :])
         a2 = p.t() @ graph.adj @ p  # (K2, K2)
         a_hat2 = gcn_norm(a2)
         p2 = torch.softmax(a_hat2 @ self.assign2(x2), dim=-1)  # (K2, K3)

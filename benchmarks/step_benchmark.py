@@ -169,9 +169,9 @@ def _int_list(text: str) -> list[int]:
 
 def _worker_env(threads: int) -> dict[str, str]:
     env = dict(os.environ)
-    # DGL and torch each bring an OpenMP runtime. With the default (active)
-    # wait policy, idle threads of one runtime spin while the other works and
-    # take the cores from it: steps get several times slower and very noisy.
+    # With the default (active) wait policy, idle OpenMP threads spin between
+    # parallel regions and take the cores from any other work: steps get
+    # several times slower and very noisy on a shared machine.
     env.setdefault("OMP_WAIT_POLICY", "passive")
     env.setdefault("OMP_NUM_THREADS", str(threads))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))

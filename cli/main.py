@@ -10,9 +10,10 @@ from __future__ import annotations
 import logging
 import os
 
-# DGL and torch each bring an OpenMP runtime; with their default busy-waiting
-# the two pools spin against each other on small machines (a 10-20x slowdown on
-# small graphs). Passive waiting avoids it; set OMP_WAIT_POLICY to override.
+# OpenMP worker threads (torch's and DGL's kernels share one libgomp) busy-wait
+# between parallel regions; when the cores are shared with other work, the
+# spinning threads steal them and small-graph steps get 10-20x slower. Passive
+# waiting avoids that for ~13% on an idle machine; set OMP_WAIT_POLICY to override.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import click  # noqa: E402

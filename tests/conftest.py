@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-# Before torch and DGL load: their two OpenMP pools must not spin against each other.
+# Before torch and DGL load: idle OpenMP threads must not spin while other work needs the cores.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import pytest  # noqa: E402
