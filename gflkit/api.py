@@ -109,11 +109,7 @@ def train(
 
 def _score(module, name: str, collection: GraphCollection, split: str, episode_cfg: EpisodeConfig,
            episodes: int, seed: int) -> dict:
-    sampler = EpisodeSampler(collection, split, episode_cfg, seed)
-    if not sampler.graph_ids:
-        raise GFLError(
-            f"collection {collection.name!r} has no usable {split} graphs for k_shot={episode_cfg.k_shot}"
-        )
+    sampler = EpisodeSampler(collection, split, episode_cfg, seed).require_graphs()
     if isinstance(module, GFL):
         per_graph, aggregator = graph_accuracies(module, sampler, episodes), _aggregator(module.cfg)
     else:
@@ -181,10 +177,6 @@ def evaluate_baseline(
     if model not in PER_GRAPH:
         raise GFLError(f"{model!r} is not a per-graph baseline: choose one of {', '.join(PER_GRAPH)}")
     collection = load_collection(data, root)
-    sampler = EpisodeSampler(collection, split, episode_cfg, seed)
-    if not sampler.graph_ids:
-        raise GFLError(
-            f"collection {collection.name!r} has no usable {split} graphs for k_shot={episode_cfg.k_shot}"
-        )
+    sampler = EpisodeSampler(collection, split, episode_cfg, seed).require_graphs()
     per_graph = baseline_accuracies(PER_GRAPH[model], sampler, episodes, seed)
     return to_frame([result_row(model, "", collection, split, per_graph, episode_cfg, episodes, seed)])

@@ -133,6 +133,15 @@ class EpisodeSampler:
     def __len__(self) -> int:
         return len(self.graph_ids)
 
+    def require_graphs(self) -> "EpisodeSampler":
+        """Raise :class:`GFLError` when no graph of the split is usable; returns self."""
+        if not self.graph_ids:
+            raise GFLError(
+                f"collection {self.collection.name!r} has no usable {self.split} graphs "
+                f"for k_shot={self.cfg.k_shot}"
+            )
+        return self
+
     def episode(self, graph_id: int, index: int) -> Episode:
         """Episode number ``index`` of graph ``graph_id``."""
         return sample_episode(

@@ -12,7 +12,6 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from .config import EpisodeConfig
 from .data import GraphCollection
 from .episodes import Episode, EpisodeSampler
 from .models.gfl import GFL, batch_episodes, prepare_graph
@@ -102,8 +101,3 @@ def summarise(per_graph: dict[int, float] | Sequence[float]) -> dict[str, float]
     values = list(per_graph.values()) if isinstance(per_graph, dict) else list(per_graph)
     mean, ci, std = mean_ci([100 * v for v in values])
     return {"n_graphs": len(values), "accuracy": mean, "ci95": ci, "std": std}
-
-
-def episode_sampler(collection: GraphCollection, split: str, cfg: EpisodeConfig, seed: int) -> EpisodeSampler:
-    """An :class:`EpisodeSampler` (kept here so callers import one module)."""
-    return EpisodeSampler(collection, split, cfg, seed)

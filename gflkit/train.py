@@ -127,11 +127,7 @@ def fit_loop(
         accuracy (NaN without val graphs: then the latest weights are kept).
     """
     seed = train_cfg.seed
-    sampler = EpisodeSampler(collection, "train", episode_cfg, seed)
-    if not sampler.graph_ids:
-        raise GFLError(
-            f"collection {collection.name!r} has no usable train graphs for k_shot={episode_cfg.k_shot}"
-        )
+    sampler = EpisodeSampler(collection, "train", episode_cfg, seed).require_graphs()
     val_sampler = EpisodeSampler(collection, "val", episode_cfg, seed)
     cache = GraphCache(collection)
     optimizer = torch.optim.Adam(module.parameters(), lr=train_cfg.lr, weight_decay=train_cfg.weight_decay)
