@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import dgl
 import pandas as pd
 import pytest
 import torch
@@ -50,6 +51,22 @@ def test_batch_episodes_shifts_node_ids(small_family):
     assert torch.equal(support[1], eps[1].support + n0) and torch.equal(queries[0], eps[0].query)
     assert torch.equal(bg.ndata["feat"][support[1].flatten()], graphs[1].ndata["feat"][eps[1].support.flatten()])
     assert int(graphs[0].in_degrees().min()) >= 1 and graphs[0].has_edges_between(0, 0)  # self-loops
+
+
+def test_stored_graph_data_only_saves_work(batch, small_family):
+    """The normalisation and A_hat X stored by prepare_graph change no result."""
+    bg, support, queries, _ = batch
+    bare = dgl.graph(bg.edges(), num_nodes=bg.num_nodes())
+    bare.set_batch_num_nodes(bg.batch_num_nodes())
+    bare.set_batch_num_edges(bg.batch_num_edges())
+    bare.ndata["feat"] = bg.ndata["feat"]
+    torch.manual_seed(0)
+    model = GFL(small_family.feat_size, GFLConfig(aggregator="att"))
+    a, b = model(bg, support, queries), model(bare, support, queries)
+    for x, y in zip(a.logits, b.logits):
+        torch.testing.assert_close(x, y, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(a.recon_loss, b.recon_loss, rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(a.gate, b.gate)
 
 
 CONFIGS = {

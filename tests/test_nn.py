@@ -6,14 +6,17 @@ import networkx as nx
 import numpy as np
 import pytest
 import torch
+from dgl.nn import GraphConv
 
 from gflkit.data import build_graph
 from gflkit.models.gfl import prepare_graph
 from gflkit.nn import (
-    GCNEncoder, HierarchicalGraphRepresentation, PrototypeGNN, dense_recon_loss, logits, recon_loss,
+    FEAT_PROP, GCNEncoder, GraphDecoder, HierarchicalGraphRepresentation, PrototypeGNN, dense_recon_loss, logits, recon_loss,
     relation_graph, relation_weights, support_similarity,
 )
+from gflkit.nn.conv import NORM_SRC, add_gcn_norm, apply_conv, graph_conv, propagate
 from gflkit.nn.hierarchy import dense_gcn_norm
+from gflkit.nn.segment import segment_tmm
 
 # -- graphs and dense references ------------------------------------------------------
 
@@ -88,6 +91,74 @@ def test_gcn_encoder_matches_dense_reference(six):
     expected = a @ torch.relu(a @ x @ w1 + b1) @ w2 + b2
     torch.testing.assert_close(enc(g, x), expected, rtol=1e-5, atol=1e-5)
     assert enc(g, x).shape == (6, 3)
+
+
+@pytest.mark.parametrize("sizes", [(5, 3), (3, 5)])  # weight applied before / after propagation
+def test_graph_conv_equals_dgl_graphconv_on_a_directed_graph(sizes):
+    # A directed graph: in- and out-degrees differ, so both normalisations are exercised.
+    src = torch.tensor([0, 0, 1, 2, 3, 4, 4, 5, 1])
+    dst = torch.tensor([1, 2, 2, 3, 1, 0, 5, 3, 4])
+    g = dgl.add_self_loop(dgl.graph((src, dst), num_nodes=6))
+    torch.manual_seed(0)
+    conv = GraphConv(*sizes, norm="both")
+    with torch.no_grad():
+        conv.bias.normal_()
+    x = torch.randn(6, sizes[0])
+    expected = conv(g, x)
+    torch.testing.assert_close(graph_conv(conv, g, x), expected)  # degrees computed on the fly
+    torch.testing.assert_close(graph_conv(conv, add_gcn_norm(g), x), expected)  # stored ones
+    torch.testing.assert_close(apply_conv(conv, propagate(g, x)), expected)
+    with pytest.raises(ValueError, match="norm='both'"):
+        graph_conv(GraphConv(3, 3, norm="right"), g, x[:, :3])
+
+
+def test_prepared_graph_stores_normalised_features(six):
+    g = _model_graph(six, feat_size=5)
+    a = _gcn_norm(_adj(six))
+    torch.testing.assert_close(g.ndata[FEAT_PROP], a @ g.ndata["feat"], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(g.ndata[NORM_SRC], (_adj(six).sum(1, keepdim=True) + 1).rsqrt())
+
+
+def test_encoder_reads_stored_propagation_only_without_input_dropout(six):
+    torch.manual_seed(0)
+    g = _model_graph(six, feat_size=5)
+    enc = GCNEncoder(5, hidden_feats=7, out_feats=3, dropout=0.5)
+    x = g.ndata["feat"]
+    enc.eval()
+    reference = enc(g, x)  # explicit features: always propagated here
+    torch.testing.assert_close(enc(g), reference)
+    g.ndata[FEAT_PROP] = torch.zeros_like(g.ndata[FEAT_PROP])  # now the stored value shows
+    assert not torch.allclose(enc(g), reference)
+    enc.train()
+    torch.manual_seed(1)
+    dropped = enc(g)  # input dropout: starts from the raw features, not the (zeroed) stored ones
+    torch.manual_seed(1)
+    torch.testing.assert_close(dropped, enc(g, x))
+
+
+def test_decoder_and_hierarchy_accept_a_shared_propagation(pair):
+    torch.manual_seed(0)
+    bg = dgl.batch([_model_graph(h, feat_size=6, seed=i) for i, h in enumerate(pair)])
+    z = bg.ndata["feat"]
+    z_prop = propagate(bg, z)
+    decoder = GraphDecoder(6, 4)
+    torch.testing.assert_close(decoder(bg, z, z_prop), decoder.conv(bg, z))
+    module = HierarchicalGraphRepresentation(6, graph_feats=5, levels=3, clusters=(4, 2))
+    for a, b in zip(module(bg, z, z_prop), module(bg, z)):
+        torch.testing.assert_close(a, b)
+
+
+def test_segment_tmm_matches_per_block_products_and_gradients():
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(9, 3, dtype=torch.float64, generator=gen, requires_grad=True)
+    b = torch.randn(9, 4, dtype=torch.float64, generator=gen, requires_grad=True)
+    sizes = [4, 2, 3]
+    expected = torch.stack([x.t() @ y for x, y in zip(a.split(sizes), b.split(sizes))])
+    torch.testing.assert_close(segment_tmm(a, b, sizes), expected)
+    assert torch.autograd.gradcheck(lambda x, y: segment_tmm(x, y, sizes), (a, b))
+    assert torch.autograd.gradcheck(lambda x: segment_tmm(x, x, sizes), (a,))  # D^T D
+    with pytest.raises(ValueError, match="sum to 8"):
+        segment_tmm(a, b, [4, 4])
 
 
 # -- reconstruction ---------------------------------------------------------------------

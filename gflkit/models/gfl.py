@@ -19,18 +19,28 @@ from torch import nn
 from ..config import GFLConfig
 from ..episodes import Episode
 from ..nn import (
-    GCNEncoder, GraphDecoder, HierarchicalGraphRepresentation, HierarchyGate, PrototypeGNN,
+    FEAT_PROP, GCNEncoder, GraphDecoder, HierarchicalGraphRepresentation, HierarchyGate, PrototypeGNN,
     logits, recon_loss, relation_weights, support_similarity,
 )
+from ..nn.conv import add_gcn_norm, propagate
 
 __all__ = ["GFL", "GFLOutput", "prepare_graph", "batch_episodes"]
 
 
 def prepare_graph(g: dgl.DGLGraph) -> dgl.DGLGraph:
-    """The graph as the model sees it: features only, one self-loop per node."""
+    """The graph as the model sees it: one self-loop per node, its features, and
+    what every step would otherwise recompute.
+
+    ``ndata``: ``feat``; the GCN degree normalisation (:func:`~gflkit.nn.conv.add_gcn_norm`);
+    ``feat_prop = A_hat X``, from which the encoder's first layer starts. The last
+    doubles the feature memory of a prepared graph and saves a sparse product,
+    its backward pass and a pass over the wide input features at every step.
+    """
     h = dgl.graph(g.edges(), num_nodes=g.num_nodes())
-    h = dgl.add_self_loop(dgl.remove_self_loop(h))
+    h = add_gcn_norm(dgl.add_self_loop(dgl.remove_self_loop(h)))
     h.ndata["feat"] = g.ndata["feat"]
+    with torch.no_grad():
+        h.ndata[FEAT_PROP] = propagate(h, h.ndata["feat"])
     return h
 
 
@@ -91,10 +101,13 @@ class GFL(nn.Module):
 
     def embed(self, g: dgl.DGLGraph) -> torch.Tensor:
         """Node embeddings ``Z = f_theta(A, X)``: ``(N, out_feats)``."""
-        return self.encoder(g, g.ndata["feat"])
+        return self.encoder(g)
 
-    def prototypes(self, g: dgl.DGLGraph, z: torch.Tensor, support: torch.Tensor):
-        """Class prototypes ``(B, C, d)`` and gate values from support ids ``(B, C, K)``."""
+    def prototypes(self, g: dgl.DGLGraph, z: torch.Tensor, support: torch.Tensor,
+                   z_prop: torch.Tensor | None = None):
+        """Class prototypes ``(B, C, d)`` and gate values from support ids ``(B, C, K)``.
+
+        ``z_prop = A_hat z`` may be passed when it is computed anyway."""
         s = z[support]  # (B, C, K, d)
         if self.pgnn is None:
             return s.mean(2), None
@@ -103,7 +116,7 @@ class GFL(nn.Module):
         weights = relation_weights(score, cfg.similarity, cfg.mu, cfg.mu0)  # (B, C, K, K)
         gate = None
         if self.gate is not None:
-            _, h = self.hierarchy(g, z)  # (B, graph_feats)
+            _, h = self.hierarchy(g, z, z_prop)  # (B, graph_feats)
             gate = self.gate(h)
         return self.pgnn(s, weights, gate), gate
 
@@ -116,13 +129,16 @@ class GFL(nn.Module):
             queries: query ids in ``g``, one ``(Q_b,)`` tensor per graph.
         """
         z = self.embed(g)
-        protos, gate = self.prototypes(g, z, support)
+        # The decoder and the first hierarchy level are both GraphConvs over z:
+        # they share one propagation A_hat z.
+        z_prop = propagate(g, z) if self.decoder is not None and self.gate is not None else None
+        protos, gate = self.prototypes(g, z, support, z_prop)
         scores = [
             logits(z[q], protos[b], self.cfg.distance, self.cfg.cosine_scale) for b, q in enumerate(queries)
         ]
         recon = None
         if self.decoder is not None:
-            d = self.decoder(g, z)
+            d = self.decoder(g, z, z_prop)
             if self.cfg.recon_normalize:
                 d = F.normalize(d, dim=-1)
             recon = recon_loss(g, d, self.cfg.recon_reduction)

@@ -6,7 +6,12 @@ import torch
 from dgl.nn import GraphConv
 from torch import nn
 
-__all__ = ["GCNEncoder"]
+from .conv import apply_conv, graph_conv
+
+__all__ = ["GCNEncoder", "FEAT_PROP"]
+
+FEAT_PROP = "feat_prop"
+"""``ndata`` key of ``A_hat X``, the input features propagated once per graph."""
 
 
 class GCNEncoder(nn.Module):
@@ -34,6 +39,20 @@ class GCNEncoder(nn.Module):
         self.conv1.reset_parameters()
         self.conv2.reset_parameters()
 
-    def forward(self, g: dgl.DGLGraph, feat: torch.Tensor) -> torch.Tensor:
-        h = torch.relu(self.conv1(g, self.dropout(feat)))
-        return self.conv2(g, self.dropout(h))
+    def forward(self, g: dgl.DGLGraph, feat: torch.Tensor | None = None) -> torch.Tensor:
+        """Embed the nodes of ``g``.
+
+        Args:
+            g: graph with one self-loop per node.
+            feat: input features; by default the graph's ``ndata["feat"]``. In
+                that case, when the graph carries ``ndata["feat_prop"]``
+                (``A_hat X``, stored by :func:`gflkit.models.gfl.prepare_graph`)
+                and no input dropout is active, the first layer starts from it
+                and skips a sparse product and its backward pass.
+        """
+        dropping = self.training and self.dropout.p > 0
+        if feat is None and FEAT_PROP in g.ndata and not dropping:
+            h = apply_conv(self.conv1, g.ndata[FEAT_PROP])
+        else:
+            h = graph_conv(self.conv1, g, self.dropout(g.ndata["feat"] if feat is None else feat))
+        return graph_conv(self.conv2, g, self.dropout(torch.relu(h)))

@@ -23,6 +23,9 @@ import torch
 from dgl.nn import GraphConv
 from torch import nn
 
+from .conv import apply_conv, graph_conv
+from .segment import segment_tmm
+
 __all__ = ["HierarchicalGraphRepresentation", "dense_gcn_norm"]
 
 
@@ -74,10 +77,12 @@ class HierarchicalGraphRepresentation(nn.Module):
     def extra_repr(self) -> str:
         return f"levels={self.levels}, clusters={self.clusters}, aggregator={self.aggregator}"
 
-    def forward(self, g: dgl.DGLGraph, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, g: dgl.DGLGraph, z: torch.Tensor,
+                z_prop: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``z_prop = A_hat z`` may be passed when it is computed anyway."""
         reps = [self.project(dgl.ops.segment_reduce(g.batch_num_nodes(), z, "mean"))]  # h^1: (B, gf)
         if self.levels > 1:
-            x, adj = self._first_pool(g, z)
+            x, adj = self._first_pool(g, z, z_prop)
             reps.append(x.mean(1))
             for assign, fuse in zip(self.assign_dense, self.fuse_dense):
                 a_hat = dense_gcn_norm(adj)
@@ -91,15 +96,22 @@ class HierarchicalGraphRepresentation(nn.Module):
         beta = torch.softmax(levels @ self.query, dim=1)  # (B, R)
         return levels, (beta.unsqueeze(-1) * levels).sum(1)
 
-    def _first_pool(self, g: dgl.DGLGraph, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def _first_pool(self, g: dgl.DGLGraph, z: torch.Tensor,
+                    z_prop: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Level 1 -> 2 on the sparse node graph: ``(B, K2, gf)`` features, ``(B, K2, K2)`` adjacency."""
-        assign, fuse = self.first_level(g, z).split([self.clusters[0], self.graph_feats], -1)
+        out = graph_conv(self.first_level, g, z) if z_prop is None else apply_conv(self.first_level, z_prop)
+        assign, fuse = out.split([self.clusters[0], self.graph_feats], -1)
         p = torch.softmax(assign, dim=-1)  # (N, K2)
-        f = torch.relu(fuse)  # (N, gf)
-        ap = dgl.ops.copy_u_sum(g, p) - p  # A P without the self-loops
+        # One (K2 x N) @ (N x (gf + 2 K2)) product per graph gives P^T F, P^T (A+I) P
+        # and P^T P; with them, the self-loops come out of the adjacency and the
+        # column sums of P (P^T P 1, since the rows of P sum to 1) normalise X
+        # without another pass over the nodes.
+        rhs = torch.cat([torch.relu(fuse), dgl.ops.copy_u_sum(g, p), p], dim=1)
+        k2, gf = self.clusters[0], self.graph_feats
         sizes = g.batch_num_nodes().tolist()
-        xs, adjs = [], []
-        for pb, fb, apb in zip(torch.split(p, sizes), torch.split(f, sizes), torch.split(ap, sizes)):
-            xs.append(_normalise_columns(pb).t() @ fb)
-            adjs.append(pb.t() @ apb)
-        return torch.stack(xs), torch.stack(adjs)
+        prods = segment_tmm(p, rhs, sizes)
+        pf, pap, ptp = prods.split([gf, k2, k2], dim=-1)  # (B, K2, .)
+        mass = ptp.sum(-1, keepdim=True).clamp(min=1e-12)  # (B, K2, 1): column sums of P
+        xs = pf / mass
+        adjs = pap - ptp
+        return xs, adjs

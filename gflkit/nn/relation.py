@@ -81,9 +81,10 @@ def support_similarity(
     b, c, k = support.shape
     x = _support_indicator(g.num_nodes(), support)
     if method == "khop-cn":
-        reach = x
-        for _ in range(hops):
-            reach = (dgl.ops.copy_u_sum(g, reach) > 0).float()  # within t hops, self included
+        walks = x
+        for _ in range(hops):  # walks of length `hops` (self-loops let them stay put)
+            walks = dgl.ops.copy_u_sum(g, walks)
+        reach = (walks > 0).float()  # 1 within `hops` hops, self included
         shared = _per_graph_blocks(g, reach, reach, c, k)
         close = _column_at_support(reach, support)  # 1 where v is within `hops` of u
         # |B(u) & B(v)| counts u and v themselves when they are within reach.

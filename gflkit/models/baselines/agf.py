@@ -52,7 +52,7 @@ class GCNClassifier(TransferBaseline):
         self.head = nn.Linear(out_feats, num_classes)
 
     def embed(self, g: dgl.DGLGraph) -> torch.Tensor:
-        return self.encoder(g, g.ndata["feat"])
+        return self.encoder(g)
 
     def forward(self, g: dgl.DGLGraph) -> torch.Tensor:
         return self.head(self.embed(g))

@@ -41,13 +41,12 @@ def fit_predict_gcn(
     opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
     support = episode.support.reshape(-1)
     target = torch.arange(num_classes).repeat_interleave(episode.support.shape[1])
-    feat = h.ndata["feat"]
     model.train()
     for _ in range(epochs):
-        loss = F.cross_entropy(model(h, feat)[support], target)
+        loss = F.cross_entropy(model(h)[support], target)
         opt.zero_grad()
         loss.backward()
         opt.step()
     model.eval()
     with torch.no_grad():
-        return model(h, feat)[episode.query].argmax(1)
+        return model(h)[episode.query].argmax(1)

@@ -62,7 +62,7 @@ class MAML(TransferBaseline):
         self.head = nn.Linear(out_feats, num_classes)
 
     def forward(self, g: dgl.DGLGraph) -> torch.Tensor:
-        return self.head(self.encoder(g, g.ndata["feat"]))
+        return self.head(self.encoder(g))
 
     def adapt(self, g: dgl.DGLGraph, episode: Episode, steps: int | None = None,
               create_graph: bool = False) -> tuple[Params, list[float]]:

@@ -75,7 +75,7 @@ class MatchingNetwork(TransferBaseline):
         self.encoder = GCNEncoder(in_feats, hidden_feats, out_feats, dropout)
 
     def embed(self, g: dgl.DGLGraph) -> torch.Tensor:
-        return self.encoder(g, g.ndata["feat"])
+        return self.encoder(g)
 
     def step_loss(self, graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode],
                   labels: Sequence[torch.Tensor]) -> torch.Tensor:

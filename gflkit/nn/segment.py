@@ -1,0 +1,53 @@
+"""Per-graph products over the node rows of a batched graph."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+__all__ = ["segment_tmm"]
+
+
+class _SegmentTMM(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a: torch.Tensor, b: torch.Tensor, sizes: list[int]) -> torch.Tensor:
+        ctx.save_for_backward(a, b)
+        ctx.sizes = sizes
+        out = a.new_empty(len(sizes), a.shape[1], b.shape[1])
+        for k, (ak, bk) in enumerate(zip(a.split(sizes), b.split(sizes))):
+            torch.mm(ak.t(), bk, out=out[k])
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        a, b = ctx.saved_tensors
+        need_a, need_b, _ = ctx.needs_input_grad
+        # Gradients are written block by block into whole (N, .) tensors: no
+        # per-graph pieces to concatenate afterwards.
+        grad_a = torch.empty_like(a) if need_a else None
+        grad_b = torch.empty_like(b) if need_b else None
+        start = 0
+        for k, size in enumerate(ctx.sizes):
+            rows = slice(start, start + size)
+            if need_a:
+                torch.mm(b[rows], grad[k].t(), out=grad_a[rows])
+            if need_b:
+                torch.mm(a[rows], grad[k], out=grad_b[rows])
+            start += size
+        return grad_a, grad_b, None
+
+
+def segment_tmm(a: torch.Tensor, b: torch.Tensor, sizes: Sequence[int]) -> torch.Tensor:
+    """``a_k^T b_k`` for each block of rows ``k`` (one graph of a batch each).
+
+    Equal to stacking ``a_k.t() @ b_k`` over ``torch.split(a, sizes)`` and
+    ``torch.split(b, sizes)``; its backward pass writes the gradients of all
+    blocks into one tensor instead of concatenating per-block pieces.
+
+    Shapes:
+        a ``(N, p)``, b ``(N, q)``, ``sum(sizes) == N`` -> ``(len(sizes), p, q)``.
+    """
+    sizes = [int(s) for s in sizes]
+    if sum(sizes) != a.shape[0] or a.shape[0] != b.shape[0]:
+        raise ValueError(f"segment sizes sum to {sum(sizes)}, but the inputs have {a.shape[0]} and {b.shape[0]} rows")
+    return _SegmentTMM.apply(a.contiguous(), b.contiguous(), sizes)
