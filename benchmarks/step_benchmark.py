@@ -227,7 +227,12 @@ def main(argv: list[str] | None = None) -> None:
         return
 
     import gflkit  # noqa: F401  (before dgl)
+    import torch
 
+    # The parent only generates graphs. One thread keeps it from leaving OpenMP
+    # workers behind that, under OMP_WAIT_POLICY=active, would spin beside the
+    # timed subprocess for the whole run.
+    torch.set_num_threads(1)
     rows = []
     with tempfile.TemporaryDirectory(prefix="gflkit-bench-") as tmp:
         plan = [(SPARSE, n) for n in args.sizes] + [(DENSE, n) for n in args.dense_sizes]
