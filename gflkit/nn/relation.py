@@ -21,6 +21,8 @@ from __future__ import annotations
 import dgl
 import torch
 
+from .segment import segment_tmm
+
 __all__ = ["support_similarity", "relation_weights", "relation_graph"]
 
 
@@ -47,12 +49,8 @@ def _per_graph_blocks(g: dgl.DGLGraph, left: torch.Tensor, right: torch.Tensor, 
     Shapes:
         left, right: ``(N, C*K)``; returns ``(B, C, K, K)``.
     """
-    sizes = g.batch_num_nodes().tolist()
-    blocks = []
-    for lb, rb in zip(torch.split(left, sizes), torch.split(right, sizes)):
-        full = (lb.t() @ rb).view(c, k, c, k)  # (C, K, C, K)
-        blocks.append(torch.stack([full[i, :, i, :] for i in range(c)]))
-    return torch.stack(blocks)
+    full = segment_tmm(left, right, g.batch_num_nodes().tolist()).view(-1, c, k, c, k)  # (B, C, K, C, K)
+    return torch.stack([full[:, i, :, i, :] for i in range(c)], dim=1)
 
 
 def _column_at_support(x: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
