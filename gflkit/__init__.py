@@ -1,7 +1,7 @@
 """gflkit: Graph Few-shot Learning (Yao et al., AAAI 2020) on DGL and PyTorch."""
 from . import _compat  # noqa: F401  (must run before the first `import dgl`)
 
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"
 
 from .api import evaluate, evaluate_baseline, model_config, train  # noqa: E402
 from .config import EpisodeConfig, GFLConfig, TrainConfig  # noqa: E402

@@ -21,11 +21,12 @@ from .config import PRESETS, EpisodeConfig, GFLConfig, TrainConfig, config_from_
 from .data import GraphCollection, load_collection
 from .episodes import EpisodeSampler
 from .errors import GFLError
-from .evaluate import baseline_accuracies, graph_accuracies, summarise, transfer_accuracies
+from .metrics import baseline_accuracies, graph_accuracies, summarise, transfer_accuracies
 from .models.baselines import PER_GRAPH, TRANSFER
 from .models.gfl import GFL
 from .results import to_frame
-from .train import TrainResult, fit_transfer, load_checkpoint, meta_train
+from .runs import load_checkpoint, training_collection
+from .training import TrainResult, fit_transfer, meta_train
 
 __all__ = [
     "train", "evaluate", "evaluate_baseline", "model_config", "result_row", "model_names", "trainable_names",
@@ -139,7 +140,7 @@ def evaluate(
     else:
         module, meta = load_checkpoint(run)
     if data is None:
-        data = _training_collection(meta, root)
+        data = training_collection(meta, root)
     collection = load_collection(data, root)
     if collection.feat_size != module.in_feats:
         raise GFLError(
@@ -149,18 +150,6 @@ def evaluate(
     ep_cfg = episode_cfg or config_from_dict(EpisodeConfig, meta.get("episode_config") or {})
     name = model_name or meta.get("model", "gfl")
     return to_frame([_score(module, name, collection, split, ep_cfg, episodes, seed)])
-
-
-def _training_collection(meta: dict, root) -> str | None:
-    """The collection a run was trained on, if it can still be found."""
-    from .paths import processed_dir
-
-    name, path = meta.get("dataset"), meta.get("data_path")
-    if name and (processed_dir(str(name), root) / "manifest.json").is_file():
-        return str(name)
-    if path and (Path(path) / "manifest.json").is_file():
-        return str(path)
-    return None
 
 
 def evaluate_baseline(

@@ -231,7 +231,7 @@ def tsne_panels(z: np.ndarray, label: np.ndarray, num_classes: int, negatives: i
 def _load_gfl(run: str | os.PathLike):
     """A GFL model and its metadata from a run folder or checkpoint."""
     from .models.gfl import GFL
-    from .train import load_checkpoint
+    from .runs import load_checkpoint
 
     model, meta = load_checkpoint(run)
     if not isinstance(model, GFL):
@@ -251,7 +251,7 @@ def _embeddings(model, run, collection, graph_id: int) -> np.ndarray:
     """``(N, d)`` node embeddings of one graph of ``collection``."""
     import torch
 
-    from .models.gfl import prepare_graph
+    from .batching import prepare_graph
 
     if model.in_feats != collection.feat_size:
         raise GFLError(

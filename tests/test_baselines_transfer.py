@@ -12,9 +12,11 @@ from click.testing import CliRunner
 import gflkit  # noqa: F401  (DGL compat shim first)
 from gflkit.config import EpisodeConfig, TrainConfig
 from gflkit.episodes import EpisodeSampler
-from gflkit.evaluate import GraphCache, transfer_accuracies
+from gflkit.batching import GraphCache
+from gflkit.metrics import transfer_accuracies
 from gflkit.models.baselines import TRANSFER
-from gflkit.train import fit_transfer, load_checkpoint
+from gflkit.runs import load_checkpoint
+from gflkit.training import fit_transfer
 from gflkit_cli.main import cli
 
 EPISODES = EpisodeConfig(k_shot=10)

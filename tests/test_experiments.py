@@ -10,9 +10,9 @@ from click.testing import CliRunner
 
 from gflkit.config import EpisodeConfig, TrainConfig
 from gflkit.episodes import EpisodeSampler
-from gflkit.evaluate import baseline_accuracies, transfer_accuracies
+from gflkit.metrics import baseline_accuracies, transfer_accuracies
 from gflkit.models.baselines import PER_GRAPH, TRANSFER
-from gflkit.train import fit_transfer
+from gflkit.training import fit_transfer
 from gflkit_cli.main import cli
 
 RESULT = ["model", "aggregator", "dataset", "split", "n_graphs", "k_shot", "episodes", "accuracy", "ci95", "std", "seed"]

@@ -12,8 +12,9 @@ import gflkit
 from gflkit.config import ABLATIONS, PRESETS, EpisodeConfig, GFLConfig, TrainConfig
 from gflkit.episodes import EpisodeSampler
 from gflkit.errors import GFLError
-from gflkit.models.gfl import GFL, batch_episodes, prepare_graph
-from gflkit.train import load_checkpoint, save_checkpoint
+from gflkit.batching import batch_episodes, prepare_graph
+from gflkit.models.gfl import GFL
+from gflkit.runs import load_checkpoint, save_checkpoint
 
 
 @pytest.fixture(scope="module")

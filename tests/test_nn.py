@@ -9,7 +9,7 @@ import torch
 from dgl.nn import GraphConv
 
 from gflkit.data import build_graph
-from gflkit.models.gfl import prepare_graph
+from gflkit.batching import prepare_graph
 from gflkit.nn import (
     FEAT_PROP, GCNEncoder, GraphDecoder, HierarchicalGraphRepresentation, PrototypeGNN, dense_recon_loss, logits, recon_loss,
     relation_graph, relation_weights, support_similarity,

@@ -17,44 +17,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..config import GFLConfig
-from ..episodes import Episode
 from ..nn import (
-    FEAT_PROP, GCNEncoder, GraphDecoder, HierarchicalGraphRepresentation, HierarchyGate, PrototypeGNN,
+    GCNEncoder, GraphDecoder, HierarchicalGraphRepresentation, HierarchyGate, PrototypeGNN,
     logits, recon_loss, relation_weights, support_similarity,
 )
-from ..nn.conv import add_gcn_norm, propagate
+from ..nn.conv import propagate
 
-__all__ = ["GFL", "GFLOutput", "prepare_graph", "batch_episodes"]
-
-
-def prepare_graph(g: dgl.DGLGraph) -> dgl.DGLGraph:
-    """The graph as the model sees it: one self-loop per node, its features, and
-    what every step would otherwise recompute.
-
-    ``ndata``: ``feat``; the GCN degree normalisation (:func:`~gflkit.nn.conv.add_gcn_norm`);
-    ``feat_prop = A_hat X``, from which the encoder's first layer starts. The last
-    doubles the feature memory of a prepared graph and saves a sparse product,
-    its backward pass and a pass over the wide input features at every step.
-    """
-    h = dgl.graph(g.edges(), num_nodes=g.num_nodes())
-    h = add_gcn_norm(dgl.add_self_loop(dgl.remove_self_loop(h)))
-    h.ndata["feat"] = g.ndata["feat"]
-    with torch.no_grad():
-        h.ndata[FEAT_PROP] = propagate(h, h.ndata["feat"])
-    return h
-
-
-def batch_episodes(graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode]):
-    """One batched graph and the episodes' node ids shifted into it.
-
-    Returns:
-        ``(bg, support (B, C, K), queries)`` with ``queries`` a list of ``(Q_b,)``.
-    """
-    bg = dgl.batch(list(graphs))
-    offsets = torch.cumsum(torch.cat([torch.zeros(1, dtype=torch.int64), bg.batch_num_nodes()[:-1]]), 0)
-    support = torch.stack([ep.support + off for ep, off in zip(episodes, offsets)])
-    queries = [ep.query + off for ep, off in zip(episodes, offsets)]
-    return bg, support, queries
+__all__ = ["GFL", "GFLOutput"]
 
 
 @dataclass
@@ -124,7 +93,7 @@ class GFL(nn.Module):
         """Score the query nodes of every graph of a batch.
 
         Args:
-            g: batched graph from :func:`batch_episodes` (self-loops, ``ndata["feat"]``).
+            g: batched graph from :func:`gflkit.batching.batch_episodes` (self-loops, ``ndata["feat"]``).
             support: support ids in ``g``, ``(B, C, K)``.
             queries: query ids in ``g``, one ``(Q_b,)`` tensor per graph.
         """

@@ -10,7 +10,9 @@ from torch import nn
 from ...config import EpisodeConfig, TrainConfig
 from ...data import GraphCollection
 from ...episodes import Episode, EpisodeSampler
-from ...evaluate import GraphCache, transfer_accuracies
+from ...batching import GraphCache
+from ...loop import fit_loop
+from ...metrics import transfer_accuracies
 
 __all__ = ["TransferBaseline"]
 
@@ -35,7 +37,7 @@ class TransferBaseline(nn.Module):
         """The training loss of one step on a meta-batch.
 
         Args:
-            graphs: the batch's graphs with self-loops (:func:`~gflkit.models.gfl.prepare_graph`).
+            graphs: the batch's graphs with self-loops (:func:`~gflkit.batching.prepare_graph`).
             episodes: one episode per graph, drawn for this step.
             labels: every node's label per graph (``-1`` unlabelled), ``(N_b,)``.
         """
@@ -45,7 +47,7 @@ class TransferBaseline(nn.Module):
             progress: bool = False) -> dict[str, Any]:
         """Learn from ``collection``'s train graphs, keeping the weights best on its val graphs.
 
-        As :func:`gflkit.train.meta_train`: each step draws ``meta_batch`` train
+        As :func:`gflkit.training.meta_train`: each step draws ``meta_batch`` train
         graphs and one episode each (seeded from ``(seed, graph_id, step)``),
         takes an Adam step on :meth:`step_loss`, and every ``eval_every``
         steps scores :meth:`predict` on the val graphs; training stops after
@@ -55,8 +57,6 @@ class TransferBaseline(nn.Module):
             ``step`` and ``val_accuracy`` (fraction; NaN without val graphs) of
             the kept weights, and ``history``, one dict per step.
         """
-        from ...train import fit_loop  # late import: train imports the model packages
-
         def step_loss(cache: GraphCache, sampler: EpisodeSampler, ids: list[int], step: int):
             graphs = [cache[gid] for gid in ids]
             episodes = [sampler.episode(gid, step) for gid in ids]
@@ -70,5 +70,5 @@ class TransferBaseline(nn.Module):
 
     def predict(self, g: dgl.DGLGraph, episode: Episode) -> torch.Tensor:
         """Predicted classes ``(Q,)`` of ``episode.query``; ``g`` has self-loops
-        (:func:`gflkit.models.gfl.prepare_graph`). May adapt on the support set."""
+        (:func:`gflkit.batching.prepare_graph`). May adapt on the support set."""
         raise NotImplementedError

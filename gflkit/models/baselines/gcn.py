@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 from ...episodes import Episode
 from ...nn import GCNEncoder
-from ..gfl import prepare_graph
+from ...batching import prepare_graph
 
 __all__ = ["fit_predict_gcn"]
 

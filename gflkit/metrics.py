@@ -14,23 +14,11 @@ import torch
 
 from .data import GraphCollection
 from .episodes import Episode, EpisodeSampler
-from .models.gfl import GFL, batch_episodes, prepare_graph
+from .batching import GraphCache, batch_episodes
+from .models.gfl import GFL
 from .results import mean_ci
 
-__all__ = ["graph_accuracies", "baseline_accuracies", "transfer_accuracies", "summarise", "GraphCache"]
-
-
-class GraphCache:
-    """Model-ready graphs (:func:`prepare_graph`) of a collection, made once each."""
-
-    def __init__(self, collection: GraphCollection) -> None:
-        self.collection = collection
-        self._graphs: dict[int, object] = {}
-
-    def __getitem__(self, graph_id: int):
-        if graph_id not in self._graphs:
-            self._graphs[graph_id] = prepare_graph(self.collection.graphs[graph_id])
-        return self._graphs[graph_id]
+__all__ = ["graph_accuracies", "baseline_accuracies", "transfer_accuracies", "summarise"]
 
 
 @torch.no_grad()

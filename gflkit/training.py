@@ -11,34 +11,32 @@ A run folder holds ``config.json``, ``metrics.csv`` (one row per step) and
 """
 from __future__ import annotations
 
-import copy
 import json
 import logging
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-import numpy as np
 import pandas as pd
 import torch
 
 from . import __version__
-from .config import EpisodeConfig, GFLConfig, TrainConfig, config_from_dict, to_dict
+from .batching import GraphCache, batch_episodes
+from .config import EpisodeConfig, GFLConfig, TrainConfig, to_dict
 from .data import GraphCollection
 from .episodes import EpisodeSampler
 from .errors import GFLError
-from .evaluate import GraphCache, graph_accuracies
-from .models.gfl import GFL, batch_episodes
-from .utils import atomic_torch_save, atomic_write_text, seed_everything
+from .loop import fit_loop
+from .metrics import graph_accuracies
+from .models.baselines import TRANSFER
+from .models.gfl import GFL
+from .runs import CHECKPOINT_FORMAT, save_checkpoint
+from .utils import atomic_write_text, seed_everything
 
-__all__ = ["TrainResult", "fit_loop", "meta_train", "fit_transfer", "save_checkpoint", "load_checkpoint", "CHECKPOINT_FORMAT"]
+__all__ = ["TrainResult", "meta_train", "fit_transfer"]
 
 log = logging.getLogger(__name__)
-
-CHECKPOINT_FORMAT = "gflkit.checkpoint"
-
 
 @dataclass
 class TrainResult:
@@ -59,124 +57,6 @@ class TrainResult:
     best_val: float
     run_dir: Path | None
     meta: dict[str, Any]
-
-
-def _checkpoint(model: torch.nn.Module, meta: dict[str, Any]) -> dict[str, Any]:
-    return {**meta, "state_dict": {k: v.detach().clone() for k, v in model.state_dict().items()}}
-
-
-def save_checkpoint(model: torch.nn.Module, meta: dict[str, Any], path: str | os.PathLike) -> Path:
-    """Write weights and metadata atomically (plain tensors and builtins only)."""
-    return atomic_torch_save(_checkpoint(model, meta), path)
-
-
-def load_checkpoint(path: str | os.PathLike) -> tuple[torch.nn.Module, dict[str, Any]]:
-    """Rebuild a model (GFL or a transfer baseline) from a checkpoint or run folder.
-
-    Only tensors and plain Python values are read (``weights_only=True``).
-    """
-    path = Path(path)
-    if path.is_dir():
-        path = path / "best.pt"
-    if not path.is_file():
-        raise GFLError(f"{path}: no such checkpoint; give a run folder written by 'gflkit train' or its best.pt")
-    try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # unpickling errors have no common base
-        raise GFLError(f"{path}: not a loadable gflkit checkpoint ({type(err).__name__}); retrain") from None
-    if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
-        raise GFLError(f"{path}: not a gflkit checkpoint")
-    if ckpt.get("kind") == "baseline":
-        from .models.baselines import TRANSFER
-
-        if ckpt.get("model") not in TRANSFER:
-            raise GFLError(f"{path}: unknown baseline {ckpt.get('model')!r} (written by a newer gflkit?)")
-        model = TRANSFER[ckpt["model"]](int(ckpt["in_feats"]), int(ckpt["num_classes"]), **ckpt["options"])
-    else:
-        model = GFL(int(ckpt["in_feats"]), config_from_dict(GFLConfig, ckpt["model_config"]))
-    model.load_state_dict(ckpt["state_dict"])
-    model.eval()
-    meta = {k: v for k, v in ckpt.items() if k != "state_dict"}
-    return model, meta
-
-
-def fit_loop(
-    module: torch.nn.Module,
-    collection: GraphCollection,
-    episode_cfg: EpisodeConfig,
-    train_cfg: TrainConfig,
-    *,
-    step_loss: Callable[[GraphCache, EpisodeSampler, list[int], int], tuple[torch.Tensor, dict[str, float]]],
-    score: Callable[..., dict[int, float]],
-    name: str,
-    progress: bool = True,
-    on_best: Callable[[int, float], None] | None = None,
-) -> tuple[list[dict[str, float]], int, float]:
-    """The training loop of Algorithm 1, shared by GFL and the transfer baselines.
-
-    Each step draws ``meta_batch`` train graphs (seeded from ``(seed, step)``),
-    one episode each (seeded from ``(seed, graph_id, step)``), and takes an Adam
-    step on ``step_loss(cache, sampler, graph_ids, step) -> (loss, parts)``.
-    Every ``eval_every`` steps ``score(module, val_sampler, val_episodes,
-    cache)`` rates the module on the val graphs; the best weights are kept
-    (``on_best(step, val_accuracy)`` is called) and training stops after
-    ``patience`` rounds without gain. The best weights are loaded at the end.
-
-    Returns:
-        Per-step metric rows, the step of the kept weights and their mean val
-        accuracy (NaN without val graphs: then the latest weights are kept).
-    """
-    seed = train_cfg.seed
-    sampler = EpisodeSampler(collection, "train", episode_cfg, seed).require_graphs()
-    val_sampler = EpisodeSampler(collection, "val", episode_cfg, seed)
-    cache = GraphCache(collection)
-    optimizer = torch.optim.Adam(module.parameters(), lr=train_cfg.lr, weight_decay=train_cfg.weight_decay)
-    train_ids = np.asarray(sampler.graph_ids)
-    best_val, best_step, best_state, stale = -1.0, 0, copy.deepcopy(module.state_dict()), 0
-    rows: list[dict[str, float]] = []
-    steps = range(1, train_cfg.steps + 1)
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        steps = bar = tqdm(steps, desc=f"training {name}", unit="step", leave=False)
-    module.train()
-    for step in steps:
-        start = time.perf_counter()
-        rng = np.random.default_rng([seed, 2, step])
-        ids = rng.choice(train_ids, size=train_cfg.meta_batch, replace=len(train_ids) < train_cfg.meta_batch)
-        loss, parts = step_loss(cache, sampler, [int(gid) for gid in ids], step)
-        optimizer.zero_grad()
-        loss.backward()
-        if train_cfg.grad_clip is not None:
-            torch.nn.utils.clip_grad_norm_(module.parameters(), train_cfg.grad_clip)
-        optimizer.step()
-        row = {"step": step, "loss": float(loss.detach()), **parts, "seconds": time.perf_counter() - start}
-        if step % train_cfg.eval_every == 0 or step == train_cfg.steps:
-            if val_sampler.graph_ids:
-                accs = score(module, val_sampler, train_cfg.val_episodes, cache)
-                module.train()
-                val = row["val_accuracy"] = float(np.mean(list(accs.values())))
-            else:  # no validation graphs: keep the latest weights
-                val, row["val_accuracy"] = float(step), float("nan")
-            if val > best_val:
-                best_val, best_step, stale = val, step, 0
-                best_state = copy.deepcopy(module.state_dict())
-                if on_best is not None:
-                    on_best(step, row["val_accuracy"])
-            else:
-                stale += 1
-            if bar is not None:
-                bar.set_postfix(loss=f"{row['loss']:.3f}", val=f"{row['val_accuracy']:.3f}")
-        rows.append(row)
-        if stale >= train_cfg.patience:
-            log.info("early stop at step %d (best validation at step %d)", step, best_step)
-            break
-    if bar is not None:
-        bar.close()
-    module.load_state_dict(best_state)
-    module.eval()
-    return rows, best_step, best_val if val_sampler.graph_ids else float("nan")
 
 
 def _gfl_step(model: GFL):
@@ -261,8 +141,6 @@ def fit_transfer(
     progress: bool = True,
 ) -> TrainResult:
     """Train the transfer baseline ``name`` on the train graphs of ``collection``."""
-    from .models.baselines import TRANSFER
-
     if name not in TRANSFER:
         raise GFLError(f"unknown transfer baseline {name!r}: choose one of {', '.join(TRANSFER)}")
     seed_everything(train_cfg.seed)
