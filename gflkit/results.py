@@ -100,12 +100,20 @@ def to_frame(rows: Iterable[Mapping], columns: Sequence[str] = RESULT_COLUMNS) -
     return df[first + [c for c in df.columns if c not in first]]
 
 
+def _p_text(p: float) -> str:
+    return "" if p is None or (isinstance(p, float) and math.isnan(p)) else f"{p:.3g}"
+
+
 def write_table(df: pd.DataFrame, out: str | os.PathLike | IO[str] | None = None, fmt: str = "csv") -> str:
     """Write ``df`` as CSV (with header) or JSON records; returns the text.
+
+    Floats get 4 decimals in CSV, p-values 3 significant digits.
 
     A path is written atomically (temporary file, then rename).
     """
     if fmt == "csv":
+        if "p_value" in df:  # small p-values keep their digits
+            df = df.assign(p_value=[_p_text(p) for p in df["p_value"]])
         text = df.to_csv(index=False, float_format="%.4f")
     elif fmt == "json":
         text = df.to_json(orient="records", indent=1, double_precision=6) + "\n"
