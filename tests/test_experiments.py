@@ -139,3 +139,18 @@ def test_no_model_beats_majority_without_label_signal():
     models = df[df.model != "majority"]
     assert len(models) == 7 and (models.n_pairs == 8 * 3).all()
     assert not (models.delta_lo > 0).any(), models[["model", "refine", "delta", "delta_lo", "delta_hi"]]
+
+
+def test_train_and_evaluate_with_refinement_and_paper_interval(root, tmp_path):
+    run = tmp_path / "run"
+    df = _csv("train", "tiny", "--model", "protonet", *FAST, "--out", run, "--refine", "cs", "--ci", "paper",
+              "--data-root", root)
+    assert (df.refine[0], df.ci_over[0]) == ("cs", "graphs")
+    # the paper's interval over 2 graphs is 1.96 * std(ddof=0) / sqrt(2)
+    assert df.ci95[0] == pytest.approx(1.96 * df["std"][0] / np.sqrt(2), abs=2e-4)
+    plain = _csv("evaluate", run, "tiny", "--episodes", "3", "--data-root", root)
+    refined = _csv("evaluate", run, "tiny", "--episodes", "3", "--refine", "lp", "--refine-steps", "5",
+                   "--data-root", root)
+    assert (plain.refine[0], refined.refine[0]) == ("none", "lp") and plain.ci95[0] > 0
+    result = CliRunner().invoke(cli, ["evaluate", "lp", "tiny", "--refine", "lp", "--data-root", str(root)])
+    assert result.exit_code == 2 and "--refine applies to trained runs" in result.output

@@ -107,3 +107,19 @@ def test_models_score_with_refinement(small_family, method):
                 else transfer_records(model, sampler, 2, refine=cfg))
         assert len(recs) == 2 * len(sampler.graph_ids)
         assert recs["accuracy"].between(0, 1).all() and (recs["n"] > 0).all()
+
+
+@pytest.mark.parametrize("name", ["agf", "matchingnet", "maml", "transfer-head"])
+def test_node_scores_agree_with_predictions(small_family, name):
+    """The soft scores that refinement starts from give the baseline's own predictions."""
+    from gflkit.batching import GraphCache
+    from gflkit.models.baselines import TRANSFER
+
+    torch.manual_seed(0)
+    model = TRANSFER[name](small_family.feat_size, small_family.num_classes).eval()
+    sampler = EpisodeSampler(small_family, "test", EpisodeConfig(k_shot=5), seed=0)
+    gid = sampler.graph_ids[0]
+    g, ep = GraphCache(small_family)[gid], sampler.episode(gid, 0)
+    scores = model.node_scores(g, ep)
+    assert scores.shape == (g.num_nodes(), small_family.num_classes)
+    assert torch.equal(scores[ep.query].argmax(1), model.predict(g, ep))
