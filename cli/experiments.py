@@ -21,7 +21,9 @@ def _common(f):
                      help="Support draws per test graph.")(f)
     f = click.option("--reference", default=None, metavar="NAME",
                      help="Row the others are paired with (delta, its interval and p-value over the same "
-                          "(graph, episode) pairs).")(f)
+                          "(graph, episode) pairs). compare: a model (gfl-att, protonet, agf+lp...) or +none, +lp, "
+                          "+cs (the same model with that refinement); ablate: a variant (default full); sweep: a "
+                          "model or a value.")(f)
     f = ci_option(f)
     f = train_options(f)
     f = episode_options(f)

@@ -31,7 +31,7 @@ from .episodes import EpisodeSampler
 from .errors import GFLError
 from .metrics import baseline_records, majority_records, paired, summarise
 from .models.baselines import PER_GRAPH
-from .refine import RefineConfig
+from .refine import REFINE_METHODS, RefineConfig
 from .results import PAIRED_COLUMNS, RESULT_COLUMNS, to_frame
 
 __all__ = ["compare", "ablate", "sweep", "SWEEP_PARAMS", "ABLATION_NAMES", "MAJORITY"]
@@ -131,6 +131,13 @@ def _label(model: str, aggregator: str, refine: str) -> str:
     return model + (f"-{aggregator}" if aggregator else "") + (f"+{refine}" if refine != "none" else "")
 
 
+def _variants(model: str, aggregators: Sequence[str], overrides: dict[str, Any]) -> list[tuple[str, GFLConfig | None]]:
+    """``(aggregator, config)`` of each row of ``model`` in :func:`compare` (config ``None``: not a GFL preset)."""
+    if model == "gfl":
+        return [(agg, model_config("gfl", **{**overrides, "aggregator": agg})) for agg in aggregators]
+    return [("", model_config(model, **overrides) if model == "protonet" else None)]
+
+
 def compare(
     data: str | os.PathLike | GraphCollection | None = None,
     models: Sequence[str] | None = None,
@@ -161,8 +168,11 @@ def compare(
             (one training per model and seed); per-graph baselines and the
             majority row are not refined.
         reference: label of the row the others are paired with (``gfl-mean``,
-            ``protonet``, ``agf+lp``...; a model name picks its first row);
-            default: the first row.
+            ``protonet``, ``agf+lp``...; a model name picks its first row),
+            or ``+`` and a refinement (``+none``, ``+lp``, ``+cs``): each row is paired with
+            the same model under that refinement (rows that are never refined,
+            per-graph baselines and ``majority``, with themselves); default:
+            the first row.
         ci: ``t`` or ``paper`` (:func:`gflkit.results.mean_ci`).
 
     Returns:
@@ -181,9 +191,7 @@ def compare(
     entries = []
     for model in models:
         trained = model not in PER_GRAPH and model != MAJORITY
-        variants = [(agg, model_config("gfl", **{**(model_overrides or {}), "aggregator": agg})) for agg in aggregators] \
-            if model == "gfl" else [("", model_config(model, **(model_overrides or {})) if model == "protonet" else None)]
-        for agg, cfg in variants:
+        for agg, cfg in _variants(model, aggregators, model_overrides or {}):
             runs: list[list[pd.DataFrame]] = []
             for seed in seeds:
                 log.info("compare: %s%s (seed %d) on %s", model, f"-{agg}" if agg else "", seed, collection.name)
@@ -196,8 +204,24 @@ def compare(
                 aggregator = agg if model == "gfl" else ""
                 entries.append(_entry(_label(model, aggregator, method), model, aggregator, collection, records,
                                       episode_cfg, episodes, seeds, method, ci))
-    rows = _with_paired(entries, _find(entries, reference, "compared rows"), ci)
+    rows = _with_paired(entries, _compare_reference(entries, reference, [r.method for r in refines]), ci)
     return to_frame(rows, RESULT_COLUMNS[:-1] + ["seed_std"] + PAIRED_COLUMNS + ["seed"])
+
+
+def _compare_reference(entries: list[_Entry], reference: str | None, methods: list[str]):
+    """The reference of :func:`compare`: an entry, or a function of an entry for a refinement."""
+    if reference is None or not reference.startswith("+"):
+        return _find(entries, reference, "compared rows")
+    reference = reference[1:]
+    if reference not in methods:
+        raise GFLError(f"--reference +{reference}: give {reference} in --refine ({', '.join(REFINE_METHODS)}) "
+                       f"to pair the rows with it")
+    by_key = {(e.row["model"], e.row["aggregator"], e.row["refine"]): e for e in entries}
+
+    def same_model(e: _Entry) -> _Entry:  # rows that are never refined pair with themselves
+        return by_key.get((e.row["model"], e.row["aggregator"], reference), e)
+
+    return same_model
 
 
 def ablate(

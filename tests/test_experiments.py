@@ -88,6 +88,11 @@ def test_compare_refine_seeds_and_reference(root):
                                               ("transfer-head", "cs"), ("lp", "none")]
     assert set(df.reference) == {"lp"} and set(df.seed) == {"0,1"}
     assert df.delta.iloc[-1] == 0 and (df.seed_std >= 0).all()
+    by_refine = _csv("compare", "tiny", "--models", "protonet,lp", "--refine", "none,cs", "--reference", "+none",
+                     *FAST, "--data-root", root)
+    assert list(by_refine.reference) == ["protonet", "protonet", "lp", "majority"]
+    assert by_refine.delta[1] == pytest.approx(by_refine.accuracy[1] - by_refine.accuracy[0], abs=1e-3)
+    assert list(by_refine.delta[[0, 2, 3]]) == [0, 0, 0]
 
 
 def test_bad_experiment_options_exit_cleanly(root):
