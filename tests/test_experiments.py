@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -159,3 +160,16 @@ def test_train_and_evaluate_with_refinement_and_paper_interval(root, tmp_path):
     assert (plain.refine[0], refined.refine[0]) == ("none", "lp") and plain.ci95[0] > 0
     result = CliRunner().invoke(cli, ["evaluate", "lp", "tiny", "--refine", "lp", "--data-root", str(root)])
     assert result.exit_code == 2 and "--refine applies to trained runs" in result.output
+
+
+def test_one_test_graph_gives_an_interval_over_episodes(tmp_path):
+    sample = Path(__file__).resolve().parents[1] / "data" / "samples" / "tables"
+    result = CliRunner().invoke(cli, ["preprocess", "tables", str(sample), "--graph-col", "graph", "--feature-cols",
+                                      "f0,f1,f2", "--graphs", "4,1,1", "--out", str(tmp_path / "one")])
+    assert result.exit_code == 0, result.output
+    df = _csv("compare", tmp_path / "one", "--models", "protonet,lp", "--k-shot", "2", "--episodes", "6",
+              "--steps", "2", "--eval-every", "2")
+    assert set(df.n_graphs) == {1} and set(df.ci_over) == {"episodes"}
+    assert (df.ci95[:2] > 0).all() and set(df.n_pairs) == {6}
+    # every episode leaves the same number of queries per class: the majority rate does not vary
+    assert df.ci95[2] == 0
