@@ -6,6 +6,7 @@ import sys
 import click
 
 from gflkit.data.sampling import METHODS
+from gflkit.refine import REFINE_METHODS, RefineConfig
 from gflkit.results import write_table
 
 
@@ -107,8 +108,6 @@ def ci_option(f):
 
 def refine_options(several: bool = False):
     """``--refine``, ``--refine-alpha``, ``--refine-steps`` (``several``: a comma-separated list of methods)."""
-    from gflkit.refine import REFINE_METHODS, RefineConfig
-
     default = RefineConfig()
 
     def deco(f):
@@ -134,10 +133,8 @@ def refine_options(several: bool = False):
     return deco
 
 
-def refine_configs(kwargs: dict) -> list:
-    """Pop the refinement options from a command's kwargs into :class:`~gflkit.refine.RefineConfig` s."""
-    from gflkit.refine import REFINE_METHODS, RefineConfig
-
+def refine_configs(kwargs: dict) -> list[RefineConfig]:
+    """Pop the refinement options from a command's kwargs into one :class:`~gflkit.refine.RefineConfig` per method."""
     alpha, steps = kwargs.pop("refine_alpha"), kwargs.pop("refine_steps")
     methods = [m.strip() for m in str(kwargs.pop("refine")).split(",") if m.strip()] or ["none"]
     bad = [m for m in methods if m not in REFINE_METHODS]
