@@ -6,6 +6,7 @@ import sys
 import click
 
 from gflkit.data.sampling import METHODS
+from gflkit.refine import REFINE_METHODS, RefineConfig
 from gflkit.results import write_table
 
 
@@ -94,3 +95,49 @@ def sampler_options(collection_name: bool = True):
         return f
 
     return deco
+
+
+def ci_option(f):
+    """``--ci t|paper``: the interval of the result rows."""
+    return click.option(
+        "--ci", type=click.Choice(["t", "paper"]), default="t", show_default=True,
+        help="95% interval: t (Student t, ddof=1, over test graphs, or over episodes with one test graph) "
+             "or paper (1.96 x std / sqrt(n), as the paper's tables).",
+    )(f)
+
+
+def refine_options(several: bool = False):
+    """``--refine``, ``--refine-alpha``, ``--refine-steps`` (``several``: a comma-separated list of methods)."""
+    default = RefineConfig()
+
+    def deco(f):
+        if several:
+            method = click.option("--refine", default="none", show_default=True, metavar="METHOD,...",
+                                  help="Refinements of the scores, one row each: none, lp (label propagation of "
+                                       "the predictions), cs (Correct & Smooth); e.g. none,lp,cs.")
+        else:
+            method = click.option("--refine", type=click.Choice(REFINE_METHODS), default="none", show_default=True,
+                                  help="Propagate the scores over the test graph, support labels clamped: "
+                                       "none, lp (label propagation) or cs (Correct & Smooth).")
+        opts = [
+            method,
+            click.option("--refine-alpha", type=click.FloatRange(0, 1, max_open=True), default=default.alpha,
+                         show_default=True, help="Weight of the propagated term per refinement step."),
+            click.option("--refine-steps", type=click.IntRange(0), default=default.steps, show_default=True,
+                         help="Propagation steps of the refinement."),
+        ]
+        for opt in reversed(opts):
+            f = opt(f)
+        return f
+
+    return deco
+
+
+def refine_configs(kwargs: dict) -> list[RefineConfig]:
+    """Pop the refinement options from a command's kwargs into one :class:`~gflkit.refine.RefineConfig` per method."""
+    alpha, steps = kwargs.pop("refine_alpha"), kwargs.pop("refine_steps")
+    methods = [m.strip() for m in str(kwargs.pop("refine")).split(",") if m.strip()] or ["none"]
+    bad = [m for m in methods if m not in REFINE_METHODS]
+    if bad:
+        raise click.BadParameter(f"{', '.join(bad)}: choose from {', '.join(REFINE_METHODS)}", param_hint="--refine")
+    return [RefineConfig(m, alpha, steps) for m in dict.fromkeys(methods)]

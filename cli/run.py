@@ -10,7 +10,8 @@ from gflkit.config import AGGREGATORS, DISTANCES, PRESETS, SIMILARITIES, Episode
 from gflkit.models.baselines import PER_GRAPH, TRANSFER
 from gflkit.paths import runs_dir
 
-from .options import data_root_option, emit, int_list, output_options, seed_option
+from .options import (ci_option, data_root_option, emit, int_list, output_options, refine_configs, refine_options,
+                      seed_option)
 
 _DEFAULT = GFLConfig()
 
@@ -128,15 +129,18 @@ def parse_options(pairs: tuple[str, ...]) -> dict:
               help="Split to evaluate the selected checkpoint on ('none' to skip).")
 @click.option("--episodes", type=click.IntRange(1), default=1, show_default=True,
               help="Support draws per graph in that evaluation.")
+@refine_options()
+@ci_option
 @seed_option()
 @data_root_option
 @output_options
-def train(data, model, out, options, split, episodes, seed, data_root, output, fmt, **kwargs):
+def train(data, model, out, options, split, episodes, seed, ci, data_root, output, fmt, **kwargs):
     """Meta-train on DATA's train graphs and print the test result as CSV.
 
     DATA is a collection folder or a name under <root>/processed/; without it
     the built-in synthetic family is used (generated on first use).
     """
+    refine = refine_configs(kwargs)[0]
     overrides = model_overrides(kwargs)
     ep_cfg = episode_config(kwargs)
     tr_cfg = train_config(kwargs, seed)
@@ -149,7 +153,7 @@ def train(data, model, out, options, split, episodes, seed, data_root, output, f
         raise click.UsageError(f"--option applies to transfer baselines ({', '.join(TRANSFER)}), not {model}")
     _, table = gflkit.train(
         collection, model_cfg, ep_cfg, tr_cfg, model=model, options=parse_options(options), out=out, root=data_root,
-        eval_split=None if split == "none" else split, episodes=episodes,
+        eval_split=None if split == "none" else split, episodes=episodes, refine=refine, ci=ci,
     )
     click.echo(f"run written to {out}", err=True)
     if len(table):
@@ -166,17 +170,21 @@ def train(data, model, out, options, split, episodes, seed, data_root, output, f
               help="Split to evaluate on.")
 @click.option("--episodes", type=click.IntRange(1), default=1, show_default=True,
               help="Support draws per graph (accuracy per graph is their mean).")
+@refine_options()
+@ci_option
 @seed_option()
 @data_root_option
 @output_options
-def evaluate(run, data, model, split, episodes, seed, data_root, output, fmt, **kwargs):
+def evaluate(run, data, model, split, episodes, seed, ci, data_root, output, fmt, **kwargs):
     """Score RUN (a run folder or checkpoint) on DATA's test graphs as CSV.
 
-    Accuracy is computed per graph, then averaged over graphs with a 95%
-    confidence interval (1.96 x std / sqrt(n)), in percent. Without DATA the
-    collection the run was trained on is used. A per-graph baseline is scored
-    with --model NAME [DATA] (or with its name in place of RUN).
+    Accuracy is computed per graph (the mean over its episodes), then averaged
+    over graphs with a t-based 95% interval over graphs (over episodes with one
+    test graph; --ci paper for 1.96 x std / sqrt(n)), in percent. Without DATA
+    the collection the run was trained on is used. A per-graph baseline is
+    scored with --model NAME [DATA] (or with its name in place of RUN).
     """
+    refine = refine_configs(kwargs)[0]
     ctx = click.get_current_context()
     episode_given = any(ctx.get_parameter_source(k).name != "DEFAULT" for k in ("k_shot", "n_query", "on_small"))
     ep_cfg = episode_config(kwargs)
@@ -185,13 +193,16 @@ def evaluate(run, data, model, split, episodes, seed, data_root, output, fmt, **
     if model is not None:
         if data is None and run is not None:
             data, run = run, None
+        if refine.active:
+            raise click.UsageError(f"--refine applies to trained runs, not to the per-graph baseline {model}")
         table = gflkit.evaluate_baseline(model, data, split=split, episodes=episodes, episode_cfg=ep_cfg,
-                                         seed=seed, root=data_root)
+                                         seed=seed, root=data_root, ci=ci)
     else:
         if run is None:
             raise click.UsageError("give a RUN folder (from gflkit train) or --model NAME")
         table = gflkit.evaluate(run, data, split=split, episodes=episodes,
-                                episode_cfg=ep_cfg if episode_given else None, seed=seed, root=data_root)
+                                episode_cfg=ep_cfg if episode_given else None, seed=seed, root=data_root,
+                                refine=refine, ci=ci)
     emit(table, output, fmt)
 
 

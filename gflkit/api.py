@@ -21,15 +21,17 @@ from .config import PRESETS, EpisodeConfig, GFLConfig, TrainConfig, config_from_
 from .data import GraphCollection, load_collection
 from .episodes import EpisodeSampler
 from .errors import GFLError
-from .metrics import baseline_accuracies, graph_accuracies, summarise, transfer_accuracies
+from .metrics import baseline_records, graph_records, summarise, transfer_records
 from .models.baselines import PER_GRAPH, TRANSFER
 from .models.gfl import GFL
+from .refine import RefineConfig
 from .results import to_frame
 from .runs import load_checkpoint, training_collection
 from .training import TrainResult, fit_transfer, meta_train
 
 __all__ = [
-    "train", "evaluate", "evaluate_baseline", "model_config", "result_row", "model_names", "trainable_names",
+    "train", "evaluate", "evaluate_baseline", "model_config", "result_row", "score_records", "model_names",
+    "trainable_names",
 ]
 
 
@@ -56,11 +58,12 @@ def _aggregator(cfg: GFLConfig) -> str:
 
 
 def result_row(model: str, aggregator: str, collection: GraphCollection, split: str,
-               per_graph: dict[int, float], episode_cfg: EpisodeConfig, episodes: int, seed: int) -> dict:
-    """One result table row (accuracy and CI in percent)."""
+               records: pd.DataFrame | dict[int, float], episode_cfg: EpisodeConfig, episodes: int, seed: Any,
+               *, refine: str = "none", ci: str = "t") -> dict:
+    """One result table row (metrics and CI in percent) from records (:mod:`gflkit.metrics`)."""
     return {
         "model": model, "aggregator": aggregator, "dataset": collection.name, "split": split,
-        "k_shot": episode_cfg.k_shot, "episodes": episodes, **summarise(per_graph), "seed": seed,
+        "k_shot": episode_cfg.k_shot, "episodes": episodes, "refine": refine, **summarise(records, ci), "seed": seed,
     }
 
 
@@ -77,6 +80,8 @@ def train(
     eval_split: str | None = "test",
     episodes: int = 1,
     progress: bool = True,
+    refine: RefineConfig = RefineConfig(),
+    ci: str = "t",
 ) -> tuple[TrainResult, pd.DataFrame]:
     """Train ``model`` on the train graphs of a collection and score the result.
 
@@ -90,6 +95,8 @@ def train(
         root: data root for names and the default family.
         eval_split: split to evaluate after training (``None`` to skip).
         episodes: support draws per graph in that evaluation.
+        refine: transductive refinement of the scores (:mod:`gflkit.refine`).
+        ci: interval of the row, ``t`` or ``paper`` (:func:`gflkit.results.mean_ci`).
 
     Returns:
         The training result and a one-row DataFrame (empty when not evaluated).
@@ -104,18 +111,26 @@ def train(
                             progress=progress)
     if eval_split is None:
         return result, to_frame([])
-    row = _score(result.model, model, collection, eval_split, episode_cfg, episodes, train_cfg.seed)
+    row = _score(result.model, model, collection, eval_split, episode_cfg, episodes, train_cfg.seed, refine, ci)
     return result, to_frame([row])
 
 
-def _score(module, name: str, collection: GraphCollection, split: str, episode_cfg: EpisodeConfig,
-           episodes: int, seed: int) -> dict:
+def score_records(module, collection: GraphCollection, split: str = "test",
+                  episode_cfg: EpisodeConfig = EpisodeConfig(), episodes: int = 1, seed: int = 0,
+                  refine: RefineConfig = RefineConfig()) -> pd.DataFrame:
+    """Per-(graph, episode) records of a trained GFL model or transfer baseline on ``split``."""
     sampler = EpisodeSampler(collection, split, episode_cfg, seed).require_graphs()
     if isinstance(module, GFL):
-        per_graph, aggregator = graph_accuracies(module, sampler, episodes), _aggregator(module.cfg)
-    else:
-        per_graph, aggregator = transfer_accuracies(module, sampler, episodes), ""
-    return result_row(name, aggregator, collection, split, per_graph, episode_cfg, episodes, seed)
+        return graph_records(module, sampler, episodes, refine=refine)
+    return transfer_records(module, sampler, episodes, refine=refine)
+
+
+def _score(module, name: str, collection: GraphCollection, split: str, episode_cfg: EpisodeConfig,
+           episodes: int, seed: int, refine: RefineConfig = RefineConfig(), ci: str = "t") -> dict:
+    records = score_records(module, collection, split, episode_cfg, episodes, seed, refine)
+    aggregator = _aggregator(module.cfg) if isinstance(module, GFL) else ""
+    return result_row(name, aggregator, collection, split, records, episode_cfg, episodes, seed,
+                      refine=refine.method, ci=ci)
 
 
 def evaluate(
@@ -128,6 +143,8 @@ def evaluate(
     seed: int = 0,
     root: str | os.PathLike | None = None,
     model_name: str | None = None,
+    refine: RefineConfig = RefineConfig(),
+    ci: str = "t",
 ) -> pd.DataFrame:
     """Score a trained model (run folder, checkpoint or module) on ``split``.
 
@@ -149,7 +166,7 @@ def evaluate(
         )
     ep_cfg = episode_cfg or config_from_dict(EpisodeConfig, meta.get("episode_config") or {})
     name = model_name or meta.get("model", "gfl")
-    return to_frame([_score(module, name, collection, split, ep_cfg, episodes, seed)])
+    return to_frame([_score(module, name, collection, split, ep_cfg, episodes, seed, refine, ci)])
 
 
 def evaluate_baseline(
@@ -161,11 +178,12 @@ def evaluate_baseline(
     episode_cfg: EpisodeConfig = EpisodeConfig(),
     seed: int = 0,
     root: str | os.PathLike | None = None,
+    ci: str = "t",
 ) -> pd.DataFrame:
     """Score a baseline that is fitted on each graph's support set alone."""
     if model not in PER_GRAPH:
         raise GFLError(f"{model!r} is not a per-graph baseline: choose one of {', '.join(PER_GRAPH)}")
     collection = load_collection(data, root)
     sampler = EpisodeSampler(collection, split, episode_cfg, seed).require_graphs()
-    per_graph = baseline_accuracies(PER_GRAPH[model], sampler, episodes, seed)
-    return to_frame([result_row(model, "", collection, split, per_graph, episode_cfg, episodes, seed)])
+    records = baseline_records(PER_GRAPH[model], sampler, episodes, seed)
+    return to_frame([result_row(model, "", collection, split, records, episode_cfg, episodes, seed, ci=ci)])
