@@ -104,7 +104,7 @@ def test_feature_files(tiny, tmp_path, kind):
         sp.save_npz(path, sp.csr_matrix(dense[:5]))
     else:
         path.write_text(json.dumps({str(i): np.flatnonzero(dense[i]).tolist() for i in range(5)} | {"bad": [1]}))
-    s = read_table_graph(*tiny, features=path)
+    s = read_table_graph(*tiny, features=path, columns=TableColumns(feature_key="node"))
     want = (dense > 0).astype(np.float32) if kind == "json" else dense
     want[5] = 0
     assert np.allclose(s.g.ndata["feat"].numpy(), want)
