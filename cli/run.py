@@ -166,10 +166,11 @@ def train(data, model, out, options, split, episodes, seed, data_root, output, f
               help="Split to evaluate on.")
 @click.option("--episodes", type=click.IntRange(1), default=1, show_default=True,
               help="Support draws per graph (accuracy per graph is their mean).")
+@click.option("--force", is_flag=True, help="Evaluate even when DATA's feature fingerprint differs from the run's.")
 @seed_option()
 @data_root_option
 @output_options
-def evaluate(run, data, model, split, episodes, seed, data_root, output, fmt, **kwargs):
+def evaluate(run, data, model, split, episodes, force, seed, data_root, output, fmt, **kwargs):
     """Score RUN (a run folder or checkpoint) on DATA's test graphs as CSV.
 
     Accuracy is computed per graph, then averaged over graphs with a 95%
@@ -191,7 +192,8 @@ def evaluate(run, data, model, split, episodes, seed, data_root, output, fmt, **
         if run is None:
             raise click.UsageError("give a RUN folder (from gflkit train) or --model NAME")
         table = gflkit.evaluate(run, data, split=split, episodes=episodes,
-                                episode_cfg=ep_cfg if episode_given else None, seed=seed, root=data_root)
+                                episode_cfg=ep_cfg if episode_given else None, seed=seed, root=data_root,
+                                force=force)
     emit(table, output, fmt)
 
 

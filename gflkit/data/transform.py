@@ -30,7 +30,7 @@ from ..utils import atomic_write_with
 
 __all__ = [
     "FeatureTransform", "TRANSFORM_FILE", "NO_TRANSFORM", "feature_fingerprint", "load_transform",
-    "attach_transform", "check_fingerprint",
+    "attach_transform", "check_fingerprint", "collection_folder",
 ]
 
 TRANSFORM_FILE = "transform.npz"
@@ -193,6 +193,19 @@ def check_fingerprint(expected: Mapping[str, Any] | None, actual: Mapping[str, A
             f"{what} was built with feature transform {actual.get('transform')} but the run with "
             f"{expected.get('transform')}; rebuild it with --features-from <the run's collection>, or pass --force"
         )
+
+
+def collection_folder(data, root=None) -> Path:
+    """The folder of a collection given by folder or by name under ``<root>/processed/``."""
+    from ..paths import processed_dir
+
+    path = Path(data)
+    if (path / "manifest.json").is_file():
+        return path
+    named = processed_dir(str(data), root)
+    if (named / "manifest.json").is_file():
+        return named
+    raise GFLError(f"no collection at {data!r} (nor {named}); give a collection folder or name (--data-root)")
 
 
 def load_transform(data) -> FeatureTransform | None:

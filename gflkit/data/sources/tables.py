@@ -273,10 +273,14 @@ def _features(nd: _Nodes, rows, features, cols: TableColumns, report):
 
 
 def _finish_features(feat, feat_size: int | None, seed: int, transform: FeatureTransform | None,
-                     fit: bool, what: str) -> tuple[torch.Tensor, FeatureTransform | None]:
-    """Dense float32 features: ``transform`` applied, or a reduction fitted (``fit``), or kept."""
-    if transform is not None:
+                     fit: bool, what: str, optional: bool = False) -> tuple[torch.Tensor, FeatureTransform | None]:
+    """Dense float32 features: ``transform`` applied, or a reduction fitted (``fit``), or kept.
+
+    With ``optional`` the transform is applied only to features of its input size."""
+    if transform is not None and not (optional and feat.shape[1] != transform.in_feats):
         return torch.from_numpy(transform.apply(feat, what)), transform
+    if transform is not None:
+        fit = False
     fitted = None
     if fit:
         if feat_size is None and sp.issparse(feat):
@@ -289,7 +293,8 @@ def _finish_features(feat, feat_size: int | None, seed: int, transform: FeatureT
 
 def read_table_graph(edges, nodes=None, *, features=None, columns: TableColumns = TableColumns(), classes=None,
                      feat_size: int | None = None, seed: int = 0, name: str = "tables",
-                     transform: FeatureTransform | None = None, fit: bool = True) -> SourceGraph:
+                     transform: FeatureTransform | None = None, fit: bool = True,
+                     optional_transform: bool = False) -> SourceGraph:
     """One large graph from an edge table and a node table (see module docstring).
 
     Args:
@@ -305,12 +310,15 @@ def read_table_graph(edges, nodes=None, *, features=None, columns: TableColumns 
         name: default name of the collections cut from it.
         transform: a saved transform to apply instead of fitting one.
         fit: fit a reduction when ``transform`` is ``None`` (else keep raw features).
+        optional_transform: apply ``transform`` only when the features have its
+            input size, else keep them (the caller checks them).
 
     Returns:
         The graph; ``source.transform`` is the transform its features went through.
     """
     t = _read(edges, nodes, features, columns, classes)
-    feat, used = _finish_features(t.feat, feat_size, seed, transform, fit, str(features or nodes))
+    feat, used = _finish_features(t.feat, feat_size, seed, transform, fit, str(features or nodes),
+                                  optional_transform)
     g = build_graph(t.src, t.dst, len(t.keys), feat, t.label)
     g.ndata["orig_id"] = torch.from_numpy(t.keys % t.span)
     meta = {"files": [str(f) for f in (edges, nodes, features) if f]}
@@ -338,7 +346,7 @@ def small_classes(collection: GraphCollection, k_shot: int = 10) -> str | None:
 
 def read_table_collection(edges, nodes, *, features=None, columns: TableColumns, classes=None,
                           feat_size: int | None = None, n_graphs: Sequence[int] | None = None, seed: int = 0,
-                          name: str = "tables", transform: FeatureTransform | None = None,
+                          name: str = "tables", transform: FeatureTransform | None = None, fit: bool = True,
                           k_shot: int = 10) -> tuple[GraphCollection, BadInputReport]:
     """Many graphs (one per value of ``columns.graph``), kept as they are.
 
@@ -353,7 +361,7 @@ def read_table_collection(edges, nodes, *, features=None, columns: TableColumns,
     if not columns.graph:
         raise GFLError("reading many graphs needs a graph column (--graph-col)")
     t = _read(edges, nodes, features, columns, classes)
-    feat, used = _finish_features(t.feat, feat_size, seed, transform, True, str(features or nodes))
+    feat, used = _finish_features(t.feat, feat_size, seed, transform, fit, str(features or nodes))
     code = t.keys // t.span
     bounds = np.searchsorted(code, np.arange(len(t.graph_names) + 1))
     esort = np.argsort(code[t.src], kind="stable")

@@ -1,0 +1,574 @@
+"""Few-shot prediction and node embeddings on a user's new graph.
+
+A trained run classifies the nodes of a graph it has never seen, from a few
+labelled nodes per class. Because GFL (and Protonet, K-NN, Matching Network)
+classify by comparing embeddings with the labelled nodes, the classes need not
+be the training classes: any classes with at least one labelled node each
+work. MAML and All-Graph-Finetune adapt their classifier head on the labelled
+nodes, so they take at most as many classes as the run was trained on.
+
+Memory is linear in nodes + edges: the encoder is a sparse GCN, support
+similarities are computed among support nodes only (by message passing from
+them), and query scores are computed in chunks of :data:`CHUNK` nodes.
+
+:func:`load` returns a :class:`Predictor`; :func:`predict` and :func:`embed`
+are what ``gflkit predict`` and ``gflkit embed`` run.
+"""
+from __future__ import annotations
+
+import copy
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Hashable, Mapping, Sequence
+
+import dgl
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .batching import prepare_graph
+from .data.transform import FeatureTransform, check_fingerprint, feature_fingerprint, load_transform
+from .errors import GFLError
+from .models.baselines import AllGraphFinetune, KNearestNeighbours, MAML, MatchingNetwork
+from .models.gfl import GFL
+from .nn import logits as class_logits
+from .nn import relation_weights, support_similarity
+from .nn.conv import propagate
+from .runs import load_checkpoint, training_collection
+
+__all__ = [
+    "Predictor", "load", "predict", "embed", "class_scores", "embeddings", "read_graph", "read_labels",
+    "graph_from_collection", "support_from_labels",
+]
+
+log = logging.getLogger(__name__)
+
+#: Query nodes scored at a time.
+CHUNK = 1 << 18
+#: Models that can predict on a new graph (GFL presets are always able to).
+PREDICTABLE = (KNearestNeighbours, MatchingNetwork, MAML, AllGraphFinetune)
+
+
+# -- scores per model ---------------------------------------------------------------------------------------------
+def _flat(support: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Support ids of all classes in one vector, and their classes."""
+    ids = torch.cat(list(support))
+    target = torch.cat([torch.full((len(s),), c, dtype=torch.int64) for c, s in enumerate(support)])
+    return ids, target
+
+
+def _chunked(n: int, score) -> torch.Tensor:
+    return torch.cat([score(slice(lo, min(lo + CHUNK, n))) for lo in range(0, n, CHUNK)])
+
+
+@torch.no_grad()
+def gfl_prototypes(model: GFL, g: dgl.DGLGraph, z: torch.Tensor, support: Sequence[torch.Tensor]) -> torch.Tensor:
+    """One prototype per class from support sets of any sizes.
+
+    Classes are independent in the PGNN (each has its own relation graph) and
+    share the gate, which is computed once; classes with equally many support
+    nodes are scored in one call.
+
+    Shapes:
+        z: ``(N, d)``; support: ``C`` tensors of ``(K_c,)`` ids; returns ``(C, d)``.
+    """
+    if model.pgnn is None:
+        return torch.stack([z[s].mean(0) for s in support])
+    cfg = model.cfg
+    gate = None
+    if model.gate is not None:
+        z_prop = propagate(g, z) if model.decoder is not None else None
+        _, h = model.hierarchy(g, z, z_prop)  # (1, graph_feats)
+        gate = model.gate(h)
+    protos: list[torch.Tensor | None] = [None] * len(support)
+    for k in sorted({len(s) for s in support}):
+        classes = [c for c, s in enumerate(support) if len(s) == k]
+        ids = torch.stack([support[c] for c in classes]).unsqueeze(0)  # (1, C_k, K)
+        weights = relation_weights(support_similarity(g, ids, cfg.similarity, cfg.hops), cfg.similarity,
+                                   cfg.mu, cfg.mu0)
+        out = model.pgnn(z[ids], weights, gate)[0]  # (C_k, d)
+        for j, c in enumerate(classes):
+            protos[c] = out[j]
+    return torch.stack(protos)
+
+
+@torch.no_grad()
+def _gfl_scores(model: GFL, g, support) -> torch.Tensor:
+    z = model.embed(g)
+    protos = gfl_prototypes(model, g, z, support)
+    return _chunked(g.num_nodes(), lambda s: class_logits(z[s], protos, model.cfg.distance, model.cfg.cosine_scale))
+
+
+@torch.no_grad()
+def _knn_scores(model: KNearestNeighbours, g, support) -> torch.Tensor:
+    """Vote shares among the ``k`` nearest supports (log, so a softmax returns them)."""
+    from .models.baselines.knn import knn_predict
+
+    z = model.embed(g)
+    ids, target = _flat(support)
+    k, metric, c = min(model.options["k"], len(ids)), model.options["metric"], len(support)
+
+    def score(s):
+        if metric == "cosine":
+            dist = -F.normalize(z[s], dim=1) @ F.normalize(z[ids], dim=1).T
+        else:
+            dist = torch.cdist(z[s], z[ids])
+        order = torch.sort(dist, dim=1, stable=True).indices[:, :k]
+        votes = F.one_hot(target[order], c).sum(1).float() / k  # (Q, C)
+        winner = knn_predict(z[s], z[ids], target, c, k, metric)
+        votes[torch.arange(len(winner)), winner] += 1e-6  # the model's own tie-break decides the label
+        return votes.clamp_min(1e-12).log()
+
+    return _chunked(g.num_nodes(), score)
+
+
+@torch.no_grad()
+def _matching_scores(model: MatchingNetwork, g, support) -> torch.Tensor:
+    """``log P(y | q)``: the attention mass on each class's supports."""
+    z = model.embed(g)
+    ids, target = _flat(support)
+    sup = F.normalize(z[ids], dim=1)
+    onehot = F.one_hot(target, len(support)).bool()  # (S, C)
+    scale = model.options["scale"]
+
+    def score(s):
+        att = scale * F.normalize(z[s], dim=1) @ sup.T  # (Q, S)
+        per_class = att.unsqueeze(2).masked_fill(~onehot, float("-inf")).logsumexp(1)  # (Q, C)
+        out = per_class - att.logsumexp(1, keepdim=True)
+        if model.options["predict"] == "nearest":  # the paper's rule: the nearest support's class wins
+            out[torch.arange(len(out)), target[att.argmax(1)]] += 1e3
+        return out
+
+    return _chunked(g.num_nodes(), score)
+
+
+def _head_classes(model, support, name: str) -> None:
+    if len(support) > model.num_classes:
+        raise GFLError(f"the {name} run was trained with a {model.num_classes}-class head; it cannot predict "
+                       f"{len(support)} classes (GFL, protonet, knn and matchingnet can)")
+
+
+def _maml_scores(model: MAML, g, support) -> torch.Tensor:
+    """Adapt ``theta`` on the support set (``test_steps`` SGD steps), then the head's logits."""
+    from torch.func import functional_call
+
+    _head_classes(model, support, "maml")
+    ids, target = _flat(support)
+    params = dict(model.named_parameters())
+    for _ in range(model.options["test_steps"]):
+        loss = F.cross_entropy(functional_call(model, params, (g,))[ids], target)
+        grads = torch.autograd.grad(loss, list(params.values()))
+        params = {n: (p - model.options["inner_lr"] * d).detach().requires_grad_()
+                  for (n, p), d in zip(params.items(), grads)}
+    with torch.no_grad():
+        return functional_call(model, params, (g,))[:, : len(support)]
+
+
+def _agf_scores(model: AllGraphFinetune, g, support) -> torch.Tensor:
+    """Fine-tune a copy on the support set (``finetune_steps`` Adam steps), then its logits."""
+    _head_classes(model, support, "agf")
+    ids, target = _flat(support)
+    tuned = copy.deepcopy(model)
+    tuned.train()
+    opt = torch.optim.Adam(tuned.parameters(), lr=model.options["finetune_lr"])
+    for _ in range(model.options["finetune_steps"]):
+        loss = F.cross_entropy(tuned(g)[ids][:, : len(support)], target)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    tuned.eval()
+    with torch.no_grad():
+        return tuned(g)[:, : len(support)]
+
+
+def class_scores(model: nn.Module, g: dgl.DGLGraph, support: Sequence[torch.Tensor]) -> torch.Tensor:
+    """Scores of every node of ``g`` for each class, before the softmax.
+
+    Args:
+        model: a GFL model (any preset) or a transfer baseline that can predict on a new graph.
+        g: a prepared graph (:func:`~gflkit.batching.prepare_graph`).
+        support: per class, the ids of its labelled nodes in ``g`` (any number >= 1).
+
+    Shapes:
+        returns ``(N, C)``.
+    """
+    if isinstance(model, GFL):
+        return _gfl_scores(model, g, support)
+    for kind, fn in ((KNearestNeighbours, _knn_scores), (MatchingNetwork, _matching_scores), (MAML, _maml_scores),
+                     (AllGraphFinetune, _agf_scores)):
+        if isinstance(model, kind):
+            return fn(model, g, support)
+    raise GFLError(f"{getattr(model, 'name', type(model).__name__)} cannot predict on a new graph: only GFL, "
+                   f"protonet, knn, matchingnet, maml and agf runs can")
+
+
+def embeddings(model: nn.Module, g: dgl.DGLGraph) -> torch.Tensor:
+    """Node embeddings ``Z`` of the model's encoder on a prepared graph: ``(N, d)``."""
+    with torch.no_grad():
+        if hasattr(model, "embed"):
+            return model.embed(g)
+        if hasattr(model, "encoder"):
+            return model.encoder(g)
+    raise GFLError(f"{getattr(model, 'name', type(model).__name__)} has no node encoder to embed with")
+
+
+# -- the loaded run ------------------------------------------------------------------------------------------------
+@dataclass
+class Predictor:
+    """A trained run, ready to predict on new graphs.
+
+    Attributes:
+        module: the model (:class:`~gflkit.models.gfl.GFL` or a transfer baseline), in eval mode.
+        meta: the checkpoint's settings (model name, episode config, classes, dataset...).
+        transform: the feature transform of the run's collection (``None``: features kept as read).
+        fingerprint: the run's feature fingerprint (``None`` when unknown).
+    """
+
+    module: nn.Module
+    meta: dict[str, Any]
+    transform: FeatureTransform | None = None
+    fingerprint: dict[str, Any] | None = None
+
+    @property
+    def name(self) -> str:
+        return str(self.meta.get("model", "gfl"))
+
+    @property
+    def in_feats(self) -> int:
+        return int(self.module.in_feats)
+
+    @property
+    def k_shot(self) -> int:
+        return int((self.meta.get("episode_config") or {}).get("k_shot", 10))
+
+    def model_features(self, feat, what: str = "the graph") -> torch.Tensor:
+        """Features as the model takes them: raw features go through the run's transform.
+
+        Raises:
+            GFLError: the size fits neither the model nor the transform, or a value is NaN/inf.
+        """
+        width = int(feat.shape[1])
+        if self.transform is not None and width == self.transform.in_feats and width != self.in_feats:
+            feat = self.transform.apply(feat, what)
+        elif width != self.in_feats:
+            raw = f" (or {self.transform.in_feats} raw ones)" if self.transform is not None else ""
+            raise GFLError(f"the run expects {self.in_feats} features per node{raw}; {what} has {width}")
+        feat = torch.as_tensor(np.asarray(feat), dtype=torch.float32)
+        check_finite(feat, what)
+        return feat
+
+    def prepare(self, g: dgl.DGLGraph, what: str = "the graph") -> dgl.DGLGraph:
+        """The model-ready copy of ``g`` (features transformed and checked, self-loops)."""
+        if g.num_nodes() == 0:
+            raise GFLError(f"{what}: the graph has no nodes")
+        if "feat" not in g.ndata:
+            raise GFLError(f"{what}: the graph has no node features (ndata['feat'])")
+        h = dgl.graph(g.edges(), num_nodes=g.num_nodes())
+        h.ndata["feat"] = self.model_features(g.ndata["feat"], what)
+        return prepare_graph(h)
+
+    def embed(self, g: dgl.DGLGraph, what: str = "the graph") -> torch.Tensor:
+        """Node embeddings of ``g``: ``(N, d)``."""
+        return embeddings(self.module, self.prepare(g, what))
+
+    def predict(self, g: dgl.DGLGraph, support: Mapping[Hashable, Sequence[int]], *,
+                node_ids: Sequence[int] | None = None, what: str = "the graph") -> pd.DataFrame:
+        """Classify every node of ``g`` from a few labelled ones.
+
+        Args:
+            g: a DGLGraph with ``ndata["feat"]`` (raw or already transformed).
+            support: class label -> node ids of ``g`` (positions) labelled with it.
+            node_ids: the ids to report per node (default: positions ``0..N-1``).
+            what: the graph's name in messages.
+
+        Returns:
+            One row per node: ``node``, ``label`` (the most probable class),
+            ``score_<class>`` (softmax over the model's class scores) and
+            ``is_support`` (labelled nodes keep their given label).
+        """
+        names, ids = check_support(support, g.num_nodes(), self.k_shot, what)
+        prepared = self.prepare(g, what)
+        self.module.eval()
+        probs = torch.softmax(class_scores(self.module, prepared, ids), dim=1)  # (N, C)
+        return prediction_frame(probs, names, ids, node_ids)
+
+
+def check_finite(feat: torch.Tensor, what: str) -> None:
+    """One-line error when a feature value is NaN or infinite."""
+    bad = ~torch.isfinite(feat).all(1)
+    if bad.any():
+        first = int(torch.nonzero(bad)[0])
+        raise GFLError(f"{what}: {int(bad.sum())} node(s) have NaN or infinite features (first at node position "
+                       f"{first}); fix or drop them")
+
+
+def check_support(support: Mapping[Hashable, Sequence[int]], num_nodes: int, k_shot: int,
+                  what: str) -> tuple[list[str], list[torch.Tensor]]:
+    """Class names (sorted) and id tensors of a ``{label: ids}`` mapping, checked."""
+    if not support:
+        raise GFLError(f"{what}: no labelled nodes; give at least one labelled node per class")
+    from .data.sources.table_io import sorted_classes
+
+    names = sorted_classes([str(k) for k in support])
+    by_name = {str(k): v for k, v in support.items()}
+    ids, seen = [], {}
+    for name in names:
+        t = torch.as_tensor(np.asarray(list(by_name[name]), dtype=np.int64))
+        if t.numel() == 0:
+            raise GFLError(f"{what}: class {name!r} has no labelled node; give at least one or drop the class")
+        out = t[(t < 0) | (t >= num_nodes)]
+        if out.numel():
+            raise GFLError(f"{what}: labelled node {int(out[0])} (class {name!r}) is not in the graph "
+                           f"({num_nodes} nodes)")
+        for i in t.tolist():
+            if i in seen:
+                raise GFLError(f"{what}: node {i} is labelled twice ({seen[i]!r} and {name!r}); keep one label")
+            seen[i] = name
+        ids.append(t)
+    few = [f"{n!r} ({len(t)})" for n, t in zip(names, ids) if len(t) < k_shot]
+    if few:
+        log.warning("%s: class(es) %s have fewer labelled nodes than the run's k_shot = %d; predictions may be "
+                    "less accurate", what, ", ".join(few), k_shot)
+    return names, ids
+
+
+def prediction_frame(probs: torch.Tensor, names: list[str], support: Sequence[torch.Tensor],
+                     node_ids: Sequence[int] | None = None) -> pd.DataFrame:
+    """The output table: ``node, label, score_<class>..., is_support``."""
+    n = probs.shape[0]
+    label = probs.argmax(1).numpy().copy()
+    is_support = np.zeros(n, dtype=bool)
+    for c, ids in enumerate(support):
+        label[ids.numpy()] = c
+        is_support[ids.numpy()] = True
+    frame = {"node": np.arange(n) if node_ids is None else np.asarray(node_ids),
+             "label": np.asarray(names, dtype=object)[label]}
+    for c, name in enumerate(names):
+        frame[f"score_{name}"] = probs[:, c].numpy()
+    frame["is_support"] = is_support
+    return pd.DataFrame(frame)
+
+
+def load(run: str | os.PathLike, root: str | os.PathLike | None = None) -> Predictor:
+    """The model of a run folder (or ``best.pt``), with its collection's feature transform.
+
+    The transform is looked up in the collection the run was trained on (by
+    name under ``root``, else the recorded path). When it cannot be found,
+    prediction works on features of the model's size only.
+    """
+    module, meta = load_checkpoint(run)
+    folder = training_collection(meta, root)
+    transform = fingerprint = None
+    if folder is not None:
+        from .data.transform import collection_folder
+
+        path = collection_folder(folder, root)
+        transform = load_transform(path)
+        fingerprint = feature_fingerprint(path)
+    fingerprint = meta.get("feature_fingerprint") or fingerprint
+    if transform is not None and fingerprint and fingerprint.get("transform") != transform.id:
+        log.warning("the run's collection %s now holds another feature transform than the run was trained with; "
+                    "raw features cannot be used", folder)
+        transform = None
+    return Predictor(module, meta, transform, fingerprint)
+
+
+# -- graphs and labels from files ----------------------------------------------------------------------------------
+def graph_from_collection(spec: str, root=None) -> tuple[dgl.DGLGraph, dict[str, Any], str]:
+    """``COLLECTION:GRAPH_ID`` -> the graph, the collection's fingerprint and a name for messages."""
+    from .data import load_collection
+
+    name, sep, gid = str(spec).rpartition(":")
+    if not sep or not name or not gid.strip().isdigit():
+        raise GFLError(f"--graph {spec!r}: expected COLLECTION:GRAPH_ID, e.g. facebook:25")
+    collection = load_collection(name, root)
+    gid = int(gid)
+    if not 0 <= gid < len(collection):
+        raise GFLError(f"--graph {spec}: collection {collection.name!r} has graphs 0..{len(collection) - 1}")
+    return collection.graphs[gid], feature_fingerprint(collection), f"{collection.name}:{gid}"
+
+
+def read_labels(path: str | os.PathLike, node_ids: np.ndarray, *, node_col: str = "node", label_col: str = "label",
+                unlabelled: Sequence[str] = ("-1",)) -> dict[str, list[int]]:
+    """A ``node,label`` table -> ``{label: positions}`` (positions of the ids in ``node_ids``, which is sorted).
+
+    Rows whose label is empty, NaN or an ``unlabelled`` marker are ignored.
+    Unknown and repeated ids are one-line errors.
+    """
+    from .data.sources.base import BadInputReport
+    from .data.sources.table_io import existing_file, read_table
+    from .data.sources.tables import unlabelled_mask
+
+    path = existing_file(path, "labels table", "give a CSV/TSV/Parquet file with columns node,label (--labels)")
+    report = BadInputReport()
+    df, lines = read_table(path, report)
+    if report:
+        raise GFLError(f"{path}: {report.summary()[0]}")
+    col = node_col if node_col in df.columns else ("id" if "id" in df.columns else None)
+    if col is None or label_col not in df.columns:
+        raise GFLError(f"{path}: needs columns {node_col},{label_col} (has {', '.join(map(str, df.columns))})")
+    raw = df[label_col].str.strip().to_numpy()
+    keep = ~unlabelled_mask(raw, unlabelled)
+    ids = pd.to_numeric(df[col].str.strip(), errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    bad = ~np.isfinite(ids) | (ids != np.round(ids))
+    if (bad & keep).any():
+        line = int(lines[np.flatnonzero(bad & keep)[0]])
+        raise GFLError(f"{path}:{line}: node id {df[col].iloc[np.flatnonzero(bad & keep)[0]]!r} is not an integer")
+    ids, raw, lines = ids[keep].astype(np.int64), raw[keep], lines[keep]
+    uniq, first, counts = np.unique(ids, return_index=True, return_counts=True)
+    if (counts > 1).any():
+        dup = uniq[counts > 1][0]
+        at = lines[ids == dup]
+        raise GFLError(f"{path}: node {dup} is listed {int(counts[counts > 1][0])} times (lines "
+                       f"{', '.join(map(str, at[:3]))}); keep one row per node")
+    pos = np.searchsorted(node_ids, ids)
+    pos = np.minimum(pos, max(len(node_ids) - 1, 0))
+    missing = (len(node_ids) == 0) | (node_ids[pos] != ids) if len(node_ids) else np.ones(len(ids), bool)
+    if np.any(missing):
+        j = int(np.flatnonzero(missing)[0])
+        raise GFLError(f"{path}:{int(lines[j])}: node {ids[j]} is not in the graph ({int(np.sum(missing))} "
+                       f"labelled id(s) are not); check the ids against the edge/node tables")
+    support: dict[str, list[int]] = {}
+    for p, label in zip(pos.tolist(), raw.tolist()):
+        support.setdefault(str(label), []).append(p)
+    return support
+
+
+def support_from_labels(labels: Mapping[Hashable, Sequence[int]], classes: Sequence[str] | None, what: str):
+    """``labels`` restricted to / completed with ``classes`` (a listed class without nodes is an error)."""
+    if not classes:
+        return dict(labels)
+    out = {str(c): list(labels.get(str(c), [])) for c in classes}
+    extra = sorted(set(map(str, labels)) - set(out))
+    if extra:
+        raise GFLError(f"{what}: labels {', '.join(map(repr, extra[:5]))} are not among --classes")
+    return out
+
+
+def read_graph(predictor: Predictor, *, edges=None, nodes=None, features=None, graph: str | None = None,
+               columns=None, root=None, force: bool = False) -> tuple[dgl.DGLGraph, np.ndarray, str]:
+    """The graph to predict on, from tables or ``COLLECTION:GRAPH_ID``.
+
+    Tables are read by the same reader as ``preprocess tables``; their raw
+    features go through the run's saved transform. A collection graph's
+    features were transformed when it was built, so its collection's feature
+    fingerprint must equal the run's (unless ``force``).
+
+    Returns:
+        The graph, each node's id as the user knows it (sorted) and a name for messages.
+    """
+    from .data.sources.tables import TableColumns, read_table_graph
+
+    if graph is not None:
+        if edges is not None or nodes is not None or features is not None:
+            raise GFLError("give either --graph COLLECTION:GRAPH_ID or tables (--edges ...), not both")
+        g, fingerprint, what = graph_from_collection(graph, root)
+        check_fingerprint(predictor.fingerprint, fingerprint, f"collection graph {what}", force)
+        return g, np.arange(g.num_nodes(), dtype=np.int64), what
+    if edges is None:
+        raise GFLError("give the graph: --edges FILE [--nodes FILE] [--features FILE], or --graph COLLECTION:ID")
+    columns = columns or TableColumns(label=None)
+    source = read_table_graph(edges, nodes, features=features, columns=columns, transform=predictor.transform,
+                              fit=False, optional_transform=True)
+    for line in source.report.summary():
+        log.warning("%s", line)
+    dup = source.report.counts.get("duplicate node id")
+    if dup:
+        raise GFLError(f"{nodes}: {dup} duplicate node id(s) (first at {source.report.examples['duplicate node id'][0]}"
+                       f"); keep one row per node")
+    what = str(nodes or features or edges)
+    if source.g.num_nodes() == 0:
+        raise GFLError(f"{what}: the graph has no nodes")
+    return source.g, source.g.ndata["orig_id"].numpy(), what
+
+
+def predict(run: str | os.PathLike | Predictor, *, labels: str | os.PathLike | Mapping[Hashable, Sequence[int]],
+            edges=None, nodes=None, features=None, graph: str | None = None, columns=None,
+            classes: Sequence[str] | None = None, label_col: str = "label", root=None,
+            force: bool = False) -> pd.DataFrame:
+    """``gflkit predict`` as a function: classify every node of a new graph.
+
+    Args:
+        run: a run folder, its ``best.pt``, or a loaded :class:`Predictor`.
+        labels: a ``node,label`` table, or ``{label: node ids}`` (ids as in the tables).
+        edges, nodes, features, columns: the graph's tables (as ``preprocess tables`` reads them).
+        graph: instead of tables, ``COLLECTION:GRAPH_ID`` (node ids = positions in that graph).
+        classes: the classes to predict (default: those of the labels).
+        label_col: the label column of the labels table (its node column is ``node`` or ``id``).
+        root: data root for collection names.
+        force: predict even when the collection graph's feature fingerprint differs from the run's.
+
+    Returns:
+        One row per node: ``node, label, score_<class>..., is_support``.
+    """
+    predictor = run if isinstance(run, Predictor) else load(run, root)
+    g, ids, what = read_graph(predictor, edges=edges, nodes=nodes, features=features, graph=graph,
+                              columns=columns, root=root, force=force)
+    if isinstance(labels, Mapping):
+        support = {str(k): _positions(ids, v, what) for k, v in labels.items()}
+    else:
+        unlabelled = columns.unlabelled if columns is not None else ("-1",)
+        support = read_labels(labels, ids, label_col=label_col, unlabelled=unlabelled)
+    support = support_from_labels(support, classes, str(labels) if not isinstance(labels, Mapping) else what)
+    return predictor.predict(g, support, node_ids=ids, what=what)
+
+
+def _positions(ids: np.ndarray, wanted: Sequence[int], what: str) -> list[int]:
+    wanted = np.asarray(list(wanted), dtype=np.int64)
+    pos = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
+    missing = ids[pos] != wanted
+    if missing.any():
+        raise GFLError(f"{what}: labelled node {int(wanted[missing][0])} is not in the graph")
+    return pos.tolist()
+
+
+def embed(run: str | os.PathLike | Predictor, *, edges=None, nodes=None, features=None, graph: str | None = None,
+          columns=None, root=None, force: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """``gflkit embed`` as a function: the run encoder's node embeddings of a graph.
+
+    Returns:
+        The node ids ``(N,)`` (sorted) and the embeddings ``(N, d)`` float32, row ``i`` for ``ids[i]``.
+    """
+    predictor = run if isinstance(run, Predictor) else load(run, root)
+    g, ids, what = read_graph(predictor, edges=edges, nodes=nodes, features=features, graph=graph,
+                              columns=columns, root=root, force=force)
+    return ids, predictor.embed(g, what).numpy()
+
+
+def export_tables(graph: str, folder: str | os.PathLike, labels_per_class: int = 10, seed: int = 0,
+                  root=None) -> list[Path]:
+    """A collection graph as ``edges.csv``, ``nodes.csv`` (truth) and ``labels.csv`` (a few per class).
+
+    Ids are ``ndata["orig_id"]`` when the graph has it (its ids in the table it
+    was cut from), else positions. ``labels.csv`` holds ``labels_per_class``
+    nodes of each class (all of a smaller class), drawn with
+    ``default_rng([seed, graph_id])``.
+    """
+    from .data import load_collection
+    from .utils import atomic_write_text
+
+    name, _, gid = str(graph).rpartition(":")
+    g, _, what = graph_from_collection(graph, root)
+    classes = load_collection(name, root).classes
+    ids = g.ndata["orig_id"].numpy() if "orig_id" in g.ndata else np.arange(g.num_nodes())
+    src, dst = g.edges()
+    keep = (src < dst).numpy()  # each undirected edge once
+    edges = pd.DataFrame({"src": ids[src.numpy()[keep]], "dst": ids[dst.numpy()[keep]]})
+    label = g.ndata["label"].numpy()
+    names = np.asarray(list(classes) + [""], dtype=object)[np.where(label >= 0, label, len(classes))]
+    nodes = pd.DataFrame({"id": ids, "label": names})
+    rng = np.random.default_rng([seed, int(gid)])
+    chosen = [np.sort(rng.choice(np.flatnonzero(label == c), size=min(labels_per_class, int((label == c).sum())),
+                                 replace=False)) for c in range(len(classes))]
+    chosen = np.concatenate(chosen) if chosen else np.zeros(0, np.int64)
+    labels = pd.DataFrame({"node": ids[chosen], "label": names[chosen]})
+    folder = Path(folder)
+    out = []
+    for file, df in (("edges.csv", edges), ("nodes.csv", nodes), ("labels.csv", labels)):
+        out.append(atomic_write_text(folder / file, df.to_csv(index=False)))
+    log.info("%s: %d nodes, %d edges, %d labelled for prediction", what, len(nodes), len(edges), len(labels))
+    return out
