@@ -14,7 +14,8 @@ def _graph_source(f):
     f = click.option("--force", is_flag=True,
                      help="Use a collection graph even when its feature fingerprint differs from the run's.")(f)
     f = click.option("--graph", default=None, metavar="COLLECTION:GRAPH_ID",
-                     help="A graph of a collection instead of tables (node ids = positions in that graph).")(f)
+                     help="A graph of a collection instead of tables (node ids as export-graph writes them: the "
+                          "graph's orig_id, else positions).")(f)
     return graph_table_options(f)
 
 

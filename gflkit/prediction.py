@@ -394,7 +394,7 @@ def graph_from_collection(spec: str, root=None) -> tuple[dgl.DGLGraph, dict[str,
 
 def read_labels(path: str | os.PathLike, node_ids: np.ndarray, *, node_col: str = "node", label_col: str = "label",
                 unlabelled: Sequence[str] = ("-1",)) -> dict[str, list[int]]:
-    """A ``node,label`` table -> ``{label: positions}`` (positions of the ids in ``node_ids``, which is sorted).
+    """A ``node,label`` table -> ``{label: positions}`` (positions of the ids in ``node_ids``).
 
     Rows whose label is empty, NaN or an ``unlabelled`` marker are ignored.
     Unknown and repeated ids are one-line errors.
@@ -425,9 +425,7 @@ def read_labels(path: str | os.PathLike, node_ids: np.ndarray, *, node_col: str 
         at = lines[ids == dup]
         raise GFLError(f"{path}: node {dup} is listed {int(counts[counts > 1][0])} times (lines "
                        f"{', '.join(map(str, at[:3]))}); keep one row per node")
-    pos = np.searchsorted(node_ids, ids)
-    pos = np.minimum(pos, max(len(node_ids) - 1, 0))
-    missing = (len(node_ids) == 0) | (node_ids[pos] != ids) if len(node_ids) else np.ones(len(ids), bool)
+    pos, missing = _lookup(node_ids, ids)
     if np.any(missing):
         j = int(np.flatnonzero(missing)[0])
         raise GFLError(f"{path}:{int(lines[j])}: node {ids[j]} is not in the graph ({int(np.sum(missing))} "
@@ -459,7 +457,7 @@ def read_graph(predictor: Predictor, *, edges=None, nodes=None, features=None, g
     fingerprint must equal the run's (unless ``force``).
 
     Returns:
-        The graph, each node's id as the user knows it (sorted) and a name for messages.
+        The graph, each node's id as the user knows it and a name for messages.
     """
     from .data.sources.tables import TableColumns, read_table_graph
 
@@ -468,7 +466,8 @@ def read_graph(predictor: Predictor, *, edges=None, nodes=None, features=None, g
             raise GFLError("give either --graph COLLECTION:GRAPH_ID or tables (--edges ...), not both")
         g, fingerprint, what = graph_from_collection(graph, root)
         check_fingerprint(predictor.fingerprint, fingerprint, f"collection graph {what}", force)
-        return g, np.arange(g.num_nodes(), dtype=np.int64), what
+        ids = g.ndata["orig_id"].numpy() if "orig_id" in g.ndata else np.arange(g.num_nodes(), dtype=np.int64)
+        return g, ids, what
     if edges is None:
         raise GFLError("give the graph: --edges FILE [--nodes FILE] [--features FILE], or --graph COLLECTION:ID")
     columns = columns or TableColumns(label=None)
@@ -496,7 +495,8 @@ def predict(run: str | os.PathLike | Predictor, *, labels: str | os.PathLike | M
         run: a run folder, its ``best.pt``, or a loaded :class:`Predictor`.
         labels: a ``node,label`` table, or ``{label: node ids}`` (ids as in the tables).
         edges, nodes, features, columns: the graph's tables (as ``preprocess tables`` reads them).
-        graph: instead of tables, ``COLLECTION:GRAPH_ID`` (node ids = positions in that graph).
+        graph: instead of tables, ``COLLECTION:GRAPH_ID`` (node ids: the graph's ``orig_id``
+            when it has one, as :func:`export_tables` writes them, else positions).
         classes: the classes to predict (default: those of the labels).
         label_col: the label column of the labels table (its node column is ``node`` or ``id``).
         root: data root for collection names.
@@ -517,10 +517,19 @@ def predict(run: str | os.PathLike | Predictor, *, labels: str | os.PathLike | M
     return predictor.predict(g, support, node_ids=ids, what=what)
 
 
+def _lookup(node_ids: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of ``wanted`` in ``node_ids`` (any order) and where they are missing."""
+    if len(node_ids) == 0:
+        return np.zeros(len(wanted), np.int64), np.ones(len(wanted), bool)
+    order = np.argsort(node_ids, kind="stable")
+    at = np.minimum(np.searchsorted(node_ids, wanted, sorter=order), len(node_ids) - 1)
+    pos = order[at]
+    return pos, node_ids[pos] != wanted
+
+
 def _positions(ids: np.ndarray, wanted: Sequence[int], what: str) -> list[int]:
     wanted = np.asarray(list(wanted), dtype=np.int64)
-    pos = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
-    missing = ids[pos] != wanted
+    pos, missing = _lookup(ids, wanted)
     if missing.any():
         raise GFLError(f"{what}: labelled node {int(wanted[missing][0])} is not in the graph")
     return pos.tolist()
