@@ -118,7 +118,7 @@ def embed(run, output, **kw):
 @click.argument("graph", metavar="COLLECTION:GRAPH_ID")
 @click.argument("folder", type=click.Path(file_okay=False))
 @click.option("--labels-per-class", type=click.IntRange(1), default=10, show_default=True,
-              help="Labelled nodes per class drawn into labels.csv (by --seed).")
+              help="Labelled nodes per class in labels.csv: the support set of evaluation episode 0 with --seed.")
 @seed_option()
 @data_root_option
 def export_graph(graph, folder, labels_per_class, seed, data_root):
@@ -126,7 +126,7 @@ def export_graph(graph, folder, labels_per_class, seed, data_root):
 
     FOLDER gets edges.csv (src,dst), nodes.csv (id,label: the truth, empty when
     unlabelled) and labels.csv (node,label: --labels-per-class nodes per class,
-    drawn by --seed). Ids are the graph's ids in the table it was cut from
+    the support nodes 'gflkit evaluate --seed SEED' draws). Ids are the graph's ids in the table it was cut from
     (ndata orig_id), so the source's raw feature file applies to them.
     """
     from gflkit.prediction import export_tables

@@ -554,10 +554,13 @@ def export_tables(graph: str, folder: str | os.PathLike, labels_per_class: int =
 
     Ids are ``ndata["orig_id"]`` when the graph has it (its ids in the table it
     was cut from), else positions. ``labels.csv`` holds ``labels_per_class``
-    nodes of each class (all of a smaller class), drawn with
-    ``default_rng([seed, graph_id])``.
+    nodes of each class: the support set of evaluation episode 0 with ``seed``
+    (:func:`gflkit.episodes.sample_episode`), so predicting from it scores the
+    nodes ``gflkit evaluate --seed SEED`` scores.
     """
+    from .config import EpisodeConfig
     from .data import load_collection
+    from .episodes import sample_episode
     from .utils import atomic_write_text
 
     name, _, gid = str(graph).rpartition(":")
@@ -570,10 +573,9 @@ def export_tables(graph: str, folder: str | os.PathLike, labels_per_class: int =
     label = g.ndata["label"].numpy()
     names = np.asarray(list(classes) + [""], dtype=object)[np.where(label >= 0, label, len(classes))]
     nodes = pd.DataFrame({"id": ids, "label": names})
-    rng = np.random.default_rng([seed, int(gid)])
-    chosen = [np.sort(rng.choice(np.flatnonzero(label == c), size=min(labels_per_class, int((label == c).sum())),
-                                 replace=False)) for c in range(len(classes))]
-    chosen = np.concatenate(chosen) if chosen else np.zeros(0, np.int64)
+    episode = sample_episode(label, len(classes), EpisodeConfig(k_shot=labels_per_class), seed=seed,
+                             graph_id=int(gid), episode=0)
+    chosen = episode.support.reshape(-1).numpy()
     labels = pd.DataFrame({"node": ids[chosen], "label": names[chosen]})
     folder = Path(folder)
     out = []
