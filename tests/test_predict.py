@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import io
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,7 +15,7 @@ from gflkit.batching import prepare_graph
 from gflkit.config import EpisodeConfig, TrainConfig
 from gflkit.data.transform import FeatureTransform, feature_fingerprint
 from gflkit.errors import GFLError
-from gflkit.prediction import gfl_prototypes
+from gflkit.scoring import gfl_prototypes
 from gflkit_cli.main import cli
 
 FAST = TrainConfig(steps=3, eval_every=3, seed=0)
@@ -165,7 +164,7 @@ def test_head_models_refuse_more_classes_than_trained(runs, region, tmp_path):
 
 
 def test_a_model_that_cannot_predict_says_so(region):
-    from gflkit.prediction import class_scores
+    from gflkit.scoring import class_scores
 
     with pytest.raises(GFLError, match="cannot predict on a new graph"):
         class_scores(torch.nn.Linear(2, 2), None, [torch.tensor([0])])
