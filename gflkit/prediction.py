@@ -82,7 +82,11 @@ class Predictor:
             feat = self.transform.apply(feat, what)
         elif width != self.in_feats:
             raw = f" (or {self.transform.in_feats} raw ones)" if self.transform is not None else ""
-            raise GFLError(f"the run expects {self.in_feats} features per node{raw}; {what} has {width}")
+            hint = ""
+            if self.transform is None and (self.fingerprint or {}).get("transform", "none") != "none":
+                hint = (f" (the run's collection {self.meta.get('dataset')!r}, whose feature transform turns raw "
+                        f"features into these, was not found: pass --data-root)")
+            raise GFLError(f"the run expects {self.in_feats} features per node{raw}; {what} has {width}{hint}")
         feat = torch.as_tensor(np.asarray(feat), dtype=torch.float32)
         check_finite(feat, what)
         return feat

@@ -8,7 +8,9 @@ A collection is a folder with two files:
   ``ndata["label"]`` (int64, ``-1`` for unlabelled nodes).
 * ``manifest.json``: the shared class names, the split of each graph
   (``train``/``val``/``test``), per-graph counts, and where the family came from
-  (source, sampler, seed, gflkit version).
+  (source, sampler, seed, gflkit version), and the feature fingerprint.
+* ``transform.npz`` (optional): the feature transform the features went through
+  (:mod:`gflkit.data.transform`).
 
 :meth:`GraphCollection.load` checks the manifest against the graphs and raises
 :class:`~gflkit.errors.DataFormatError` naming the graph and field on any mismatch.
