@@ -325,3 +325,24 @@ def test_tfidf_transform_matches_the_fitted_embedding():
     assert np.allclose(new, emb[:5], atol=1e-6)
     again = FeatureTransform(transform.kind, transform.components, transform.idf)
     assert again.id == transform.id
+
+
+def test_node_table_with_feature_columns_and_own_ids(runs, region, tmp_path):
+    """Ids 1000+i in a shuffled node table with feature columns: same predictions, reported by the user's ids."""
+    feat = np.load(region / "feat.npy")
+    n = len(feat)
+    order = np.random.default_rng(0).permutation(n)
+    nodes = pd.DataFrame(feat[order], columns=[f"f{j}" for j in range(feat.shape[1])])
+    nodes.insert(0, "id", 1000 + order)
+    nodes.to_csv(tmp_path / "nodes.csv", index=False)
+    edges = pd.read_csv(region / "edges.csv") + 1000
+    edges.to_csv(tmp_path / "edges.csv", index=False)
+    labels = pd.read_csv(region / "labels.csv")
+    labels["node"] += 1000
+    labels.to_csv(tmp_path / "labels.csv", index=False)
+    table = _csv(invoke("predict", runs["gfl"], "--edges", tmp_path / "edges.csv", "--nodes", tmp_path / "nodes.csv",
+                        "--feature-cols", "f", "--labels", tmp_path / "labels.csv"))
+    want = _csv(_predict(runs["gfl"], region))
+    assert table["node"].tolist() == [1000 + i for i in range(n)]
+    assert table["label"].tolist() == want["label"].tolist()
+    assert np.allclose(table.filter(like="score_").to_numpy(), want.filter(like="score_").to_numpy(), atol=2e-4)
