@@ -173,35 +173,43 @@ def _read(edges, nodes, features, cols: TableColumns, classes) -> _Tables:
     src = int_column(column(edf, cols.src, edges, "--src-col"), elines, "non-numeric node id", report, edges.name)
     dst = int_column(column(edf, cols.dst, edges, "--dst-col"), elines, "non-numeric node id", report, edges.name)
     nd = nd or _implicit_nodes(src, dst, cols, features, report)
-    ids, ncode = nd.ids, nd.code
-    span = int(max(ids.max(initial=0), src.max(initial=0), dst.max(initial=0))) + 1
+    span = int(max(nd.ids.max(initial=0), src.max(initial=0), dst.max(initial=0))) + 1
     if cols.graph:
         egraph = column(edf, cols.graph, edges, "--graph-col").str.strip().to_numpy()
         index = {g: i for i, g in enumerate(nd.names)}
         ecode = np.array([index.get(g, -1) for g in egraph], dtype=np.int64)
     else:
         ecode = np.zeros(len(src), np.int64)
-    key = np.where(ids >= 0, ncode * span + ids, -1)
-    uniq, first = np.unique(key, return_index=True)
-    rows = first[uniq >= 0]  # first row of every valid node, in key order
-    dup = np.setdiff1d(np.flatnonzero(ids >= 0), rows)
-    where = nd.path.name if nd.path is not None else "nodes"
-    add_lines(report, "duplicate node id", where, nd.lines[np.sort(dup)])
-
+    keys, rows = _node_keys(nd, span, report)
     label, class_list = _labels(nd, rows, cols, classes, report)
     feat = _features(nd, rows, features, cols, report)
 
-    keys = uniq[uniq >= 0]
     ekeys = [np.where((ecode >= 0) & (e >= 0), ecode * span + e, -1) for e in (src, dst)]
-    pos = [np.minimum(np.searchsorted(keys, k), max(len(keys) - 1, 0)) for k in ekeys]
-    known = (ekeys[0] >= 0) & (ekeys[1] >= 0)
-    known &= (keys[pos[0]] == ekeys[0]) & (keys[pos[1]] == ekeys[1]) if len(keys) else False
+    if nd.frame is None:  # nodes 0..n-1: a key is its node's position
+        pos = [np.clip(k, 0, max(len(keys) - 1, 0)) for k in ekeys]
+        known = (ekeys[0] >= 0) & (ekeys[1] >= 0) & (ekeys[0] < len(keys)) & (ekeys[1] < len(keys))
+    else:
+        pos = [np.minimum(np.searchsorted(keys, k), max(len(keys) - 1, 0)) for k in ekeys]
+        known = (ekeys[0] >= 0) & (ekeys[1] >= 0)
+        known &= (keys[pos[0]] == ekeys[0]) & (keys[pos[1]] == ekeys[1]) if len(keys) else False
     valid_ids = (src >= 0) & (dst >= 0)
     add_lines(report, "edge to unknown node", edges.name, elines[valid_ids & ~known])
     add_lines(report, "self-loop (dropped)", edges.name, elines[known & (pos[0] == pos[1])])
     split = column(nd.frame, cols.split, nodes, "--split-col").str.strip().to_numpy()[rows] if cols.split else []
     return _Tables(keys, nd.names, span, feat, torch.from_numpy(label), class_list,
                    pos[0][known], pos[1][known], list(split), report)
+
+
+def _node_keys(nd: _Nodes, span: int, report) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted keys (``graph code * span + id``) of the distinct valid nodes and each one's first row."""
+    if nd.frame is None:
+        return nd.ids, nd.ids
+    key = np.where(nd.ids >= 0, nd.code * span + nd.ids, -1)
+    uniq, first = np.unique(key, return_index=True)
+    rows = first[uniq >= 0]  # first row of every valid node, in key order
+    dup = np.setdiff1d(np.flatnonzero(nd.ids >= 0), rows)
+    add_lines(report, "duplicate node id", nd.path.name, nd.lines[np.sort(dup)])
+    return uniq[uniq >= 0], rows
 
 
 def _labels(nd: _Nodes, rows, cols: TableColumns, classes, report) -> tuple[np.ndarray, list[str]]:
