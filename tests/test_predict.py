@@ -219,6 +219,12 @@ def test_bad_input_is_one_line(runs, region, tmp_path):
     _one_line_error(_predict_labels(run, region, tmp_path / "two.csv", "--classes", "a,b,c"),
                     "class 'c' has no labelled node")
 
+    nodes = tmp_path / "nodes.csv"
+    nodes.write_text("id,f0\n" + "".join(f"{i},1\n" for i in range(n)) + "3,2\n")
+    np.save(tmp_path / "rows.npy", np.zeros((n + 1, 32), np.float32))
+    _one_line_error(invoke("predict", run, "--edges", region / "edges.csv", "--nodes", nodes, "--features",
+                           tmp_path / "rows.npy", "--labels", tmp_path / "two.csv"), "duplicate node id")
+
     (tmp_path / "empty_edges.csv").write_text("src,dst\n")
     np.save(tmp_path / "empty.npy", np.zeros((0, 32), np.float32))
     _one_line_error(invoke("predict", run, "--edges", tmp_path / "empty_edges.csv", "--features",
