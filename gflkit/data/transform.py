@@ -106,7 +106,9 @@ class FeatureTransform:
         for lo in range(0, max(x.shape[0], 1), CHUNK_ROWS):
             block = x[lo:lo + CHUNK_ROWS]
             if self.kind == "tfidf-svd":
-                block = _tfidf_rows(block, self.idf)
+                from .sources.text_features import tfidf
+
+                block = tfidf(block, self.idf)
             block = block.astype(np.float32) if sp.issparse(block) else np.asarray(block, dtype=np.float32)
             parts.append(np.asarray(block @ comps, dtype=np.float32))
         return np.concatenate(parts) if parts else np.zeros((0, self.out_feats), np.float32)
@@ -137,18 +139,6 @@ class FeatureTransform:
             raise DataFormatError(f"{path}: not a gflkit feature transform ({err}); rebuild the collection") \
                 from None
         return cls(kind, comps, idf, params)
-
-
-def _tfidf_rows(counts, idf: np.ndarray) -> sp.csr_matrix:
-    """Sublinear TF-IDF with a fixed ``idf`` and unit-length rows (as fitted by
-    :func:`gflkit.data.sources.text_features.tfidf`)."""
-    x = sp.csr_matrix(counts, dtype=np.float64, copy=True)
-    x.sum_duplicates()
-    x.data = 1.0 + np.log(np.maximum(x.data, 1.0))
-    x.data *= idf[x.indices]
-    norms = np.sqrt(np.asarray(x.multiply(x).sum(axis=1)).ravel())
-    norms[norms == 0] = 1.0
-    return sp.csr_matrix(sp.diags(1.0 / norms) @ x)
 
 
 def _manifest(data) -> tuple[dict, str]:

@@ -82,8 +82,22 @@ class HashedText:
         )
 
 
-def tfidf(counts: sp.spmatrix) -> sp.csr_matrix:
+def document_frequency_idf(counts: sp.spmatrix) -> np.ndarray:
+    """Smoothed IDF of every column: ``1 + log((1 + n) / (1 + df))``, shape ``(m,)``."""
+    x = sp.csr_matrix(counts)
+    if not x.has_canonical_format:
+        x = x.copy()
+        x.sum_duplicates()
+    df = np.bincount(x.indices, minlength=x.shape[1])
+    return 1.0 + np.log((1.0 + x.shape[0]) / (1.0 + df))
+
+
+def tfidf(counts: sp.spmatrix, idf: np.ndarray | None = None) -> sp.csr_matrix:
     """Sublinear TF-IDF with smoothed IDF and unit-length rows.
+
+    Args:
+        counts: term counts.
+        idf: a fitted IDF per column (default: from ``counts`` itself).
 
     Shapes:
         counts: ``(n, m)``; returns ``(n, m)`` float64 CSR.
@@ -91,8 +105,7 @@ def tfidf(counts: sp.spmatrix) -> sp.csr_matrix:
     x = sp.csr_matrix(counts, dtype=np.float64, copy=True)
     x.sum_duplicates()
     x.data = 1.0 + np.log(np.maximum(x.data, 1.0))
-    df = np.bincount(x.indices, minlength=x.shape[1])
-    idf = 1.0 + np.log((1.0 + x.shape[0]) / (1.0 + df))
+    idf = document_frequency_idf(counts) if idf is None else idf
     x.data *= idf[x.indices]
     norms = np.sqrt(np.asarray(x.multiply(x).sum(axis=1)).ravel())
     norms[norms == 0] = 1.0
@@ -152,9 +165,7 @@ def fit_text_transform(counts: sp.spmatrix, dim: int, seed: int = 0):
     """
     from ..transform import FeatureTransform
 
-    x = tfidf(counts)
-    _, v = randomized_svd(x, dim, seed=seed, components=True)
-    df = np.bincount(sp.csr_matrix(counts).indices, minlength=counts.shape[1])
-    idf = 1.0 + np.log((1.0 + counts.shape[0]) / (1.0 + df))
+    idf = document_frequency_idf(counts)
+    _, v = randomized_svd(tfidf(counts, idf), dim, seed=seed, components=True)
     transform = FeatureTransform("tfidf-svd", v, idf, params={"seed": int(seed), "n_buckets": int(counts.shape[1])})
     return transform.apply(counts), transform
