@@ -27,13 +27,13 @@ import scipy.sparse as sp
 
 from ..errors import DataFormatError, GFLError
 from ..utils import atomic_write_with
+from .collection import TRANSFORM_FILE
 
 __all__ = [
     "FeatureTransform", "TRANSFORM_FILE", "NO_TRANSFORM", "feature_fingerprint", "load_transform",
     "attach_transform", "check_fingerprint", "collection_folder",
 ]
 
-TRANSFORM_FILE = "transform.npz"
 NO_TRANSFORM = "none"
 KINDS = ("svd", "tfidf-svd")
 #: Rows transformed at a time, so a dense input is never copied whole in float64.
