@@ -126,8 +126,11 @@ def export_graph(graph, folder, labels_per_class, seed, data_root):
 
     FOLDER gets edges.csv (src,dst), nodes.csv (id,label: the truth, empty when
     unlabelled) and labels.csv (node,label: --labels-per-class nodes per class,
-    the support nodes 'gflkit evaluate --seed SEED' draws). Ids are the graph's ids in the table it was cut from
-    (ndata orig_id), so the source's raw feature file applies to them.
+    the support nodes 'gflkit evaluate --seed SEED' draws). Ids are the graph's
+    ndata orig_id: the node ids of a --graph-col table, or for a graph sampled
+    from one large graph its position among the source's sorted ids (the ids
+    themselves when they run 0..n-1, as in MUSAE), so the source's raw feature
+    file applies to them.
     """
     from gflkit.prediction import export_tables
 
