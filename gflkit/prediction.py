@@ -384,8 +384,8 @@ def export_tables(graph: str, folder: str | os.PathLike, labels_per_class: int =
 
     Ids are ``ndata["orig_id"]`` when the graph has it (the table's ids for a
     ``--graph-col`` collection; for a sampled graph, positions in the source
-    graph, which are the source's ids when those run ``0..n-1``), else positions. ``labels.csv`` holds ``labels_per_class``
-    nodes of each class: the support set of evaluation episode 0 with ``seed``
+    graph, which are the source's ids when those run ``0..n-1``), else positions.
+    ``labels.csv`` holds ``labels_per_class`` nodes of each class: the support set of evaluation episode 0 with ``seed``
     (:func:`gflkit.episodes.sample_episode`), so predicting from it scores the
     nodes ``gflkit evaluate --seed SEED`` scores.
     """
