@@ -172,10 +172,11 @@ def train(data, model, out, options, split, episodes, seed, ci, data_root, outpu
               help="Support draws per graph (accuracy per graph is their mean).")
 @refine_options()
 @ci_option
+@click.option("--force", is_flag=True, help="Evaluate even when DATA's feature fingerprint differs from the run's.")
 @seed_option()
 @data_root_option
 @output_options
-def evaluate(run, data, model, split, episodes, seed, ci, data_root, output, fmt, **kwargs):
+def evaluate(run, data, model, split, episodes, force, seed, ci, data_root, output, fmt, **kwargs):
     """Score RUN (a run folder or checkpoint) on DATA's test graphs as CSV.
 
     Accuracy is computed per graph (the mean over its episodes), then averaged
@@ -202,7 +203,7 @@ def evaluate(run, data, model, split, episodes, seed, ci, data_root, output, fmt
             raise click.UsageError("give a RUN folder (from gflkit train) or --model NAME")
         table = gflkit.evaluate(run, data, split=split, episodes=episodes,
                                 episode_cfg=ep_cfg if episode_given else None, seed=seed, root=data_root,
-                                refine=refine, ci=ci)
+                                refine=refine, ci=ci, force=force)
     emit(table, output, fmt)
 
 

@@ -19,6 +19,7 @@ import torch
 
 from .config import PRESETS, EpisodeConfig, GFLConfig, TrainConfig, config_from_dict
 from .data import GraphCollection, load_collection
+from .data.transform import check_fingerprint, feature_fingerprint
 from .episodes import EpisodeSampler
 from .errors import GFLError
 from .metrics import baseline_records, graph_records, summarise, transfer_records
@@ -145,12 +146,14 @@ def evaluate(
     model_name: str | None = None,
     refine: RefineConfig = RefineConfig(),
     ci: str = "t",
+    force: bool = False,
 ) -> pd.DataFrame:
     """Score a trained model (run folder, checkpoint or module) on ``split``.
 
     Without ``data`` the collection the run was trained on is used when it can
     be found by name, else the built-in family. Without ``episode_cfg`` the
-    run's own k_shot and n_query are used.
+    run's own k_shot and n_query are used. A collection whose feature
+    fingerprint differs from the run's is an error unless ``force``.
     """
     if isinstance(run, torch.nn.Module):
         module, meta = run, {"model": model_name or getattr(run, "name", "gfl"), "episode_config": {}}
@@ -159,6 +162,8 @@ def evaluate(
     if data is None:
         data = training_collection(meta, root)
     collection = load_collection(data, root)
+    check_fingerprint(meta.get("feature_fingerprint"), feature_fingerprint(collection),
+                      f"collection {collection.name!r}", force)
     if collection.feat_size != module.in_feats:
         raise GFLError(
             f"the model expects {module.in_feats} features per node but collection {collection.name!r} has "

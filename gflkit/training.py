@@ -31,6 +31,7 @@ from .loop import fit_loop
 from .metrics import graph_accuracies
 from .models.baselines import TRANSFER
 from .models.gfl import GFL
+from .data.transform import feature_fingerprint
 from .runs import CHECKPOINT_FORMAT, save_checkpoint
 from .utils import atomic_write_text, seed_everything
 
@@ -95,7 +96,7 @@ def meta_train(
         "model_config": to_dict(model_cfg), "episode_config": to_dict(episode_cfg),
         "train_config": to_dict(train_cfg), "in_feats": collection.feat_size,
         "classes": list(collection.classes), "dataset": collection.name, "data_path": collection.path,
-        "seed": train_cfg.seed,
+        "seed": train_cfg.seed, "feature_fingerprint": feature_fingerprint(collection),
     }
     run_path = Path(run_dir) if run_dir is not None else None
     if run_path is not None:
@@ -162,7 +163,8 @@ def fit_transfer(
         "options": dict(model.options), "episode_config": to_dict(episode_cfg),
         "train_config": to_dict(train_cfg), "in_feats": collection.feat_size,
         "num_classes": collection.num_classes, "classes": list(collection.classes),
-        "dataset": collection.name, "data_path": collection.path, "seed": train_cfg.seed, **facts,
+        "dataset": collection.name, "data_path": collection.path, "seed": train_cfg.seed,
+        "feature_fingerprint": feature_fingerprint(collection), **facts,
     }
     run_path = Path(run_dir) if run_dir is not None else None
     if run_path is not None:

@@ -8,7 +8,9 @@ A collection is a folder with two files:
   ``ndata["label"]`` (int64, ``-1`` for unlabelled nodes).
 * ``manifest.json``: the shared class names, the split of each graph
   (``train``/``val``/``test``), per-graph counts, and where the family came from
-  (source, sampler, seed, gflkit version).
+  (source, sampler, seed, gflkit version), and the feature fingerprint.
+* ``transform.npz`` (optional): the feature transform the features went through
+  (:mod:`gflkit.data.transform`).
 
 :meth:`GraphCollection.load` checks the manifest against the graphs and raises
 :class:`~gflkit.errors.DataFormatError` naming the graph and field on any mismatch.
@@ -37,6 +39,7 @@ FORMAT = "gflkit.collection"
 FORMAT_VERSION = 1
 GRAPHS_FILE = "graphs.bin"
 MANIFEST_FILE = "manifest.json"
+TRANSFORM_FILE = "transform.npz"
 
 
 def _class_counts(label: torch.Tensor, num_classes: int) -> list[int]:
@@ -71,6 +74,8 @@ class GraphCollection:
     meta: dict[str, Any] = field(default_factory=dict)
     #: Folder the collection was loaded from or saved to (``None`` if in memory only).
     path: str | None = field(default=None, compare=False, repr=False)
+    #: The fitted feature transform (:mod:`gflkit.data.transform`), saved as ``transform.npz``.
+    transform: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.graph_extra:
@@ -175,6 +180,9 @@ class GraphCollection:
             "seed": self.seed,
             "gflkit_version": __version__,
             "meta": self.meta,
+            "feature_fingerprint": {
+                "transform": (self.meta.get("feature_transform") or {}).get("id", "none"), "feat_size": self.feat_size,
+            },
             "graphs": graphs,
         }
 
@@ -186,6 +194,10 @@ class GraphCollection:
         tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
         try:
             dgl.save_graphs(str(tmp / GRAPHS_FILE), self.graphs)
+            if self.transform is not None:
+                self.transform.save(tmp / TRANSFORM_FILE)
+            elif self.path and (Path(self.path) / TRANSFORM_FILE).is_file():
+                shutil.copy2(Path(self.path) / TRANSFORM_FILE, tmp / TRANSFORM_FILE)
             with open(tmp / MANIFEST_FILE, "w", encoding="utf-8") as f:
                 json.dump(self.manifest(), f, indent=1)
                 f.write("\n")

@@ -18,11 +18,12 @@ import pandas as pd
 import scipy.sparse as sp
 
 from ...errors import DataFormatError, GFLError
+from ..transform import FeatureTransform
 from .base import BadInputReport
 
 __all__ = [
     "existing_file", "read_table", "column", "add_lines", "int_column", "sorted_classes", "read_feature_file",
-    "reduce_features",
+    "reduce_features", "fit_svd", "read_graph_feature_file",
 ]
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -47,9 +48,11 @@ def read_table(path: Path, report: BadInputReport) -> tuple[pd.DataFrame, np.nda
             df = pd.read_parquet(path)
         except ImportError:
             raise GFLError(f"{path}: reading Parquet needs pyarrow: pip install 'gflkit[parquet]'") from None
-        return df.astype(str).where(df.notna(), ""), np.arange(1, len(df) + 1)
+        out = df.astype(str).where(df.notna(), "")
+        out.attrs["records"] = len(df)
+        return out, np.arange(1, len(df) + 1)
     delimiter = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
-    rows, lines = [], []
+    rows, lines, records = [], [], []
     with open(path, encoding="utf-8", errors="surrogateescape", newline="") as f:
         text = f.read()
     clean = _encodable(text)  # check line by line only when some bytes were not UTF-8
@@ -60,10 +63,12 @@ def read_table(path: Path, report: BadInputReport) -> tuple[pd.DataFrame, np.nda
         raise DataFormatError(f"{path}: the file is empty; it needs a header row") from None
     if not clean and not _encodable("".join(header)):
         raise DataFormatError(f"{path}: the header row is not valid UTF-8; save the file as UTF-8")
+    record = -1
     for row in reader:
         line = reader.line_num
         if not row or (len(row) == 1 and not row[0].strip()):
             continue
+        record += 1
         if len(row) != len(header):
             report.add("ragged row", f"{path.name}:{line}")
         elif not clean and not _encodable("".join(row)):
@@ -71,7 +76,12 @@ def read_table(path: Path, report: BadInputReport) -> tuple[pd.DataFrame, np.nda
         else:
             rows.append(row)
             lines.append(line)
-    return pd.DataFrame(rows, columns=header, dtype=str), np.asarray(lines, dtype=np.int64)
+            records.append(record)
+    # The index is each kept row's place among all data rows, so files aligned
+    # with the table's rows stay aligned when a malformed row is skipped.
+    df = pd.DataFrame(rows, columns=header, dtype=str, index=pd.Index(records, dtype=np.int64))
+    df.attrs["records"] = record + 1
+    return df, np.asarray(lines, dtype=np.int64)
 
 
 def _encodable(text: str) -> bool:
@@ -117,28 +127,29 @@ def int_column(values: pd.Series, lines: np.ndarray, kind: str, report: BadInput
     return np.where(bad, -1, np.nan_to_num(arr, nan=-1)).astype(np.int64)
 
 
-def read_feature_file(path: Path, ids: np.ndarray, report: BadInputReport):
-    """Features of the nodes ``ids`` from ``.npy`` / ``.npz`` (row = node id) or ``.json``.
-
-    JSON maps node id -> list of active feature ids (a sparse bag of features).
-    Returns a dense ``np.ndarray`` or a ``scipy.sparse.csr_matrix`` with one row
-    per entry of ``ids``; nodes without a row get zeros and are counted.
-    """
+def _feature_table(path: Path, report: BadInputReport):
     suffix = path.suffix.lower()
     if suffix == ".npy":
-        table = np.load(path, mmap_mode="r")
+        try:
+            table = np.load(path, mmap_mode="r", allow_pickle=False)
+        except (ValueError, OSError) as err:
+            raise DataFormatError(f"{path}: not a numeric .npy array ({err}); write it with numpy.save") from None
     elif suffix == ".npz":
         try:
             table = sp.load_npz(path).tocsr()
         except (ValueError, KeyError, OSError) as err:
-            raise DataFormatError(f"{path}: not a scipy sparse .npz ({err}); write it with scipy.sparse.save_npz") \
-                from None
+            raise DataFormatError(f"{path}: not a scipy sparse .npz ({err}); write it with scipy.sparse.save_npz "
+                                  f"(or use --feature-key graph-node for one array per graph)") from None
     elif suffix == ".json":
         table = _bag_of_features(path, report)
     else:
         raise GFLError(f"{path}: feature files must be .npy, .npz or .json")
     if table.ndim != 2:
         raise DataFormatError(f"{path}: expected a 2-D array of features, got shape {table.shape}")
+    return table
+
+
+def _take_rows(table, ids: np.ndarray, path: Path, report: BadInputReport):
     missing = (ids < 0) | (ids >= table.shape[0])
     if missing.any():
         report.add("node without feature row", f"{path.name}: id {int(ids[missing][0])}", n=int(missing.sum()))
@@ -148,6 +159,49 @@ def read_feature_file(path: Path, ids: np.ndarray, report: BadInputReport):
         return sp.diags((~missing).astype(np.float32)) @ out
     out = np.asarray(table[rows], dtype=np.float32)
     out[missing] = 0.0
+    return out
+
+
+def read_feature_file(path: Path, ids: np.ndarray, report: BadInputReport, shape_only: bool = False):
+    """Features of the rows ``ids`` of a ``.npy`` / scipy-sparse ``.npz`` / ``.json`` file.
+
+    JSON maps row (node id) -> list of active feature ids (a sparse bag of features).
+    Returns a dense ``np.ndarray`` or a ``scipy.sparse.csr_matrix`` with one row
+    per entry of ``ids``; ids without a row get zeros and are counted. With
+    ``shape_only`` the file's shape is returned instead.
+    """
+    table = _feature_table(path, report)
+    return tuple(table.shape) if shape_only else _take_rows(table, ids, path, report)
+
+
+def read_graph_feature_file(path: Path, graphs: Sequence[str], ids: np.ndarray, report: BadInputReport) -> np.ndarray:
+    """Features keyed by (graph, node id): an ``.npz`` archive of one dense array per graph name.
+
+    Shapes:
+        graphs, ids: ``(n,)``; returns ``(n, d)`` float32.
+    """
+    if path.suffix.lower() != ".npz":
+        raise GFLError(f"{path}: --feature-key graph-node needs an .npz archive with one array per graph "
+                       f"(numpy.savez(path, **{{graph_name: features}}))")
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except (ValueError, OSError) as err:
+        raise DataFormatError(f"{path}: not an .npz archive ({err})") from None
+    with archive:
+        names = sorted(set(graphs))
+        absent = [g for g in names if g not in archive.files]
+        if absent:
+            raise GFLError(f"{path}: no array for graph(s) {', '.join(map(repr, absent[:5]))}; the archive holds "
+                           f"{', '.join(archive.files[:5])}{'...' if len(archive.files) > 5 else ''}")
+        tables = {g: archive[g] for g in names}
+    sizes = {t.shape[1] if t.ndim == 2 else -1 for t in tables.values()}
+    if len(sizes) != 1 or -1 in sizes:
+        raise DataFormatError(f"{path}: every graph's array must be 2-D with the same number of columns")
+    graphs = np.asarray(graphs, dtype=object)
+    out = np.zeros((len(ids), sizes.pop()), dtype=np.float32)
+    for g, table in tables.items():
+        at = np.flatnonzero(graphs == g)
+        out[at] = _take_rows(table, ids[at], path, report)
     return out
 
 
@@ -190,18 +244,29 @@ def _orthonormal(y: np.ndarray) -> np.ndarray:
 
 
 def reduce_features(x, k: int, seed: int = 0, oversample: int = 10, power_iters: int = 2) -> np.ndarray:
-    """Project ``x`` onto its top ``k`` right singular vectors (randomized SVD).
+    """Project ``x`` onto its top ``k`` right singular vectors: :func:`fit_svd` applied to ``x``.
+
+    Shapes:
+        x: ``(n, m)`` dense or sparse; returns ``(n, min(k, m))`` float32.
+    """
+    n, m = x.shape
+    if k >= m:
+        return np.asarray(x.todense() if sp.issparse(x) else x, dtype=np.float32)
+    return fit_svd(x, k, seed, oversample, power_iters).apply(x)
+
+
+def fit_svd(x, k: int, seed: int = 0, oversample: int = 10, power_iters: int = 2) -> FeatureTransform:
+    """The top ``k`` right singular vectors of ``x`` (randomized SVD), as a reusable transform.
 
     Deterministic for a given seed: the random test matrix comes from
     ``np.random.default_rng([seed, 7])`` and each singular vector's sign is
     fixed so that its largest entry is positive (Halko et al. 2011, Alg. 4.4).
 
     Shapes:
-        x: ``(n, m)`` dense or sparse; returns ``(n, k)`` float32.
+        x: ``(n, m)`` dense or sparse; the transform maps ``(*, m)`` to ``(*, k)``.
     """
     n, m = x.shape
-    if k >= m:
-        return np.asarray(x.todense() if sp.issparse(x) else x, dtype=np.float32)
+    k = min(k, m)
     x = x.astype(np.float32)  # float32 BLAS is several times faster here, and precise enough
     rng = np.random.default_rng([seed, 7])
     q = _orthonormal(x @ rng.standard_normal((m, k + oversample), dtype=np.float32))  # (n, k + p)
@@ -211,4 +276,5 @@ def reduce_features(x, k: int, seed: int = 0, oversample: int = 10, power_iters:
     vt = vt[:k]
     signs = np.sign(vt[np.arange(k), np.abs(vt).argmax(axis=1)])
     vt = vt * signs[:, None]
-    return np.asarray(x @ vt.T, dtype=np.float32)
+    return FeatureTransform("svd", np.ascontiguousarray(vt.T, dtype=np.float32),
+                            params={"seed": int(seed), "method": "randomized-svd"})

@@ -23,7 +23,7 @@ from array import array
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["HashedText", "tokenize", "tfidf", "randomized_svd", "embed_counts"]
+__all__ = ["HashedText", "tokenize", "tfidf", "randomized_svd", "embed_counts", "fit_text_transform"]
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
@@ -82,8 +82,22 @@ class HashedText:
         )
 
 
-def tfidf(counts: sp.spmatrix) -> sp.csr_matrix:
+def document_frequency_idf(counts: sp.spmatrix) -> np.ndarray:
+    """Smoothed IDF of every column: ``1 + log((1 + n) / (1 + df))``, shape ``(m,)``."""
+    x = sp.csr_matrix(counts)
+    if not x.has_canonical_format:
+        x = x.copy()
+        x.sum_duplicates()
+    df = np.bincount(x.indices, minlength=x.shape[1])
+    return 1.0 + np.log((1.0 + x.shape[0]) / (1.0 + df))
+
+
+def tfidf(counts: sp.spmatrix, idf: np.ndarray | None = None) -> sp.csr_matrix:
     """Sublinear TF-IDF with smoothed IDF and unit-length rows.
+
+    Args:
+        counts: term counts.
+        idf: a fitted IDF per column (default: from ``counts`` itself).
 
     Shapes:
         counts: ``(n, m)``; returns ``(n, m)`` float64 CSR.
@@ -91,25 +105,30 @@ def tfidf(counts: sp.spmatrix) -> sp.csr_matrix:
     x = sp.csr_matrix(counts, dtype=np.float64, copy=True)
     x.sum_duplicates()
     x.data = 1.0 + np.log(np.maximum(x.data, 1.0))
-    df = np.bincount(x.indices, minlength=x.shape[1])
-    idf = 1.0 + np.log((1.0 + x.shape[0]) / (1.0 + df))
+    idf = document_frequency_idf(counts) if idf is None else idf
     x.data *= idf[x.indices]
     norms = np.sqrt(np.asarray(x.multiply(x).sum(axis=1)).ravel())
     norms[norms == 0] = 1.0
     return sp.csr_matrix(sp.diags(1.0 / norms) @ x)
 
 
-def randomized_svd(x: sp.spmatrix, dim: int, seed: int = 0, n_iter: int = 4, oversample: int = 10) -> np.ndarray:
+def randomized_svd(x: sp.spmatrix, dim: int, seed: int = 0, n_iter: int = 4, oversample: int = 10,
+                   components: bool = False):
     """Row embeddings ``U * S`` of the top ``dim`` singular triplets of ``x``.
 
+    With ``components`` also the ``(m, dim)`` matrix ``V`` (sign-fixed like
+    ``U``, zero columns where ``U`` has none) that maps rows of ``x`` to the
+    embedding: ``x @ V`` is ``U * S`` up to the sketch's precision.
+
     Shapes:
-        x: ``(n, m)``; returns ``(n, dim)`` float32.
+        x: ``(n, m)``; returns ``(n, dim)`` float32 (and ``(m, dim)`` float32).
     """
     n, m = x.shape
     k = min(dim + oversample, n, m)
     out = np.zeros((n, dim), dtype=np.float32)
+    v = np.zeros((m, dim), dtype=np.float32)
     if k == 0 or (x.nnz if sp.issparse(x) else np.count_nonzero(x)) == 0:
-        return out
+        return (out, v) if components else out
     rng = np.random.default_rng([seed, dim])
     q, _ = np.linalg.qr(x @ rng.standard_normal((m, k)))  # (n, k)
     for _ in range(n_iter):  # power iterations sharpen the spectrum; only the n-side is orthonormalised
@@ -123,9 +142,30 @@ def randomized_svd(x: sp.spmatrix, dim: int, seed: int = 0, n_iter: int = 4, ove
     signs = np.sign(u[np.abs(u).argmax(axis=0), np.arange(r)])
     signs[signs == 0] = 1.0
     out[:, :r] = u * (s[:r] * signs)
-    return out
+    if not components:
+        return out
+    v[:, :r] = bt @ ub[:, :r] * (signs / s[:r])  # V = X^T U S^-1 = B^T Ub S^-1
+    return out, v
 
 
 def embed_counts(counts: sp.spmatrix, dim: int, seed: int = 0) -> np.ndarray:
     """TF-IDF then randomized SVD of hashed term counts: ``(n, dim)`` float32."""
     return randomized_svd(tfidf(counts), dim, seed=seed)
+
+
+def fit_text_transform(counts: sp.spmatrix, dim: int, seed: int = 0):
+    """Fit TF-IDF + SVD once on ``counts``; the rows' embedding and the reusable transform.
+
+    The returned rows are the transform applied to ``counts``, so new documents
+    land in the same space as the fitted ones. They match :func:`embed_counts`
+    up to the precision of the randomized sketch.
+
+    Returns:
+        ``(n, dim)`` float32 and a :class:`~gflkit.data.transform.FeatureTransform` (kind ``tfidf-svd``).
+    """
+    from ..transform import FeatureTransform
+
+    idf = document_frequency_idf(counts)
+    _, v = randomized_svd(tfidf(counts, idf), dim, seed=seed, components=True)
+    transform = FeatureTransform("tfidf-svd", v, idf, params={"seed": int(seed), "n_buckets": int(counts.shape[1])})
+    return transform.apply(counts), transform
