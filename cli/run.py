@@ -8,7 +8,8 @@ import click
 import gflkit
 from gflkit.config import AGGREGATORS, DISTANCES, PRESETS, SIMILARITIES, EpisodeConfig, GFLConfig, TrainConfig
 from gflkit.models.baselines import PER_GRAPH, TRANSFER
-from gflkit.paths import runs_dir
+from gflkit.api import default_run_dir
+from gflkit.training import CHECKPOINT_EVERY
 
 from .options import data_root_option, emit, int_list, output_options, seed_option
 
@@ -113,6 +114,18 @@ def parse_options(pairs: tuple[str, ...]) -> dict:
     return options
 
 
+#: Parameters that set what a run is; --resume takes them from the run instead.
+_SETTINGS = [*_MODEL_KEYS, "model", "k_shot", "n_query", "on_small", "steps", "meta_batch", "lr", "weight_decay",
+             "eval_every", "patience", "val_episodes", "grad_clip", "seed", "options", "out", "force"]
+
+
+def _check_resume(ctx: click.Context) -> None:
+    given = [ctx.command.params[[p.name for p in ctx.command.params].index(name)].opts[0] for name in _SETTINGS
+             if ctx.get_parameter_source(name).name not in ("DEFAULT", "DEFAULT_MAP")]
+    if given:
+        raise click.UsageError(f"--resume continues a run with its own settings; drop {', '.join(given)}")
+
+
 @click.command()
 @click.argument("data", required=False)
 @click.option("--model", type=click.Choice(list(PRESETS) + list(TRANSFER)), default="gfl", show_default=True,
@@ -121,7 +134,14 @@ def parse_options(pairs: tuple[str, ...]) -> dict:
 @episode_options
 @train_options
 @click.option("--out", type=click.Path(file_okay=False), default=None,
-              help="Run folder for config.json, metrics.csv and best.pt (default: runs/<dataset>-<model>-s<seed>).")
+              help="Run folder for config.json, metrics.csv and best.pt "
+                   "(default: runs/<dataset>-<model>[-<aggregator>]-s<seed>-<hash of the settings>).")
+@click.option("--force", is_flag=True, help="Replace the run folder if it exists (else that is an error).")
+@click.option("--resume", type=click.Path(file_okay=False), default=None, metavar="RUN",
+              help="Continue the interrupted run RUN from its last checkpoint, with its own settings "
+                   "(a finished RUN is only scored).")
+@click.option("--checkpoint-every", type=click.IntRange(1), default=CHECKPOINT_EVERY, show_default=True,
+              help="Steps between resume checkpoints (last.pt in the hidden .<run>.partial folder).")
 @click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
               help="Option of a transfer baseline, repeatable (e.g. --option k=5); values are read as JSON.")
 @click.option("--split", type=click.Choice(["test", "val", "none"]), default="test", show_default=True,
@@ -131,27 +151,45 @@ def parse_options(pairs: tuple[str, ...]) -> dict:
 @seed_option()
 @data_root_option
 @output_options
-def train(data, model, out, options, split, episodes, seed, data_root, output, fmt, **kwargs):
+def train(data, model, out, force, resume, checkpoint_every, options, split, episodes, seed, data_root, output,
+          fmt, **kwargs):
     """Meta-train on DATA's train graphs and print the test result as CSV.
 
     DATA is a collection folder or a name under <root>/processed/; without it
     the built-in synthetic family is used (generated on first use).
+
+    The run folder appears only when training has finished: until then the
+    run lives in the hidden folder .<run>.partial beside it, with a resume
+    checkpoint every --checkpoint-every steps. After a crash, kill or Ctrl-C,
+    'gflkit train --resume RUN' continues it and ends with the same best.pt
+    and row as an uninterrupted run (at the same thread count). An existing
+    run folder is replaced only with --force.
     """
-    overrides = model_overrides(kwargs)
-    ep_cfg = episode_config(kwargs)
-    tr_cfg = train_config(kwargs, seed)
-    model_cfg = gflkit.model_config(model, **overrides) if model in PRESETS else None
-    collection = gflkit.load_collection(data, data_root)
-    if out is None:
-        suffix = f"-{model_cfg.aggregator}" if model_cfg is not None and model_cfg.uses_hierarchy else ""
-        out = runs_dir() / f"{collection.name}-{model}{suffix}-s{seed}"
-    if options and model not in TRANSFER:
-        raise click.UsageError(f"--option applies to transfer baselines ({', '.join(TRANSFER)}), not {model}")
-    _, table = gflkit.train(
-        collection, model_cfg, ep_cfg, tr_cfg, model=model, options=parse_options(options), out=out, root=data_root,
-        eval_split=None if split == "none" else split, episodes=episodes,
-    )
-    click.echo(f"run written to {out}", err=True)
+    eval_split = None if split == "none" else split
+    if resume is not None:
+        _check_resume(click.get_current_context())
+        target = resume
+        call = dict(resume=resume)
+    else:
+        overrides = model_overrides(kwargs)
+        ep_cfg = episode_config(kwargs)
+        tr_cfg = train_config(kwargs, seed)
+        model_cfg = gflkit.model_config(model, **overrides) if model in PRESETS else None
+        if options and model not in TRANSFER:
+            raise click.UsageError(f"--option applies to transfer baselines ({', '.join(TRANSFER)}), not {model}")
+        collection = gflkit.load_collection(data, data_root)
+        parsed = parse_options(options)
+        if out is None:
+            out = default_run_dir(collection, model, model_cfg, ep_cfg, tr_cfg, parsed)
+        target, data = out, collection
+        call = dict(model_cfg=model_cfg, episode_cfg=ep_cfg, train_cfg=tr_cfg, model=model, options=parsed,
+                    out=out, force=force)
+    try:
+        result, table = gflkit.train(data, root=data_root, eval_split=eval_split, episodes=episodes,
+                                     checkpoint_every=checkpoint_every, **call)
+    except KeyboardInterrupt:
+        raise click.ClickException(f"interrupted; continue with: gflkit train --resume {target}") from None
+    click.echo(f"run written to {result.run_dir}", err=True)
     if len(table):
         emit(table, output, fmt)
 
@@ -166,7 +204,7 @@ def train(data, model, out, options, split, episodes, seed, data_root, output, f
               help="Split to evaluate on.")
 @click.option("--episodes", type=click.IntRange(1), default=1, show_default=True,
               help="Support draws per graph (accuracy per graph is their mean).")
-@seed_option()
+@seed_option(None)
 @data_root_option
 @output_options
 def evaluate(run, data, model, split, episodes, seed, data_root, output, fmt, **kwargs):
@@ -174,7 +212,10 @@ def evaluate(run, data, model, split, episodes, seed, data_root, output, fmt, **
 
     Accuracy is computed per graph, then averaged over graphs with a 95%
     confidence interval (1.96 x std / sqrt(n)), in percent. Without DATA the
-    collection the run was trained on is used. A per-graph baseline is scored
+    collection the run was trained on is used (give --data-root when it lives
+    under another data root). Without --seed and the episode flags the run's
+    own are used, so the row repeats the one training printed; the seed used
+    is printed on stderr. A per-graph baseline is scored
     with --model NAME [DATA] (or with its name in place of RUN).
     """
     ctx = click.get_current_context()
@@ -186,12 +227,15 @@ def evaluate(run, data, model, split, episodes, seed, data_root, output, fmt, **
         if data is None and run is not None:
             data, run = run, None
         table = gflkit.evaluate_baseline(model, data, split=split, episodes=episodes, episode_cfg=ep_cfg,
-                                         seed=seed, root=data_root)
+                                         seed=0 if seed is None else seed, root=data_root)
     else:
         if run is None:
             raise click.UsageError("give a RUN folder (from gflkit train) or --model NAME")
         table = gflkit.evaluate(run, data, split=split, episodes=episodes,
                                 episode_cfg=ep_cfg if episode_given else None, seed=seed, root=data_root)
+    if len(table):
+        whose = " (the run's)" if seed is None and model is None else ""
+        click.echo(f"scored with seed {table['seed'].iloc[0]}{whose}", err=True)
     emit(table, output, fmt)
 
 
