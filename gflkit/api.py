@@ -28,7 +28,7 @@ from .models.gfl import GFL
 from .results import to_frame
 from .paths import runs_dir
 from .run_folder import CONFIG_FILE, METRICS_FILE, final_run_path, partial_path
-from .runs import find_training_collection, load_checkpoint, read_run_config, run_name
+from .runs import collection_hash, find_training_collection, load_checkpoint, read_run_config, run_name
 from .training import CHECKPOINT_EVERY, TrainResult, fit_transfer, meta_train
 
 __all__ = [
@@ -231,9 +231,13 @@ def evaluate(
         module, meta = run, {"model": model_name or getattr(run, "name", "gfl"), "episode_config": {}}
     else:
         module, meta = load_checkpoint(run)
-    if data is None:
+    looked_up = data is None
+    if looked_up:
         data = find_training_collection(meta, root, None if isinstance(run, torch.nn.Module) else run)
     collection = load_collection(data, root)
+    if looked_up and meta.get("data_sha256") not in (None, collection_hash(collection)):
+        log.warning("%s: the collection at %s is not the one the run was trained on (its content hash differs)",
+                    run, collection.path)
     if collection.feat_size != module.in_feats:
         raise GFLError(
             f"the model expects {module.in_feats} features per node but collection {collection.name!r} has "

@@ -123,15 +123,19 @@ def load_checkpoint(path: str | os.PathLike) -> tuple[torch.nn.Module, dict[str,
 def training_collection(meta: dict, root=None) -> str | None:
     """The collection a run was trained on, if it can still be found.
 
-    Looked up by name under the data root, then at the folder the run recorded.
+    With an explicit ``root`` it is looked up by name under that root first;
+    otherwise at the folder the run recorded first, then by name under the
+    default data root.
     """
     from .paths import processed_dir
 
     name, path = meta.get("dataset"), meta.get("data_path")
-    if name and (processed_dir(str(name), root) / "manifest.json").is_file():
-        return str(processed_dir(str(name), root))
-    if path and (Path(path) / "manifest.json").is_file():
-        return str(path)
+    named = processed_dir(str(name), root) if name else None
+    recorded = Path(path) if path else None
+    order = [named, recorded] if root is not None else [recorded, named]
+    for candidate in order:
+        if candidate is not None and (candidate / "manifest.json").is_file():
+            return str(candidate)
     return None
 
 

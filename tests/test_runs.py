@@ -240,11 +240,14 @@ def _gflkit(*args, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=_env())
 
 
-def _kill_when(run: Path, ready, root: Path) -> None:
-    """Start ``gflkit train`` into ``run`` and SIGKILL it as soon as ``ready(partial)`` holds."""
+def _kill_when(run: Path, ready, root: Path, sig: int = signal.SIGKILL) -> tuple[int, str]:
+    """Start ``gflkit train`` into ``run``, send ``sig`` as soon as ``ready(partial)`` holds.
+
+    Returns the exit status and stderr.
+    """
     cmd = [sys.executable, "-m", "gflkit_cli.main", "-q", "train", *KILLABLE, "--data-root", str(root), "tiny",
            "--out", str(run)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env())
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env())
     try:
         deadline = time.monotonic() + 240
         while not ready(partial_path(run)):
@@ -252,8 +255,9 @@ def _kill_when(run: Path, ready, root: Path) -> None:
             assert time.monotonic() < deadline, "training did not reach the kill point in time"
             time.sleep(0.005)
         assert proc.poll() is None
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=60)
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=120)
+        return proc.returncode, stderr
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -273,15 +277,23 @@ def uninterrupted(root, tmp_path_factory):
     return run, done.stdout
 
 
-@pytest.mark.parametrize("moment", ["after the first last.pt", "before any last.pt"])
-def test_kill_9_then_resume_is_bit_identical(root, tmp_path, uninterrupted, moment):
+@pytest.mark.parametrize("moment, sig", [
+    ("after the first last.pt", signal.SIGKILL),
+    ("before any last.pt", signal.SIGKILL),
+    ("after the first last.pt", signal.SIGINT),  # Ctrl-C
+])
+def test_kill_then_resume_is_bit_identical(root, tmp_path, uninterrupted, moment, sig):
     reference, row = uninterrupted
     run = tmp_path / "run"
     if moment == "after the first last.pt":
         ready = lambda partial: (partial / "last.pt").is_file()  # noqa: E731
     else:
         ready = lambda partial: (partial / "config.json").is_file()  # noqa: E731
-    _kill_when(run, ready, root)
+    code, stderr = _kill_when(run, ready, root, sig)
+    if sig == signal.SIGINT:
+        errors = [line for line in stderr.splitlines() if line.startswith("Error")]
+        assert code == 1 and "Traceback" not in stderr
+        assert errors == [f"Error: interrupted; continue with: gflkit train --resume {run}"]
     assert not run.exists() and partial_path(run).is_dir()  # only the hidden partial folder
     line = one_line_error(invoke("evaluate", run, "--data-root", root))
     assert "--resume" in line
