@@ -9,6 +9,7 @@ import gflkit
 from gflkit.config import AGGREGATORS, DISTANCES, PRESETS, SIMILARITIES, EpisodeConfig, GFLConfig, TrainConfig
 from gflkit.models.baselines import PER_GRAPH, TRANSFER
 from gflkit.api import default_run_dir
+from gflkit.run_folder import partial_path
 from gflkit.training import CHECKPOINT_EVERY
 
 from .options import data_root_option, emit, int_list, output_options, seed_option
@@ -120,8 +121,8 @@ _SETTINGS = [*_MODEL_KEYS, "model", "k_shot", "n_query", "on_small", "steps", "m
 
 
 def _check_resume(ctx: click.Context) -> None:
-    given = [ctx.command.params[[p.name for p in ctx.command.params].index(name)].opts[0] for name in _SETTINGS
-             if ctx.get_parameter_source(name).name not in ("DEFAULT", "DEFAULT_MAP")]
+    flags = {param.name: param.opts[0] for param in ctx.command.params}
+    given = [flags[name] for name in _SETTINGS if ctx.get_parameter_source(name).name not in ("DEFAULT", "DEFAULT_MAP")]
     if given:
         raise click.UsageError(f"--resume continues a run with its own settings; drop {', '.join(given)}")
 
@@ -188,6 +189,8 @@ def train(data, model, out, force, resume, checkpoint_every, options, split, epi
         result, table = gflkit.train(data, root=data_root, eval_split=eval_split, episodes=episodes,
                                      checkpoint_every=checkpoint_every, **call)
     except KeyboardInterrupt:
+        if not partial_path(target).is_dir():
+            raise click.ClickException("interrupted before training started") from None
         raise click.ClickException(f"interrupted; continue with: gflkit train --resume {target}") from None
     click.echo(f"run written to {result.run_dir}", err=True)
     if len(table):

@@ -267,5 +267,6 @@ def list_runs(folder: str | os.PathLike) -> list[dict[str, Any]]:
     folder = Path(folder)
     if not folder.is_dir():
         raise GFLError(f"{folder}: no such folder of runs")
-    entries = [_run_entry(child) for child in sorted(folder.iterdir()) if child.is_dir()]
+    entries = [_run_entry(child) for child in sorted(folder.iterdir())
+               if child.is_dir() and (not child.name.startswith(".") or child.name != final_run_path(child).name)]
     return sorted((e for e in entries if e is not None), key=lambda e: e["name"])

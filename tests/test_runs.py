@@ -206,7 +206,7 @@ def test_non_finite_loss_stops_the_run_naming_the_step(small_family):
 
 
 def test_failed_run_leaves_nothing(root, tmp_path, monkeypatch):
-    import gflkit.training as training
+    from gflkit import training
 
     def nan_step(model):
         def step_loss(cache, sampler, ids, step):
@@ -286,9 +286,9 @@ def test_kill_then_resume_is_bit_identical(root, tmp_path, uninterrupted, moment
     reference, row = uninterrupted
     run = tmp_path / "run"
     if moment == "after the first last.pt":
-        ready = lambda partial: (partial / "last.pt").is_file()  # noqa: E731
+        ready = lambda partial: (partial / "last.pt").is_file()
     else:
-        ready = lambda partial: (partial / "config.json").is_file()  # noqa: E731
+        ready = lambda partial: (partial / "config.json").is_file()
     code, stderr = _kill_when(run, ready, root, sig)
     if sig == signal.SIGINT:
         errors = [line for line in stderr.splitlines() if line.startswith("Error")]
@@ -385,5 +385,5 @@ def test_python_api_mirrors_the_cli(root, tmp_path):
     pd.testing.assert_frame_equal(resumed, table)
     with pytest.raises(GFLError, match="own settings"):
         gflkit.train(resume=run, train_cfg=TrainConfig(steps=3), root=root)
-    model, meta = load_checkpoint(run)
+    _, meta = load_checkpoint(run)
     assert meta["step"] == result.best_step
