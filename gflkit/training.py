@@ -35,7 +35,7 @@ from .metrics import graph_accuracies
 from .models.baselines import TRANSFER
 from .models.gfl import GFL
 from .run_folder import CONFIG_FILE, METRICS_FILE, RunFolder
-from .runs import CHECKPOINT_FORMAT, checkpoint_dict, collection_hash, now, provenance
+from .runs import CHECKPOINT_FORMAT, checkpoint_dict, collection_hash, load_checkpoint, now, provenance
 from .utils import seed_everything
 
 __all__ = ["TrainResult", "meta_train", "fit_transfer", "CHECKPOINT_EVERY"]
@@ -91,8 +91,6 @@ def _same_settings(recorded: dict[str, Any], meta: dict[str, Any], where: Path) 
 
 def _finished_run(path: Path) -> tuple[torch.nn.Module, list[dict], dict[str, Any]]:
     """Model, history and metadata of a finished run folder."""
-    from .runs import load_checkpoint
-
     model, meta = load_checkpoint(path)
     rows = pd.read_csv(path / METRICS_FILE).to_dict("records")
     return model, rows, meta
