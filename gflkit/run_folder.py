@@ -142,7 +142,10 @@ class RunFolder:
         self._lock = _Lock(_lock_path(self.path), self.path)
 
     def __enter__(self) -> "RunFolder":
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise GFLError(f"{self.path.parent}: cannot create the folder for the run ({err.strerror})") from None
         self._lock.acquire()
         try:
             self._prepare()

@@ -387,3 +387,11 @@ def test_python_api_mirrors_the_cli(root, tmp_path):
         gflkit.train(resume=run, train_cfg=TrainConfig(steps=3), root=root)
     _, meta = load_checkpoint(run)
     assert meta["step"] == result.best_step
+
+
+def test_runs_without_a_runs_folder_prints_the_header(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = invoke("runs")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == "name,status,model,aggregator,dataset,seed,step,val_accuracy,date"
+    assert "no such folder" in one_line_error(invoke("runs", tmp_path / "missing"))
