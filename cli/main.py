@@ -50,12 +50,12 @@ def cli(verbose: int, quiet: bool) -> None:
 
 
 def _register() -> None:
-    from . import experiments, plot, predict, preprocess, run, stats
+    from . import experiments, plot, predict, preprocess, run, runs, stats
 
     cli.add_command(plot.plot)
     cli.add_command(preprocess.preprocess)
     cli.add_command(stats.stats)
-    for command in run.COMMANDS + experiments.COMMANDS + predict.COMMANDS:
+    for command in run.COMMANDS + runs.COMMANDS + experiments.COMMANDS + predict.COMMANDS:
         cli.add_command(command)
 
 

@@ -8,7 +8,9 @@ import click
 import gflkit
 from gflkit.config import AGGREGATORS, DISTANCES, PRESETS, SIMILARITIES, EpisodeConfig, GFLConfig, TrainConfig
 from gflkit.models.baselines import PER_GRAPH, TRANSFER
-from gflkit.paths import runs_dir
+from gflkit.api import default_run_dir
+from gflkit.run_folder import partial_path
+from gflkit.training import CHECKPOINT_EVERY
 
 from .options import (ci_option, data_root_option, emit, int_list, output_options, refine_configs, refine_options,
                       seed_option)
@@ -114,6 +116,18 @@ def parse_options(pairs: tuple[str, ...]) -> dict:
     return options
 
 
+#: Parameters that set what a run is; --resume takes them from the run instead.
+_SETTINGS = [*_MODEL_KEYS, "model", "k_shot", "n_query", "on_small", "steps", "meta_batch", "lr", "weight_decay",
+             "eval_every", "patience", "val_episodes", "grad_clip", "seed", "options", "out", "force"]
+
+
+def _check_resume(ctx: click.Context) -> None:
+    flags = {param.name: param.opts[0] for param in ctx.command.params}
+    given = [flags[name] for name in _SETTINGS if ctx.get_parameter_source(name).name not in ("DEFAULT", "DEFAULT_MAP")]
+    if given:
+        raise click.UsageError(f"--resume continues a run with its own settings; drop {', '.join(given)}")
+
+
 @click.command()
 @click.argument("data", required=False)
 @click.option("--model", type=click.Choice(list(PRESETS) + list(TRANSFER)), default="gfl", show_default=True,
@@ -122,7 +136,14 @@ def parse_options(pairs: tuple[str, ...]) -> dict:
 @episode_options
 @train_options
 @click.option("--out", type=click.Path(file_okay=False), default=None,
-              help="Run folder for config.json, metrics.csv and best.pt (default: runs/<dataset>-<model>-s<seed>).")
+              help="Run folder for config.json, metrics.csv and best.pt "
+                   "(default: runs/<dataset>-<model>[-<aggregator>]-s<seed>-<hash of the settings>).")
+@click.option("--force", is_flag=True, help="Replace the run folder if it exists (else that is an error).")
+@click.option("--resume", type=click.Path(file_okay=False), default=None, metavar="RUN",
+              help="Continue the interrupted run RUN from its last checkpoint, with its own settings "
+                   "(a finished RUN is only scored).")
+@click.option("--checkpoint-every", type=click.IntRange(1), default=CHECKPOINT_EVERY, show_default=True,
+              help="Steps between resume checkpoints (last.pt in the hidden .<run>.partial folder).")
 @click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
               help="Option of a transfer baseline, repeatable (e.g. --option k=5); values are read as JSON.")
 @click.option("--split", type=click.Choice(["test", "val", "none"]), default="test", show_default=True,
@@ -134,28 +155,48 @@ def parse_options(pairs: tuple[str, ...]) -> dict:
 @seed_option()
 @data_root_option
 @output_options
-def train(data, model, out, options, split, episodes, seed, ci, data_root, output, fmt, **kwargs):
+def train(data, model, out, force, resume, checkpoint_every, options, split, episodes, seed, ci, data_root, output,
+          fmt, **kwargs):
     """Meta-train on DATA's train graphs and print the test result as CSV.
 
     DATA is a collection folder or a name under <root>/processed/; without it
     the built-in synthetic family is used (generated on first use).
+
+    The run folder appears only when training has finished: until then the
+    run lives in the hidden folder .<run>.partial beside it, with a resume
+    checkpoint every --checkpoint-every steps. After a crash, kill or Ctrl-C,
+    'gflkit train --resume RUN' continues it and ends with the same best.pt
+    and row as an uninterrupted run (at the same thread count). An existing
+    run folder is replaced only with --force.
     """
+    eval_split = None if split == "none" else split
     refine = refine_configs(kwargs)[0]
-    overrides = model_overrides(kwargs)
-    ep_cfg = episode_config(kwargs)
-    tr_cfg = train_config(kwargs, seed)
-    model_cfg = gflkit.model_config(model, **overrides) if model in PRESETS else None
-    collection = gflkit.load_collection(data, data_root)
-    if out is None:
-        suffix = f"-{model_cfg.aggregator}" if model_cfg is not None and model_cfg.uses_hierarchy else ""
-        out = runs_dir() / f"{collection.name}-{model}{suffix}-s{seed}"
-    if options and model not in TRANSFER:
-        raise click.UsageError(f"--option applies to transfer baselines ({', '.join(TRANSFER)}), not {model}")
-    _, table = gflkit.train(
-        collection, model_cfg, ep_cfg, tr_cfg, model=model, options=parse_options(options), out=out, root=data_root,
-        eval_split=None if split == "none" else split, episodes=episodes, refine=refine, ci=ci,
-    )
-    click.echo(f"run written to {out}", err=True)
+    if resume is not None:
+        _check_resume(click.get_current_context())
+        target = resume
+        call = dict(resume=resume)
+    else:
+        overrides = model_overrides(kwargs)
+        ep_cfg = episode_config(kwargs)
+        tr_cfg = train_config(kwargs, seed)
+        model_cfg = gflkit.model_config(model, **overrides) if model in PRESETS else None
+        if options and model not in TRANSFER:
+            raise click.UsageError(f"--option applies to transfer baselines ({', '.join(TRANSFER)}), not {model}")
+        collection = gflkit.load_collection(data, data_root)
+        parsed = parse_options(options)
+        if out is None:
+            out = default_run_dir(collection, model, model_cfg, ep_cfg, tr_cfg, parsed)
+        target, data = out, collection
+        call = dict(model_cfg=model_cfg, episode_cfg=ep_cfg, train_cfg=tr_cfg, model=model, options=parsed,
+                    out=out, force=force)
+    try:
+        result, table = gflkit.train(data, root=data_root, eval_split=eval_split, episodes=episodes,
+                                     checkpoint_every=checkpoint_every, refine=refine, ci=ci, **call)
+    except KeyboardInterrupt:
+        if not partial_path(target).is_dir():
+            raise click.ClickException("interrupted before training started") from None
+        raise click.ClickException(f"interrupted; continue with: gflkit train --resume {target}") from None
+    click.echo(f"run written to {result.run_dir}", err=True)
     if len(table):
         emit(table, output, fmt)
 
@@ -173,7 +214,7 @@ def train(data, model, out, options, split, episodes, seed, ci, data_root, outpu
 @refine_options()
 @ci_option
 @click.option("--force", is_flag=True, help="Evaluate even when DATA's feature fingerprint differs from the run's.")
-@seed_option()
+@seed_option(None)
 @data_root_option
 @output_options
 def evaluate(run, data, model, split, episodes, force, seed, ci, data_root, output, fmt, **kwargs):
@@ -181,9 +222,12 @@ def evaluate(run, data, model, split, episodes, force, seed, ci, data_root, outp
 
     Accuracy is computed per graph (the mean over its episodes), then averaged
     over graphs with a t-based 95% interval over graphs (over episodes with one
-    test graph; --ci paper for 1.96 x std / sqrt(n)), in percent. Without DATA
-    the collection the run was trained on is used. A per-graph baseline is
-    scored with --model NAME [DATA] (or with its name in place of RUN).
+    test graph; --ci paper for 1.96 x std / sqrt(n)), in percent. Without DATA the
+    collection the run was trained on is used (give --data-root when it lives
+    under another data root). Without --seed and the episode flags the run's
+    own are used, so the row repeats the one training printed; the seed used
+    is printed on stderr. A per-graph baseline is scored
+    with --model NAME [DATA] (or with its name in place of RUN).
     """
     refine = refine_configs(kwargs)[0]
     ctx = click.get_current_context()
@@ -197,13 +241,16 @@ def evaluate(run, data, model, split, episodes, force, seed, ci, data_root, outp
         if refine.active:
             raise click.UsageError(f"--refine applies to trained runs, not to the per-graph baseline {model}")
         table = gflkit.evaluate_baseline(model, data, split=split, episodes=episodes, episode_cfg=ep_cfg,
-                                         seed=seed, root=data_root, ci=ci)
+                                         seed=0 if seed is None else seed, root=data_root, ci=ci)
     else:
         if run is None:
             raise click.UsageError("give a RUN folder (from gflkit train) or --model NAME")
         table = gflkit.evaluate(run, data, split=split, episodes=episodes,
                                 episode_cfg=ep_cfg if episode_given else None, seed=seed, root=data_root,
                                 refine=refine, ci=ci, force=force)
+    if len(table):
+        whose = " (the run's)" if seed is None and model is None else ""
+        click.echo(f"scored with seed {table['seed'].iloc[0]}{whose}", err=True)
     emit(table, output, fmt)
 
 
