@@ -27,6 +27,7 @@ import torch
 from ...errors import GFLError
 from ..collection import SPLITS, GraphCollection, build_graph
 from ..sampling import node_overlap
+from ..validate import guard_reader
 from .base import BadInputReport, SourceGraph
 from .table_io import (add_lines, column, existing_file, int_column, read_feature_file, read_table, reduce_features,
                        sorted_classes)
@@ -52,9 +53,9 @@ class TableColumns:
 
 @dataclass
 class _Tables:
-    keys: np.ndarray  # (n,) sorted node keys: graph code * span + id
+    code: np.ndarray  # (n,) graph code of each node, sorted; nodes sorted by (code, id)
+    node_id: np.ndarray  # (n,) the node ids as given
     graph_names: list[str]
-    span: int
     feat: torch.Tensor  # (n, d)
     label: torch.Tensor  # (n,)
     classes: list[str]
@@ -76,19 +77,16 @@ def _read(edges, nodes, features, cols: TableColumns, classes, feat_size, seed) 
     ids = int_column(column(ndf, cols.id, nodes, "--id-col"), nlines, "non-numeric node id", report, nodes.name)
     src = int_column(column(edf, cols.src, edges, "--src-col"), elines, "non-numeric node id", report, edges.name)
     dst = int_column(column(edf, cols.dst, edges, "--dst-col"), elines, "non-numeric node id", report, edges.name)
-    span = int(max(ids.max(initial=0), src.max(initial=0), dst.max(initial=0))) + 1
     if cols.graph:
         ngraph = column(ndf, cols.graph, nodes, "--graph-col").str.strip().to_numpy()
         egraph = column(edf, cols.graph, edges, "--graph-col").str.strip().to_numpy()
         names = sorted(set(ngraph[ids >= 0]))
         code = {g: i for i, g in enumerate(names)}
-        ncode = np.array([code[g] for g in ngraph], dtype=np.int64)
+        ncode = np.array([code.get(g, -1) for g in ngraph], dtype=np.int64)
         ecode = np.array([code.get(g, -1) for g in egraph], dtype=np.int64)
     else:
         names, ncode, ecode = [""], np.zeros(len(ids), np.int64), np.zeros(len(src), np.int64)
-    key = np.where(ids >= 0, ncode * span + ids, -1)
-    uniq, first = np.unique(key, return_index=True)
-    rows = first[uniq >= 0]  # first row of every valid node, in key order
+    rows = _first_rows(ncode, ids)  # first row of every valid node, in (graph, id) order
     dup = np.setdiff1d(np.flatnonzero(ids >= 0), rows)
     add_lines(report, "duplicate node id", nodes.name, nlines[np.sort(dup)])
 
@@ -107,17 +105,38 @@ def _read(edges, nodes, features, cols: TableColumns, classes, feat_size, seed) 
         feat = reduce_features(feat, feat_size, seed)
     feat = np.asarray(feat.todense() if sp.issparse(feat) else feat, dtype=np.float32)
 
-    keys = uniq[uniq >= 0]
-    ekeys = [np.where((ecode >= 0) & (e >= 0), ecode * span + e, -1) for e in (src, dst)]
-    pos = [np.minimum(np.searchsorted(keys, k), max(len(keys) - 1, 0)) for k in ekeys]
-    known = (ekeys[0] >= 0) & (ekeys[1] >= 0)
-    known &= (keys[pos[0]] == ekeys[0]) & (keys[pos[1]] == ekeys[1]) if len(keys) else False
+    code, node_id = ncode[rows], ids[rows]
+    pos = [_positions(code, node_id, ecode, e) for e in (src, dst)]
+    known = (pos[0] >= 0) & (pos[1] >= 0)
     valid_ids = (src >= 0) & (dst >= 0)
     add_lines(report, "edge to unknown node", edges.name, elines[valid_ids & ~known])
     add_lines(report, "self-loop (dropped)", edges.name, elines[known & (pos[0] == pos[1])])
     split = column(ndf, cols.split, nodes, "--split-col").str.strip().to_numpy()[rows] if cols.split else []
-    return _Tables(keys, names, span, torch.from_numpy(feat), torch.from_numpy(label), class_list,
+    return _Tables(code, node_id, names, torch.from_numpy(feat), torch.from_numpy(label), class_list,
                    pos[0][known], pos[1][known], list(split), report)
+
+
+def _first_rows(code: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Row of the first occurrence of every valid ``(code, id)`` pair, sorted by pair.
+
+    Pairs are compared as pairs (a stable lexicographic sort), never packed into
+    one integer, so ids up to ``2**63 - 1`` cannot overflow.
+    """
+    valid = np.flatnonzero((ids >= 0) & (code >= 0))
+    order = valid[np.lexsort((ids[valid], code[valid]))]  # stable: equal pairs keep their row order
+    c, i = code[order], ids[order]
+    new = np.ones(len(order), dtype=bool)
+    new[1:] = (c[1:] != c[:-1]) | (i[1:] != i[:-1])
+    return order[new]
+
+
+def _positions(code: np.ndarray, node_id: np.ndarray, ecode: np.ndarray, eid: np.ndarray) -> np.ndarray:
+    """Position of each ``(ecode, eid)`` among the nodes ``(code, node_id)``, ``-1`` when unknown."""
+    import pandas as pd
+
+    index = pd.MultiIndex.from_arrays([code, node_id])
+    pos = index.get_indexer(pd.MultiIndex.from_arrays([ecode, eid])) if len(index) else np.full(len(eid), -1)
+    return np.where((ecode >= 0) & (eid >= 0), pos, -1).astype(np.int64)
 
 
 def _features(ndf, nlines, rows, ids, nodes: Path, features, cols: TableColumns, report):
@@ -140,6 +159,7 @@ def _features(ndf, nlines, rows, ids, nodes: Path, features, cols: TableColumns,
     return np.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0).astype(np.float32)
 
 
+@guard_reader
 def read_table_graph(edges, nodes, *, features=None, columns: TableColumns = TableColumns(), classes=None,
                      feat_size: int | None = None, seed: int = 0, name: str = "tables") -> SourceGraph:
     """One large graph from an edge table and a node table (see module docstring).
@@ -155,12 +175,13 @@ def read_table_graph(edges, nodes, *, features=None, columns: TableColumns = Tab
         name: default name of the collections cut from it.
     """
     t = _read(edges, nodes, features, columns, classes, feat_size, seed)
-    g = build_graph(t.src, t.dst, len(t.keys), t.feat, t.label)
-    g.ndata["orig_id"] = torch.from_numpy(t.keys % t.span)
+    g = build_graph(t.src, t.dst, len(t.node_id), t.feat, t.label)
+    g.ndata["orig_id"] = torch.from_numpy(t.node_id)
     meta = {"files": [str(edges), str(nodes)] + ([str(features)] if features else [])}
     return SourceGraph(g, t.classes, name, "tables", t.report, meta)
 
 
+@guard_reader
 def read_table_collection(edges, nodes, *, features=None, columns: TableColumns, classes=None,
                           feat_size: int | None = None, n_graphs: Sequence[int] | None = None, seed: int = 0,
                           name: str = "tables") -> tuple[GraphCollection, BadInputReport]:
@@ -174,7 +195,7 @@ def read_table_collection(edges, nodes, *, features=None, columns: TableColumns,
     if not columns.graph:
         raise GFLError("reading many graphs needs a graph column (--graph-col)")
     t = _read(edges, nodes, features, columns, classes, feat_size, seed)
-    code = t.keys // t.span
+    code = t.code
     bounds = np.searchsorted(code, np.arange(len(t.graph_names) + 1))
     esort = np.argsort(code[t.src], kind="stable")
     ebounds = np.searchsorted(code[t.src][esort], np.arange(len(t.graph_names) + 1))
@@ -184,7 +205,7 @@ def read_table_collection(edges, nodes, *, features=None, columns: TableColumns,
         lo, hi = bounds[i], bounds[i + 1]
         e = esort[ebounds[i]:ebounds[i + 1]]
         g = build_graph(t.src[e] - lo, t.dst[e] - lo, hi - lo, t.feat[lo:hi], t.label[lo:hi])
-        g.ndata["orig_id"] = torch.from_numpy(t.keys[lo:hi] % t.span)
+        g.ndata["orig_id"] = torch.from_numpy(t.node_id[lo:hi])
         graphs.append(g)
         extras.append({"graph_name": t.graph_names[i]})
     if not graphs:
