@@ -7,7 +7,7 @@ import gflkit
 from gflkit import experiments
 from gflkit.config import ABLATIONS
 
-from .options import data_root_option, emit, int_list, output_options
+from .options import SEED, IntList, NameList, data_root_option, emit, int_list, output_options
 from .run import episode_config, episode_options, model_options, model_overrides, train_config, train_options
 
 
@@ -32,7 +32,7 @@ def _split_names(text: str | None) -> list[str] | None:
 @click.argument("data", required=False)
 @click.option("--models", default=None, metavar="NAME,...",
               help="Models to run (default: all): " + ", ".join(gflkit.api.model_names()) + ".")
-@click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Random seed.")
 @model_options
 @_common
 def compare(data, models, seed, runs_root, episodes, data_root, output, fmt, **kwargs):
@@ -57,7 +57,8 @@ def compare(data, models, seed, runs_root, episodes, data_root, output, fmt, **k
 @click.option("--drop", multiple=True, type=click.Choice(list(ABLATIONS)),
               help="Component to remove (repeatable): structure (M1a), gate (M2a), hierarchy (M2b), recon (M3).")
 @click.option("--all", "all_", is_flag=True, help="Run every ablation of the paper's Table 3.")
-@click.option("--seeds", default="0", show_default=True, metavar="S,...", help="Seeds, one run per seed and variant.")
+@click.option("--seeds", type=IntList(0, max_value=2**32 - 1), default="0", show_default=True, metavar="S,...",
+              help="Seeds, one run per seed and variant.")
 @model_options
 @_common
 def ablate(data, drop, all_, seeds, runs_root, episodes, data_root, output, fmt, **kwargs):
@@ -82,11 +83,11 @@ def ablate(data, drop, all_, seeds, runs_root, episodes, data_root, output, fmt,
 @click.argument("data", required=False)
 @click.option("--param", type=click.Choice(list(experiments.SWEEP_PARAMS)), required=True,
               help="Hyperparameter to vary.")
-@click.option("--values", required=True, metavar="V,...",
+@click.option("--values", type=NameList(), required=True, metavar="V,...",
               help="Comma-separated values, e.g. 0.5,0.6,0.7,0.8 or jaccard,adamic-adar,pagerank,khop-cn.")
 @click.option("--models", default=None, metavar="NAME,...",
               help="Models (default: gfl; for k-shot gfl, protonet and maml).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Random seed.")
 @model_options
 @_common
 def sweep(data, param, values, models, seed, runs_root, episodes, data_root, output, fmt, **kwargs):

@@ -3,12 +3,17 @@
 Commands parse options, call the :mod:`gflkit` library and write results to
 stdout (CSV by default); logs and progress go to stderr. A user error
 (:class:`gflkit.errors.GFLError`) ends the command with one line on stderr and
-exit status 1; usage errors exit with 2.
+exit status 1; usage errors exit with 2. Any other exception (a parser of a
+third-party library failing on a strange file, say) is also shown as one line,
+with exit status 1; ``-vv`` or ``GFLKIT_DEBUG=1`` shows its traceback instead.
+Ctrl-C ends the command with "interrupted" and exit status 130, also while
+torch and DGL are still being imported.
 """
 from __future__ import annotations
 
 import logging
 import os
+import sys
 
 # OpenMP worker threads (torch's and DGL's kernels share one libgomp) busy-wait
 # between parallel regions; when the cores are shared with other work, the
@@ -16,20 +21,53 @@ import os
 # waiting avoids that for ~13% on an idle machine; set OMP_WAIT_POLICY to override.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import click  # noqa: E402
+INTERRUPTED = 130  # the shell's status for a process ended by SIGINT
 
-import gflkit  # noqa: E402
-from gflkit.errors import GFLError  # noqa: E402
+
+def _interrupted() -> SystemExit:
+    sys.stderr.write("interrupted\n")
+    return SystemExit(INTERRUPTED)
+
+
+try:  # importing torch and DGL takes seconds: a Ctrl-C then must not print a traceback
+    import click
+
+    import gflkit
+    from gflkit.errors import GFLError
+except KeyboardInterrupt:
+    raise _interrupted() from None
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _debug() -> bool:
+    return os.environ.get("GFLKIT_DEBUG", "") not in ("", "0") or logging.getLogger().level <= logging.DEBUG
 
 
 class GFLGroup(click.Group):
-    """A group that turns gflkit's user errors into one-line Click errors."""
+    """A group that turns gflkit's user errors, and any unexpected error, into one-line Click errors."""
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
         except GFLError as err:
-            raise click.ClickException(str(err)) from None
+            raise click.ClickException(_one_line(err)) from None
+        except KeyboardInterrupt:
+            raise _interrupted() from None
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except MemoryError:
+            raise click.ClickException("not enough memory; use smaller data or options") from None
+        except Exception as err:  # noqa: BLE001 - last resort: one line instead of a traceback
+            if _debug():
+                raise
+            detail = _one_line(str(err).strip().splitlines()[0]) if str(err).strip() else ""
+            raise click.ClickException(
+                f"unexpected {type(err).__name__}{': ' + detail[:300] if detail else ''} "
+                "(rerun with -vv to see the traceback)"
+            ) from None
 
 
 @click.group(cls=GFLGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -50,7 +88,10 @@ def cli(verbose: int, quiet: bool) -> None:
 
 
 def _register() -> None:
-    from . import experiments, plot, preprocess, run, stats
+    try:
+        from . import experiments, plot, preprocess, run, stats
+    except KeyboardInterrupt:
+        raise _interrupted() from None
 
     cli.add_command(plot.plot)
     cli.add_command(preprocess.preprocess)

@@ -24,7 +24,7 @@ from .errors import GFLError
 
 __all__ = [
     "atomic_write_text", "atomic_torch_save", "atomic_write_with", "seed_everything", "make_temp",
-    "remove_stale_temps", "apply_umask", "unwritable",
+    "remove_stale_temps", "apply_umask", "unwritable", "available_memory",
 ]
 
 
@@ -129,6 +129,21 @@ def atomic_write_with(path: str | os.PathLike, write: Callable[[str], None]) -> 
 def atomic_torch_save(obj, path: str | os.PathLike) -> Path:
     """``torch.save`` through a temporary file and a rename."""
     return _atomic(path, lambda tmp: torch.save(obj, tmp))
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to new allocations (``MemAvailable``), or ``None`` when unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
 
 
 def seed_everything(seed: int) -> None:
