@@ -62,6 +62,19 @@ class IntList(click.ParamType):
         return values
 
 
+class GraphCounts(IntList):
+    """``TRAIN,VAL,TEST`` graph counts: three integers >= 0 with at least one train graph."""
+
+    def __init__(self) -> None:
+        super().__init__(min_value=0, size=3)
+
+    def convert(self, value: Any, param, ctx) -> list[int]:
+        values = super().convert(value, param, ctx)
+        if values[0] < 1:
+            self.fail("at least one train graph is needed (TRAIN,VAL,TEST).", param, ctx)
+        return values
+
+
 class NameList(click.ParamType):
     """Comma-separated non-empty names (``a,b,c``); an empty list is a usage error."""
 
@@ -134,10 +147,12 @@ def int_tuple(text: str | None, size: int, hint: str, min_value: int | None = No
 
 def graph_counts(text: str | None, hint: str = "--graphs") -> list[int] | None:
     """``TRAIN,VAL,TEST`` graph counts: three integers >= 0 with at least one train graph."""
-    values = int_tuple(text, 3, hint, min_value=0)
-    if values is not None and values[0] < 1:
-        raise click.BadParameter("at least one train graph is needed (TRAIN,VAL,TEST).", param_hint=hint)
-    return values
+    if text is None:
+        return None
+    try:
+        return GraphCounts().convert(text, None, None)
+    except click.BadParameter as err:
+        raise click.BadParameter(err.message, param_hint=hint) from None
 
 
 def sampler_options(collection_name: bool = True):
@@ -147,9 +162,9 @@ def sampler_options(collection_name: bool = True):
         opts = [
             click.option("--method", type=click.Choice(METHODS), default="walk", show_default=True,
                          help="How graphs are cut: one random walk each, METIS parts, or ego-nets."),
-            click.option("--graphs", "n_graphs", default=None, metavar="TRAIN,VAL,TEST",
+            click.option("--graphs", "n_graphs", type=GraphCounts(), default=None, metavar="TRAIN,VAL,TEST",
                          help="Graphs per split (default: the family's Table 1 counts)."),
-            click.option("--walk-length", default=None, metavar="LO,HI",
+            click.option("--walk-length", type=IntList(min_value=1, size=2), default=None, metavar="LO,HI",
                          help="Walk steps drawn from [LO, HI) (default: per family)."),
             click.option("--min-degree", type=click.IntRange(0, 2**31), default=None,
                          help="Walks start at nodes with at least this many neighbours (default: per family)."),

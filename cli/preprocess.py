@@ -10,7 +10,7 @@ from gflkit.data.synthetic import check_memory
 from gflkit.errors import GFLError
 from gflkit.paths import processed_dir
 
-from .options import FiniteFloatRange, IntList, data_root_option, graph_counts, seed_option
+from .options import FiniteFloatRange, GraphCounts, IntList, data_root_option, seed_option
 
 
 @click.group()
@@ -23,7 +23,7 @@ def preprocess() -> None:
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Output folder (default: <root>/processed/<name>).")
 @click.option("--small", is_flag=True, help="A small family for tests and quick trials (16/4/8 graphs of 200-400 nodes, 32 features).")
-@click.option("--graphs", "n_graphs", default=None, metavar="TRAIN,VAL,TEST",
+@click.option("--graphs", "n_graphs", type=GraphCounts(), default=None, metavar="TRAIN,VAL,TEST",
               help="Graphs per split (default 100,10,20; with --small 16,4,8).")
 @click.option("--nodes", type=IntList(min_value=1, size=2), default=None, metavar="MIN,MAX",
               help="Range of nodes per graph (default 3000,6000).")
@@ -38,8 +38,7 @@ def synthetic(name, out, small, n_graphs, nodes, num_classes, feat_size, outlier
     spec = SMALL_SPEC if small else SyntheticSpec()
     changes = {}
     if n_graphs:
-        parts = graph_counts(n_graphs)
-        changes.update(n_train=parts[0], n_val=parts[1], n_test=parts[2])
+        changes.update(n_train=n_graphs[0], n_val=n_graphs[1], n_test=n_graphs[2])
     if nodes:
         if not nodes[0] <= nodes[1]:
             raise click.BadParameter("give MIN,MAX with 1 <= MIN <= MAX", param_hint="--nodes")

@@ -100,15 +100,15 @@ def read_planetoid(
             f"{len(test_ids)} test ids do not fit together; download the files again"
         )
     n_train = allx.shape[0]
-    n = max(n_train + tx.shape[0], int(test_ids.max()) + 1 if len(test_ids) else 0)
-    feat = np.zeros((n, allx.shape[1]), dtype=np.float32)
-    onehot = np.zeros((n, np.shape(ally)[1]), dtype=np.float32)
     limit = n_train + 2 * tx.shape[0] + 1000  # Citeseer leaves 15 gaps; anything far beyond is not a node id
     if len(test_ids) and (test_ids.min() < n_train or test_ids.max() >= limit):
         raise DataFormatError(
             f"{files['test.index']}: test indices must lie in {n_train}..{limit - 1} (after the {n_train} allx "
             f"rows), found {int(test_ids.min())}..{int(test_ids.max())}; download the file again"
         )
+    n = max(n_train + tx.shape[0], int(test_ids.max()) + 1 if len(test_ids) else 0)
+    feat = np.zeros((n, allx.shape[1]), dtype=np.float32)
+    onehot = np.zeros((n, np.shape(ally)[1]), dtype=np.float32)
     feat[:n_train] = finite_features(allx, report, files["allx"].name)
     onehot[:n_train] = ally
     feat[test_ids] = finite_features(tx, report, files["tx"].name)

@@ -30,6 +30,7 @@ ALLOWED_GLOBALS: frozenset[tuple[str, str]] = frozenset(
     + [("collections", "defaultdict"), ("collections", "OrderedDict")]
     + [(m, n) for m in ("builtins", "__builtin__") for n in _BUILTINS]
     + [("copy_reg", "_reconstructor"), ("copyreg", "_reconstructor")]
+    + [("_codecs", "encode")]  # how Python 3 writes bytes at protocol 2; it only converts text to bytes
 )
 
 
