@@ -146,14 +146,18 @@ def _reason(err: BaseException) -> str:
 def reading(path: str | os.PathLike, hint: str = "check the file or download it again") -> Iterator[None]:
     """Turn any exception raised inside into a one-line :class:`DataFormatError` naming ``path``.
 
-    :class:`~gflkit.errors.GFLError` (already one line) and ``KeyboardInterrupt``
-    pass through unchanged. The line number is added when the exception carries
+    :class:`~gflkit.errors.GFLError` (already one line) passes through, prefixed
+    with ``path`` when it names neither ``path`` nor its folder; ``KeyboardInterrupt``
+    passes through unchanged. The line number is added when the exception carries
     one (``json.JSONDecodeError``, ``csv.Error`` ...).
     """
     try:
         yield
-    except GFLError:
-        raise
+    except GFLError as err:
+        text = str(err)
+        if str(path) in text or str(Path(path).parent) in text:
+            raise
+        raise type(err)(f"{path}: {text}") from None
     except (KeyboardInterrupt, SystemExit, GeneratorExit):
         raise
     except Exception as err:  # noqa: BLE001 - any failure of a third-party parser
