@@ -199,6 +199,7 @@ class GraphCollection:
     def save(self, path: str | os.PathLike) -> Path:
         """Write the collection to the folder ``path`` atomically; returns it."""
         path = Path(path)
+        _restore_previous(path)
         try:
             tmp = make_temp(path, directory=True)
         except OSError as err:
@@ -225,6 +226,7 @@ class GraphCollection:
     def load(cls, path: str | os.PathLike) -> "GraphCollection":
         """Read a collection written by :meth:`save`, checking it on the way."""
         path = Path(path)
+        _restore_previous(path)
         manifest_path = path / MANIFEST_FILE
         graphs_path = path / GRAPHS_FILE
         if not manifest_path.is_file():
@@ -309,10 +311,29 @@ def _check_fields(manifest: dict, path: Path) -> None:
         raise DataFormatError(f"{path}: 'classes' must be a list of names; rebuild the collection")
 
 
+def _previous(path: Path) -> Path:
+    return path.with_name(f".{path.name}.old")
+
+
+def _restore_previous(path: Path) -> None:
+    """Put back the collection that a save killed between its two renames had moved aside."""
+    old = _previous(path)
+    if not path.exists() and (old / MANIFEST_FILE).is_file() and (old / GRAPHS_FILE).is_file():
+        try:
+            os.replace(old, path)
+        except OSError:
+            pass  # read-only place or a concurrent writer: load reports what it finds
+
+
 def _replace_dir(src: Path, dst: Path) -> None:
-    """Move the finished folder ``src`` to ``dst``, replacing what was there."""
+    """Move the finished folder ``src`` to ``dst``, replacing what was there.
+
+    The previous folder is first renamed to ``.<name>.old``; a process killed
+    before the second rename leaves it there, and the next load or save of
+    ``dst`` puts it back (:func:`_restore_previous`).
+    """
     if dst.exists():
-        old = dst.with_name(f".{dst.name}.old")
+        old = _previous(dst)
         if old.exists():
             shutil.rmtree(old, ignore_errors=True)
         os.replace(dst, old)
