@@ -78,7 +78,7 @@ def int_ids(values: Sequence[Any] | pd.Series) -> tuple[np.ndarray, np.ndarray]:
         return out, np.zeros(len(s), dtype=bool)
     if s.dtype.kind == "f":
         return _float_ids(s.to_numpy(dtype=np.float64), out)
-    text = s.map(lambda v: v.strip() if isinstance(v, str) else None)
+    text = s.map(_as_text)
     digits = text.str.fullmatch(r"[0-9]+").fillna(False).to_numpy(dtype=bool)
     short = digits & (text.str.len().fillna(0).to_numpy() <= 18)
     out[short] = text[short].astype(np.int64).to_numpy()
@@ -93,6 +93,14 @@ def int_ids(values: Sequence[Any] | pd.Series) -> tuple[np.ndarray, np.ndarray]:
                                  np.full(int(rest.sum()), -1, dtype=np.int64))
         out[rest], ok[rest] = sub, sub_ok
     return out, ok
+
+
+def _as_text(v: Any) -> str | None:
+    if isinstance(v, str):
+        return v.strip()
+    if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)):
+        return str(v)
+    return None
 
 
 def _float_ids(arr: np.ndarray, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -154,8 +162,8 @@ def reading(path: str | os.PathLike, hint: str = "check the file or download it 
     try:
         yield
     except GFLError as err:
-        text = str(err)
-        if str(path) in text or str(Path(path).parent) in text:
+        text, parent = str(err), Path(path).parent
+        if str(path) in text or (parent != Path(".") and str(parent) in text):
             raise
         raise type(err)(f"{path}: {text}") from None
     except (KeyboardInterrupt, SystemExit, GeneratorExit):
