@@ -27,7 +27,7 @@ import torch
 from ...errors import GFLError
 from ..collection import SPLITS, GraphCollection, build_graph
 from ..sampling import node_overlap
-from ..validate import guard_reader
+from ..validate import finite_features, guard_reader
 from .base import BadInputReport, SourceGraph
 from .table_io import (add_lines, column, existing_file, int_column, read_feature_file, read_table, reduce_features,
                        sorted_classes)
@@ -156,7 +156,7 @@ def _features(ndf, nlines, rows, ids, nodes: Path, features, cols: TableColumns,
     values = block.to_numpy(dtype=np.float64, na_value=np.nan)
     bad = ~np.isfinite(values).all(axis=1)
     add_lines(report, "non-numeric feature value (set to 0)", nodes.name, nlines[rows][bad])
-    return np.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0).astype(np.float32)
+    return finite_features(values)  # counted above by line, with the non-numeric values
 
 
 @guard_reader
