@@ -42,7 +42,8 @@ def _sample_and_save(source, family, kw, name=None):
               help="Author co-authorship graphs, or paper citation graphs.")
 @click.option("--venue-map", type=click.Path(dir_okay=False), default=None,
               help="CSV with columns venue,field (default: the table shipped with gflkit).")
-@click.option("--feat-size", type=click.IntRange(1), default=None, help="Text features per node (default 128 / 100).")
+@click.option("--feat-size", type=click.IntRange(1, 1 << 16), default=None,
+              help="Text features per node, at most the 65536 hashed terms (default 128 / 100).")
 @sampler_options()
 def aminer(dump, task, venue_map, feat_size, **kw):
     """AMiner citation dump -> collaboration or citation graphs.

@@ -172,3 +172,20 @@ def test_aminer_examples_stay_in_the_contract(text, tmp_path):
         _check_error(err, [str(path)])
     else:
         _check_graph(src.g, src.classes)
+
+
+@FUZZ
+@given(n_train=st.integers(-1, 3), n_val=st.integers(-1, 2), n_test=st.integers(-1, 2),
+       num_classes=st.integers(0, 6), feat_size=st.integers(0, 8), lo=st.integers(0, 12), hi=st.integers(0, 12),
+       outlier=st.floats(-0.5, 1.5), seed=st.integers(0, 2**32 - 1))
+def test_synthetic_specs(n_train, n_val, n_test, num_classes, feat_size, lo, hi, outlier, seed):
+    """Any small spec: a valid family, or one GFLError line before anything is drawn."""
+    from gflkit.data import SyntheticSpec, make_synthetic_family
+
+    try:
+        spec = SyntheticSpec(n_train=n_train, n_val=n_val, n_test=n_test, num_classes=num_classes,
+                             feat_size=feat_size, min_nodes=lo, max_nodes=hi, outlier_rate=outlier)
+    except GFLError as err:
+        _check_error(err, ["synthetic family"])
+        return
+    _check_collection(make_synthetic_family(spec, seed=seed))

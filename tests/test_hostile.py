@@ -173,6 +173,7 @@ OPTION_CASES: list[Case] = [
     ("nodes-zero", _synthetic("--nodes", "0,5"), 2, "--nodes"),
     ("nodes-reversed", _synthetic("--nodes", "50,30"), 2, "--nodes"),
     ("nodes-word", _synthetic("--nodes", "many"), 2, "--nodes"),
+    ("nodes-three", _synthetic("--nodes", "1,2,3"), 2, "--nodes"),
     ("classes-one", _synthetic("--classes", "1"), 2, "--classes"),
     ("feat-size-zero", _synthetic("--feat-size", "0"), 2, "--feat-size"),
     ("feat-size-huge", _synthetic("--feat-size", "1000000000"), 2, "--feat-size"),
@@ -211,6 +212,8 @@ OPTION_CASES: list[Case] = [
                                             "-1,2,3", "--out", tmp / OUT], 2, "--graphs"),
     ("reddit-walk-zero", lambda tmp: ["preprocess", "reddit", graphsage(tmp), "--walk-length", "0,5", "--out",
                                       tmp / OUT], 2, "--walk-length"),
+    ("aminer-feat-size-huge", lambda tmp: ["preprocess", "aminer", _write(tmp / "d.txt", "#index 1\n"), "--feat-size",
+                                           "1000000000", "--out", tmp / OUT], 2, "--feat-size"),
     ("tables-graphs-zero", lambda tmp: ["preprocess", "tables", tables(tmp), "--feature-cols", "f", "--graphs",
                                         "0,1,1", "--out", tmp / OUT], 2, "--graphs"),
 ]

@@ -149,7 +149,8 @@ def _make_graph(spec: SyntheticSpec, centers: np.ndarray, offsets: np.ndarray, r
         sel = from_k & intra
         dst[sel] = _weighted_choice(rng, members, theta, int(sel.sum()))
         sel = from_k & ~intra
-        dst[sel] = _weighted_choice(rng, others, theta, int(sel.sum()))
+        # a tiny graph may hold one community only: its "outside" edges stay inside
+        dst[sel] = _weighted_choice(rng, others if others.size else members, theta, int(sel.sum()))
 
     # Features: shared centres, perturbed per graph; noisier on the periphery.
     graph_centers = (centers + spec.class_jitter * rng.standard_normal(centers.shape)) * mask + offsets[kind]
