@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -261,7 +262,8 @@ class GraphCollection:
         try:
             graphs, _ = dgl.load_graphs(str(graphs_path))
         except Exception as err:  # DGL raises DGLError with no common base; keep its first line, not its C++ trace
-            first = str(err).strip().splitlines()[0][:200] if str(err).strip() else type(err).__name__
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            first = re.sub(r"^\[[\d:]+\] \S+:\d+: ", "", first)[:200]  # DGL's "[time] file.cc:line: " prefix
             raise DataFormatError(f"{graphs_path}: cannot be read ({first}); rebuild the collection") from None
         entries = manifest["graphs"]
         if len(entries) != len(graphs):
