@@ -6,7 +6,6 @@ their own way, so every source treats bad values alike:
 * :func:`finite_features` zeroes NaN/inf feature values and counts the rows;
 * :func:`int_ids` parses node ids, refusing anything outside ``0 .. 2**63 - 1``
   (no float round-trip, so ids near the int64 limit stay exact);
-* :func:`index_in_range` checks row indices against a table length;
 * :func:`dense_class_ids` maps arbitrary non-negative class ids to ``0..k-1``
   without building a list as long as the largest id;
 * :func:`reading` turns any exception raised while a file is read into one
@@ -28,7 +27,7 @@ import pandas as pd
 from ..errors import DataFormatError, GFLError
 
 __all__ = [
-    "INT64_MAX", "finite_features", "int_ids", "index_in_range", "dense_class_ids", "reading", "guard_reader",
+    "INT64_MAX", "finite_features", "int_ids", "dense_class_ids", "reading", "guard_reader",
 ]
 
 INT64_MAX = 2**63 - 1
@@ -108,12 +107,6 @@ def _float_ids(arr: np.ndarray, out: np.ndarray) -> tuple[np.ndarray, np.ndarray
         ok = np.isfinite(arr) & (arr >= 0) & (arr < 2.0**53) & (arr == np.round(arr))
     out[ok] = arr[ok].astype(np.int64)
     return out, ok
-
-
-def index_in_range(index: np.ndarray, size: int) -> np.ndarray:
-    """Boolean mask of the entries of ``index`` that are valid rows of a table of ``size``."""
-    index = np.asarray(index)
-    return (index >= 0) & (index < size)
 
 
 def dense_class_ids(raw: np.ndarray) -> tuple[np.ndarray, list[str]]:

@@ -29,7 +29,7 @@ import torch
 
 from ...errors import DataFormatError, GFLError
 from ..collection import build_graph
-from ..validate import finite_features, guard_reader, index_in_range, reading
+from ..validate import finite_features, guard_reader, reading
 from .base import BadInputReport, SourceGraph
 from .common import DOWNLOADS, missing_file, require_file, select_classes
 from .safe_pickle import load_planetoid_pickle
