@@ -595,3 +595,17 @@ def test_stats_output_is_clean_csv(collection_dir):
     assert result.exit_code == 0
     table = pd.read_csv(io.StringIO(result.stdout))
     assert len(table) == 1
+
+
+def test_byte_order_marks_in_text_dumps(tmp_path):
+    from gflkit.data.sources.aminer import read_aminer
+    from gflkit.data.sources.gfl_release import read_gfl_release
+
+    bom = "\ufeff"
+    collection, report = read_gfl_release(gfl_release(tmp_path, feature=bom + "1 0.5 0.5\n2 1.0 0.0\n3 0.0 1.0\n",
+                                                       graph=bom + "1 2\n2 3\n"))
+    assert not report and [g.num_nodes() for g in collection.graphs] == [3, 3]
+    dump = _write(tmp_path / "d.txt", bom + "#index 1\n#* graph mining\n#@ ann, bob\n#c KDD\n\n"
+                                            "#index 2\n#* more mining\n#@ bob, cy\n#c KDD\n")
+    src = read_aminer(dump, num_classes=1, feat_size=4)
+    assert src.meta["papers"] == 2 and "unrecognised line" not in src.report.counts

@@ -41,7 +41,7 @@ def _lines(path: Path, report: BadInputReport):
     with open(path, "rb") as f:
         for number, raw in enumerate(f, 1):
             try:
-                fields = raw.decode("utf-8").split()
+                fields = raw.decode("utf-8-sig" if number == 1 else "utf-8").split()  # drop a byte-order mark
             except UnicodeDecodeError:
                 report.add("bad encoding", f"{path.name}:{number}")
                 continue
@@ -52,7 +52,8 @@ def _lines(path: Path, report: BadInputReport):
 def _read_features(path: Path, report: BadInputReport) -> tuple[np.ndarray, np.ndarray]:
     """Sorted node ids and their feature rows (float32)."""
     try:  # fast path for a clean file
-        table = pd.read_csv(path, sep=r"\s+", header=None, dtype=np.float64, engine="c").to_numpy()
+        table = pd.read_csv(path, sep=r"\s+", header=None, dtype=np.float64, engine="c",
+                            encoding="utf-8-sig").to_numpy()
         first = table[:, 0] if table.ndim == 2 and table.shape[1] >= 2 else np.empty(0)
         if first.size and np.isfinite(first).all() and (first == np.round(first)).all() \
                 and first.min() >= 0 and first.max() < 2**53:  # exact as float64
