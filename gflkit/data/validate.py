@@ -77,21 +77,41 @@ def int_ids(values: Sequence[Any] | pd.Series) -> tuple[np.ndarray, np.ndarray]:
         return out, np.zeros(len(s), dtype=bool)
     if s.dtype.kind == "f":
         return _float_ids(s.to_numpy(dtype=np.float64), out)
-    text = s.map(_as_text)
-    digits = text.str.fullmatch(r"[0-9]+").fillna(False).to_numpy(dtype=bool)
-    short = digits & (text.str.len().fillna(0).to_numpy() <= 18)
-    out[short] = text[short].astype(np.int64).to_numpy()
-    ok = short.copy()
-    for i in np.flatnonzero(digits & ~short):  # 19 digits or more: exact Python ints, rare
-        n = int(text.iat[i])
-        if n <= INT64_MAX:
-            out[i], ok[i] = n, True
+    if s.dtype == object:
+        text = s.str.strip()
+        odd = text.isna() & s.notna()
+        if odd.any():  # numbers among the strings
+            text[odd] = s[odd].map(_as_text)
+        fast = _clean_ints(text)
+        if fast is not None:
+            return fast
+    else:
+        text = s.map(_as_text)
+    digits = text.str.isdecimal().fillna(False).to_numpy(dtype=bool)  # what int() reads (any script's 0-9)
+    words = text.to_numpy()
+    ok = digits.copy()
+    try:
+        out[digits] = words[digits].astype(np.int64)
+    except OverflowError:  # some id beyond int64: one at a time (rare)
+        for i in np.flatnonzero(digits):
+            n = int(words[i])
+            out[i], ok[i] = (n, True) if n <= INT64_MAX else (-1, False)
     rest = ~digits & text.notna().to_numpy()
     if rest.any():  # "7.0", "1e3": only exact below 2**53
         sub, sub_ok = _float_ids(pd.to_numeric(text[rest], errors="coerce").to_numpy(dtype=np.float64),
                                  np.full(int(rest.sum()), -1, dtype=np.int64))
         out[rest], ok[rest] = sub, sub_ok
     return out, ok
+
+
+def _clean_ints(text: pd.Series) -> tuple[np.ndarray, np.ndarray] | None:
+    """The common case, every value a plain int64 digit string: parsed in one call; else ``None``."""
+    try:
+        arr = text.to_numpy().astype(np.int64)  # int() of each string: exact, raises on anything else
+    except (ValueError, TypeError, OverflowError):
+        return None
+    ok = arr >= 0
+    return np.where(ok, arr, -1), ok
 
 
 def _as_text(v: Any) -> str | None:
