@@ -26,7 +26,7 @@ _MODEL_FLAGS = [
     ("--mu0", "mu0", FiniteFloatRange(0, 1), "Weight given to relations below mu."),
     ("--gate/--no-gate", "gate", None, "Hierarchical graph representation gate on the PGNN."),
     ("--levels", "levels", click.IntRange(1), "R, levels of the hierarchical graph representation."),
-    ("--clusters", "clusters", IntList(min_value=1), "Clusters of levels 2..R, comma-separated."),
+    ("--clusters", "clusters", IntList(min_value=1, max_value=1 << 16), "Clusters of levels 2..R, comma-separated."),
     ("--graph-feats", "graph_feats", click.IntRange(1), "Size of the graph representation."),
     ("--recon/--no-recon", "recon", None, "Auxiliary graph reconstruction loss."),
     ("--gamma", "gamma", FiniteFloatRange(0), "Weight of the reconstruction loss."),
