@@ -7,7 +7,8 @@ import gflkit
 from gflkit import experiments
 from gflkit.config import ABLATIONS
 
-from .options import ci_option, data_root_option, emit, int_list, output_options, refine_configs, refine_options
+from .options import (SEED, IntList, NameList, ci_option, data_root_option, emit, int_list, output_options,
+                      refine_configs, refine_options)
 from .run import episode_config, episode_options, model_options, model_overrides, train_config, train_options
 
 
@@ -42,8 +43,9 @@ def _split_names(text: str | None) -> list[str] | None:
 @click.argument("data", required=False)
 @click.option("--models", default=None, metavar="NAME,...",
               help="Models to run (default: all): " + ", ".join(gflkit.api.model_names()) + ", and majority.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
-@click.option("--seeds", default=None, metavar="S,...", help="Several seeds, aggregated in each row (overrides --seed).")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Random seed.")
+@click.option("--seeds", type=IntList(0, max_value=2**32 - 1), default=None, metavar="S,...",
+              help="Several seeds, aggregated in each row (overrides --seed).")
 @click.option("--majority/--no-majority", default=True, show_default=True,
               help="Add the majority-class reference row (rate of each episode's most frequent query class).")
 @refine_options(several=True)
@@ -76,7 +78,8 @@ def compare(data, models, seed, seeds, majority, reference, ci, runs_root, episo
 @click.option("--drop", multiple=True, type=click.Choice(list(ABLATIONS)),
               help="Component to remove (repeatable): structure (M1a), gate (M2a), hierarchy (M2b), recon (M3).")
 @click.option("--all", "all_", is_flag=True, help="Run every ablation of the paper's Table 3.")
-@click.option("--seeds", default="0", show_default=True, metavar="S,...", help="Seeds, one run per seed and variant.")
+@click.option("--seeds", type=IntList(0, max_value=2**32 - 1), default="0", show_default=True, metavar="S,...",
+              help="Seeds, one run per seed and variant.")
 @model_options
 @_common
 def ablate(data, drop, all_, seeds, reference, ci, runs_root, episodes, data_root, output, fmt, **kwargs):
@@ -103,12 +106,13 @@ def ablate(data, drop, all_, seeds, reference, ci, runs_root, episodes, data_roo
 @click.argument("data", required=False)
 @click.option("--param", type=click.Choice(list(experiments.SWEEP_PARAMS)), required=True,
               help="Hyperparameter to vary.")
-@click.option("--values", required=True, metavar="V,...",
+@click.option("--values", type=NameList(), required=True, metavar="V,...",
               help="Comma-separated values, e.g. 0.5,0.6,0.7,0.8 or jaccard,adamic-adar,pagerank,khop-cn.")
 @click.option("--models", default=None, metavar="NAME,...",
               help="Models (default: gfl; for k-shot gfl, protonet and maml).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
-@click.option("--seeds", default=None, metavar="S,...", help="Several seeds, aggregated in each row (overrides --seed).")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Random seed.")
+@click.option("--seeds", type=IntList(0, max_value=2**32 - 1), default=None, metavar="S,...",
+              help="Several seeds, aggregated in each row (overrides --seed).")
 @model_options
 @_common
 def sweep(data, param, values, models, seed, seeds, reference, ci, runs_root, episodes, data_root, output, fmt,

@@ -13,7 +13,7 @@ import click
 
 from gflkit.paths import processed_dir, raw_dir
 
-from .options import data_root_option, int_tuple, sampler_options, seed_option
+from .options import data_root_option, graph_counts, int_tuple, sampler_options, seed_option
 
 
 def _table(folder: Path, given: str | None, stem: str) -> Path:
@@ -121,7 +121,7 @@ def tables(folder, edges, nodes, features, graph_col, split_col, feat_size, feat
     transform, fit = _transform_from(features_from, kw["data_root"])
     common = dict(features=features, columns=columns, classes=classes, feat_size=feat_size, seed=kw["seed"],
                   name=kw["name"] or "tables", transform=transform)
-    n_graphs = int_tuple(kw["n_graphs"], 3, "--graphs")
+    n_graphs = graph_counts(kw["n_graphs"])
     if graph_col:
         collection, report = read_table_collection(edges, nodes, n_graphs=n_graphs, k_shot=k_shot, fit=fit,
                                                    **common)
@@ -133,7 +133,7 @@ def tables(folder, edges, nodes, features, graph_col, split_col, feat_size, feat
         source.g.ndata["label"] = torch.from_numpy(label)
     collection = sample_family(
         source, method=kw["method"], n_graphs=n_graphs or (100, 10, 20),
-        walk_length=int_tuple(kw["walk_length"], 2, "--walk-length") or (10000, 20000),
+        walk_length=int_tuple(kw["walk_length"], 2, "--walk-length", min_value=1) or (10000, 20000),
         min_degree=50 if kw["min_degree"] is None else kw["min_degree"], induced=kw["induced"],
         disjoint=kw["disjoint"], parts=parts, ego_hops=ego_hops, seed=kw["seed"], progress=True,
     )

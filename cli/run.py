@@ -12,8 +12,8 @@ from gflkit.api import default_run_dir
 from gflkit.run_folder import partial_path
 from gflkit.training import CHECKPOINT_EVERY
 
-from .options import (ci_option, data_root_option, emit, int_list, output_options, refine_configs, refine_options,
-                      seed_option)
+from .options import (FiniteFloatRange, IntList, ci_option, data_root_option, emit, int_list, output_options,
+                      refine_configs, refine_options, seed_option)
 
 _DEFAULT = GFLConfig()
 
@@ -25,21 +25,21 @@ _MODEL_FLAGS = [
     ("--pgnn-activation", "pgnn_activation", click.Choice(["tanh", "none"]), "Activation of the PGNN layer."),
     ("--similarity", "similarity", click.Choice(SIMILARITIES), "Similarity behind the relational structure."),
     ("--hops", "hops", click.IntRange(1), "k of the k-hop common-neighbour similarity."),
-    ("--mu", "mu", click.FloatRange(0, 1), "Threshold: relation weights below it become mu0."),
-    ("--mu0", "mu0", click.FloatRange(0, 1), "Weight given to relations below mu."),
+    ("--mu", "mu", FiniteFloatRange(0, 1), "Threshold: relation weights below it become mu0."),
+    ("--mu0", "mu0", FiniteFloatRange(0, 1), "Weight given to relations below mu."),
     ("--gate/--no-gate", "gate", None, "Hierarchical graph representation gate on the PGNN."),
     ("--levels", "levels", click.IntRange(1), "R, levels of the hierarchical graph representation."),
-    ("--clusters", "clusters", str, "Clusters of levels 2..R, comma-separated."),
+    ("--clusters", "clusters", IntList(min_value=1, max_value=1 << 16), "Clusters of levels 2..R, comma-separated."),
     ("--graph-feats", "graph_feats", click.IntRange(1), "Size of the graph representation."),
     ("--recon/--no-recon", "recon", None, "Auxiliary graph reconstruction loss."),
-    ("--gamma", "gamma", click.FloatRange(0), "Weight of the reconstruction loss."),
+    ("--gamma", "gamma", FiniteFloatRange(0), "Weight of the reconstruction loss."),
     ("--recon-reduction", "recon_reduction", click.Choice(["mean", "sum"]), "Divide the reconstruction loss by n^2 (mean) or not."),
     ("--recon-normalize/--no-recon-normalize", "recon_normalize", None, "L2-normalise decoder rows (bounded loss)."),
     ("--distance", "distance", click.Choice(DISTANCES), "Distance between queries and prototypes."),
-    ("--cosine-scale", "cosine_scale", click.FloatRange(0, min_open=True), "Logit scale of the cosine distance."),
+    ("--cosine-scale", "cosine_scale", FiniteFloatRange(0, min_open=True), "Logit scale of the cosine distance."),
     ("--hidden-feats", "hidden_feats", click.IntRange(1), "Hidden units of the GCN encoder."),
     ("--out-feats", "out_feats", click.IntRange(1), "Embedding size of the GCN encoder."),
-    ("--dropout", "dropout", click.FloatRange(0, 1, max_open=True), "Dropout in the encoder."),
+    ("--dropout", "dropout", FiniteFloatRange(0, 1, max_open=True), "Dropout in the encoder."),
 ]
 _MODEL_KEYS = [field for _, field, _, _ in _MODEL_FLAGS]
 
@@ -71,12 +71,12 @@ def train_options(f):
     specs = [
         ("--steps", click.IntRange(1), t.steps, "Maximum meta-training steps."),
         ("--meta-batch", click.IntRange(1), t.meta_batch, "Graphs per meta-training step."),
-        ("--lr", click.FloatRange(0, min_open=True), t.lr, "Adam learning rate."),
-        ("--weight-decay", click.FloatRange(0), t.weight_decay, "Adam weight decay."),
+        ("--lr", FiniteFloatRange(0, min_open=True), t.lr, "Adam learning rate."),
+        ("--weight-decay", FiniteFloatRange(0), t.weight_decay, "Adam weight decay."),
         ("--eval-every", click.IntRange(1), t.eval_every, "Steps between validation rounds."),
         ("--patience", click.IntRange(1), t.patience, "Validation rounds without gain before stopping."),
         ("--val-episodes", click.IntRange(1), t.val_episodes, "Support draws per validation graph."),
-        ("--grad-clip", click.FloatRange(0, min_open=True), t.grad_clip, "Clip the gradient norm to this value (default: no clipping)."),
+        ("--grad-clip", FiniteFloatRange(0, min_open=True), t.grad_clip, "Clip the gradient norm to this value (default: no clipping)."),
     ]
     for flag, type_, default, help_ in reversed(specs):
         f = click.option(flag, type=type_, default=default, show_default=True, help=help_)(f)

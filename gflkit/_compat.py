@@ -15,6 +15,12 @@ DGL 2.1.0 is the newest DGL release on PyPI for Linux. Its core (graphs,
 
 Both steps run only when needed, and must run before the first ``import dgl``:
 ``gflkit/__init__.py`` imports this module first.
+
+It also selects DGL's PyTorch backend through ``DGLBACKEND=pytorch`` when that
+variable is unset or names another backend. Without it, the first ``import dgl``
+under a new ``HOME`` prints "Setting the default backend..." to **stdout**
+(breaking the first CSV a command writes there) and writes
+``~/.dgl/config.json``, which fails when ``HOME`` is not writable.
 """
 from __future__ import annotations
 
@@ -25,10 +31,18 @@ import os
 import sys
 import types
 
-__all__ = ["graphbolt_library_available", "install", "patched"]
+__all__ = ["graphbolt_library_available", "install", "patched", "select_backend"]
 
 #: What :func:`install` changed, for tests and bug reports.
-patched: dict[str, bool] = {"graphbolt": False, "setuptools_extern": False}
+patched: dict[str, bool] = {"graphbolt": False, "setuptools_extern": False, "backend": False}
+
+
+def select_backend(environ=os.environ) -> bool:
+    """Set ``DGLBACKEND=pytorch`` in ``environ`` unless it already says so; True when changed."""
+    if environ.get("DGLBACKEND") == "pytorch":
+        return False
+    environ["DGLBACKEND"] = "pytorch"
+    return True
 
 
 def _torch_release() -> str:
@@ -87,6 +101,7 @@ def install() -> None:
     """Apply the fixes that this environment needs; a no-op when DGL is imported."""
     if "dgl" in sys.modules:
         return
+    patched["backend"] = select_backend()
     if "dgl.graphbolt" not in sys.modules and not graphbolt_library_available():
         reason = f"DGL ships no graphbolt library usable with torch {_torch_release()}"
         sys.modules["dgl.graphbolt"] = _graphbolt_placeholder(reason)

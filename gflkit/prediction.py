@@ -305,6 +305,11 @@ def read_graph(predictor: Predictor, *, edges=None, nodes=None, features=None, g
                               fit=False, optional_transform=True)
     for line in source.report.summary():
         log.warning("%s", line)
+    for kind in ("non-finite feature value (set to 0)", "non-numeric feature value (set to 0)"):
+        bad = source.report.counts.get(kind)
+        if bad:  # a prediction would silently score zeroed nodes
+            raise GFLError(f"{features or nodes}: {bad} node(s) have NaN or infinite (or non-numeric) features (first at "
+                           f"{source.report.examples[kind][0]}); fix or drop them")
     dup = source.report.counts.get("duplicate node id")
     if dup:
         raise GFLError(f"{nodes}: {dup} duplicate node id(s) (first at {source.report.examples['duplicate node id'][0]}"

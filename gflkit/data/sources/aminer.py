@@ -39,6 +39,7 @@ import torch
 
 from ...errors import GFLError
 from ..collection import build_graph
+from ..validate import guard_reader, reading
 from .base import BadInputReport, SourceGraph
 from .aminer_dump import DumpParser
 from .common import missing_file, select_classes
@@ -73,6 +74,7 @@ def find_aminer_dump(path: str | os.PathLike) -> Path:
     raise missing_file(path / DUMP_NAMES[0], "aminer", path)
 
 
+@guard_reader
 def read_aminer(
     path: str | os.PathLike,
     task: str = "collaboration",
@@ -101,7 +103,11 @@ def read_aminer(
     if task not in TASKS:
         raise GFLError(f"unknown AMiner task {task!r}: choose one of {', '.join(TASKS)}")
     dump = find_aminer_dump(path)
-    venues = venue_map if isinstance(venue_map, VenueMap) else VenueMap.load(venue_map)
+    if isinstance(venue_map, VenueMap):
+        venues = venue_map
+    else:
+        with reading(venue_map or "the venue map", "give a CSV with columns venue,field"):
+            venues = VenueMap.load(venue_map)
     report = BadInputReport(str(dump))
     parser = DumpParser(task, venues, report, n_buckets)
     parser.parse(dump, progress)

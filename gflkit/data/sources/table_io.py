@@ -19,6 +19,7 @@ import scipy.sparse as sp
 
 from ...errors import DataFormatError, GFLError
 from ..transform import FeatureTransform
+from ..validate import finite_features, int_ids, reading
 from .base import BadInputReport
 
 __all__ = [
@@ -45,24 +46,40 @@ def read_table(path: Path, report: BadInputReport) -> tuple[pd.DataFrame, np.nda
     """
     if path.suffix.lower() in PARQUET_SUFFIXES:
         try:
-            df = pd.read_parquet(path)
+            with reading(path, "it must be a Parquet file"):
+                df = pd.read_parquet(path)
         except ImportError:
             raise GFLError(f"{path}: reading Parquet needs pyarrow: pip install 'gflkit[parquet]'") from None
+        df.columns = [str(c).lstrip("\ufeff").strip() for c in df.columns]
         out = df.astype(str).where(df.notna(), "")
         out.attrs["records"] = len(df)
         return out, np.arange(1, len(df) + 1)
     delimiter = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
     rows, lines, records = [], [], []
-    with open(path, encoding="utf-8", errors="surrogateescape", newline="") as f:
+    # utf-8-sig drops the byte-order mark that some spreadsheet programs write before the header
+    with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
         text = f.read()
     clean = _encodable(text)  # check line by line only when some bytes were not UTF-8
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     try:
-        header = [h.strip() for h in next(reader)]
+        with reading(path):
+            header = [h.strip() for h in next(reader)]
     except StopIteration:
         raise DataFormatError(f"{path}: the file is empty; it needs a header row") from None
     if not clean and not _encodable("".join(header)):
         raise DataFormatError(f"{path}: the header row is not valid UTF-8; save the file as UTF-8")
+    with reading(path):
+        count = _collect_rows(path, reader, header, clean, report, rows, lines, records)
+    # The index is each kept row's place among all data rows, so files aligned
+    # with the table's rows stay aligned when a malformed row is skipped.
+    df = pd.DataFrame(rows, columns=header, dtype=str, index=pd.Index(records, dtype=np.int64))
+    df.attrs["records"] = count
+    return df, np.asarray(lines, dtype=np.int64)
+
+
+def _collect_rows(path: Path, reader, header: list[str], clean: bool, report: BadInputReport, rows: list,
+                  lines: list, records: list) -> int:
+    """Append the well-formed rows, their lines and record numbers; returns the number of data rows."""
     record = -1
     for row in reader:
         line = reader.line_num
@@ -77,11 +94,7 @@ def read_table(path: Path, report: BadInputReport) -> tuple[pd.DataFrame, np.nda
             rows.append(row)
             lines.append(line)
             records.append(record)
-    # The index is each kept row's place among all data rows, so files aligned
-    # with the table's rows stay aligned when a malformed row is skipped.
-    df = pd.DataFrame(rows, columns=header, dtype=str, index=pd.Index(records, dtype=np.int64))
-    df.attrs["records"] = record + 1
-    return df, np.asarray(lines, dtype=np.int64)
+    return record + 1
 
 
 def _encodable(text: str) -> bool:
@@ -119,33 +132,28 @@ def sorted_classes(values, given: Sequence[str] | None = None) -> list[str]:
 
 
 def int_column(values: pd.Series, lines: np.ndarray, kind: str, report: BadInputReport, file: str) -> np.ndarray:
-    """Integer ids of ``values``; non-integers become ``-1`` and are counted as ``kind``."""
-    num = pd.to_numeric(values.str.strip() if values.dtype == object else values, errors="coerce")
-    arr = num.to_numpy(dtype=np.float64, na_value=np.nan)
-    bad = ~np.isfinite(arr) | (arr != np.round(arr)) | (arr < 0)
-    add_lines(report, kind, file, lines[bad])
-    return np.where(bad, -1, np.nan_to_num(arr, nan=-1)).astype(np.int64)
+    """Integer ids of ``values`` (0 .. 2**63 - 1, parsed exactly); others become ``-1``, counted as ``kind``."""
+    ids, ok = int_ids(values)
+    add_lines(report, kind, file, lines[~ok])
+    return ids
 
 
 def _feature_table(path: Path, report: BadInputReport):
     suffix = path.suffix.lower()
     if suffix == ".npy":
-        try:
+        with reading(path, "it must be a 2-D numeric array saved with numpy.save"):
             table = np.load(path, mmap_mode="r", allow_pickle=False)
-        except (ValueError, OSError) as err:
-            raise DataFormatError(f"{path}: not a numeric .npy array ({err}); write it with numpy.save") from None
     elif suffix == ".npz":
-        try:
+        with reading(path, "write it with scipy.sparse.save_npz (or use --feature-key graph-node for one array "
+                           "per graph)"):
             table = sp.load_npz(path).tocsr()
-        except (ValueError, KeyError, OSError) as err:
-            raise DataFormatError(f"{path}: not a scipy sparse .npz ({err}); write it with scipy.sparse.save_npz "
-                                  f"(or use --feature-key graph-node for one array per graph)") from None
     elif suffix == ".json":
         table = _bag_of_features(path, report)
     else:
         raise GFLError(f"{path}: feature files must be .npy, .npz or .json")
-    if table.ndim != 2:
-        raise DataFormatError(f"{path}: expected a 2-D array of features, got shape {table.shape}")
+    if table.ndim != 2 or table.dtype.kind not in "biuf":
+        raise DataFormatError(f"{path}: expected a 2-D numeric array of features, got shape {table.shape} "
+                              f"and dtype {table.dtype}")
     return table
 
 
@@ -155,9 +163,11 @@ def _take_rows(table, ids: np.ndarray, path: Path, report: BadInputReport):
         report.add("node without feature row", f"{path.name}: id {int(ids[missing][0])}", n=int(missing.sum()))
     rows = np.where(missing, 0, ids)
     if sp.issparse(table):
-        out = table[rows].tocsr()
+        out = table[rows].tocsr().astype(np.float32)
+        out.data = finite_features(out.data, report, path.name)
         return sp.diags((~missing).astype(np.float32)) @ out
-    out = np.asarray(table[rows], dtype=np.float32)
+    with reading(path):
+        out = finite_features(np.asarray(table[rows], dtype=np.float32), report, path.name)
     out[missing] = 0.0
     return out
 
@@ -205,12 +215,17 @@ def read_graph_feature_file(path: Path, graphs: Sequence[str], ids: np.ndarray, 
     return out
 
 
+#: Largest node or feature id of a JSON bag of features (+1): the matrix is indexed by them.
+_MAX_BAG_ID = 1 << 26
+
+
 def _bag_of_features(path: Path, report: BadInputReport) -> sp.csr_matrix:
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise DataFormatError(f"{path}: not valid UTF-8 JSON ({err})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError, ValueError) as err:
+        where = f"{path}, line {err.lineno}" if isinstance(err, json.JSONDecodeError) else f"{path}"
+        raise DataFormatError(f"{where}: not valid UTF-8 JSON ({str(err).splitlines()[0][:200]})") from None
     if not isinstance(data, dict):
         raise DataFormatError(f"{path}: expected a JSON object mapping node id -> list of feature ids")
     rows, cols = [], []
@@ -218,9 +233,9 @@ def _bag_of_features(path: Path, report: BadInputReport) -> sp.csr_matrix:
         try:
             node = int(key)
             feats = [int(a) for a in active]
-            if node < 0 or min(feats, default=0) < 0:
+            if not (0 <= node < _MAX_BAG_ID and all(0 <= a < _MAX_BAG_ID for a in feats)):
                 raise ValueError
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             report.add("malformed feature entry", f"{path.name}: key {key!r}")
             continue
         rows.extend([node] * len(feats))

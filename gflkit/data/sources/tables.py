@@ -41,6 +41,7 @@ from ...errors import GFLError
 from ..collection import SPLITS, GraphCollection, build_graph
 from ..sampling import node_overlap
 from ..transform import FeatureTransform, attach_transform
+from ..validate import finite_features, guard_reader
 from .base import BadInputReport, SourceGraph
 from .table_io import (add_lines, column, existing_file, fit_svd, int_column, read_feature_file,
                        read_graph_feature_file, read_table, sorted_classes)
@@ -48,6 +49,10 @@ from .table_io import (add_lines, column, existing_file, fit_svd, int_column, re
 __all__ = ["TableColumns", "FEATURE_KEYS", "read_table_graph", "read_table_collection", "small_classes"]
 
 log = logging.getLogger(__name__)
+
+#: Without a node table, ids may exceed twice the edge count by this much (isolated nodes) before
+#: they are taken for a numbering that is not 0..n-1.
+_SPARE_IDS = 1 << 20
 
 #: Features are reduced to this many dimensions when they come as a sparse bag.
 SPARSE_FEAT_SIZE = 128
@@ -78,9 +83,9 @@ class TableColumns:
 
 @dataclass
 class _Tables:
-    keys: np.ndarray  # (n,) sorted node keys: graph code * span + id
+    code: np.ndarray  # (n,) graph code of each node, sorted; nodes sorted by (code, id)
+    node_id: np.ndarray  # (n,) the node ids as given
     graph_names: list[str]
-    span: int
     feat: object  # (n, d) raw features, dense or scipy sparse
     label: torch.Tensor  # (n,)
     classes: list[str]
@@ -149,6 +154,9 @@ def _implicit_nodes(src, dst, cols: TableColumns, features, report) -> _Nodes:
     n = _feature_rows(features, report) if features is not None else None
     if n is None:
         n = int(max(src.max(initial=-1), dst.max(initial=-1))) + 1
+        if n > 2 * len(src) + _SPARE_IDS:
+            raise GFLError(f"node ids run up to {n - 1} for {len(src)} edges: without a node table the nodes are "
+                           f"0..n-1; pass a node table (--nodes) or renumber the ids")
     ids = np.arange(n, dtype=np.int64)
     return _Nodes(ids, np.zeros(n, np.int64), ids, ids + 1, [""], None, None, n)
 
@@ -173,43 +181,61 @@ def _read(edges, nodes, features, cols: TableColumns, classes) -> _Tables:
     src = int_column(column(edf, cols.src, edges, "--src-col"), elines, "non-numeric node id", report, edges.name)
     dst = int_column(column(edf, cols.dst, edges, "--dst-col"), elines, "non-numeric node id", report, edges.name)
     nd = nd or _implicit_nodes(src, dst, cols, features, report)
-    span = int(max(nd.ids.max(initial=0), src.max(initial=0), dst.max(initial=0))) + 1
     if cols.graph:
         egraph = column(edf, cols.graph, edges, "--graph-col").str.strip().to_numpy()
         index = {g: i for i, g in enumerate(nd.names)}
         ecode = np.array([index.get(g, -1) for g in egraph], dtype=np.int64)
     else:
         ecode = np.zeros(len(src), np.int64)
-    keys, rows = _node_keys(nd, span, report)
+    rows = _node_rows(nd, report)
     label, class_list = _labels(nd, rows, cols, classes, report)
     feat = _features(nd, rows, features, cols, report)
 
-    ekeys = [np.where((ecode >= 0) & (e >= 0), ecode * span + e, -1) for e in (src, dst)]
-    if nd.frame is None:  # nodes 0..n-1: a key is its node's position
-        pos = [np.clip(k, 0, max(len(keys) - 1, 0)) for k in ekeys]
-        known = (ekeys[0] >= 0) & (ekeys[1] >= 0) & (ekeys[0] < len(keys)) & (ekeys[1] < len(keys))
+    code, node_id = nd.code[rows], nd.ids[rows]
+    if nd.frame is None:  # nodes 0..n-1: an id is its node's position
+        pos = [np.where((e >= 0) & (e < len(node_id)), e, -1) for e in (src, dst)]
     else:
-        pos = [np.minimum(np.searchsorted(keys, k), max(len(keys) - 1, 0)) for k in ekeys]
-        known = (ekeys[0] >= 0) & (ekeys[1] >= 0)
-        known &= (keys[pos[0]] == ekeys[0]) & (keys[pos[1]] == ekeys[1]) if len(keys) else False
+        pos = [_positions(code, node_id, ecode, e) for e in (src, dst)]
+    known = (pos[0] >= 0) & (pos[1] >= 0)
     valid_ids = (src >= 0) & (dst >= 0)
     add_lines(report, "edge to unknown node", edges.name, elines[valid_ids & ~known])
     add_lines(report, "self-loop (dropped)", edges.name, elines[known & (pos[0] == pos[1])])
     split = column(nd.frame, cols.split, nodes, "--split-col").str.strip().to_numpy()[rows] if cols.split else []
-    return _Tables(keys, nd.names, span, feat, torch.from_numpy(label), class_list,
+    return _Tables(code, node_id, nd.names, feat, torch.from_numpy(label), class_list,
                    pos[0][known], pos[1][known], list(split), report)
 
 
-def _node_keys(nd: _Nodes, span: int, report) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted keys (``graph code * span + id``) of the distinct valid nodes and each one's first row."""
+def _node_rows(nd: _Nodes, report) -> np.ndarray:
+    """Row of the first occurrence of every valid node, in (graph, id) order; repeats are counted."""
     if nd.frame is None:
-        return nd.ids, nd.ids
-    key = np.where(nd.ids >= 0, nd.code * span + nd.ids, -1)
-    uniq, first = np.unique(key, return_index=True)
-    rows = first[uniq >= 0]  # first row of every valid node, in key order
+        return nd.ids
+    rows = _first_rows(nd.code, nd.ids)
     dup = np.setdiff1d(np.flatnonzero(nd.ids >= 0), rows)
     add_lines(report, "duplicate node id", nd.path.name, nd.lines[np.sort(dup)])
-    return uniq[uniq >= 0], rows
+    return rows
+
+
+def _first_rows(code: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Row of the first occurrence of every valid ``(code, id)`` pair, sorted by pair.
+
+    Pairs are compared as pairs (a stable lexicographic sort), never packed into
+    one integer, so ids up to ``2**63 - 1`` cannot overflow.
+    """
+    valid = np.flatnonzero((ids >= 0) & (code >= 0))
+    order = valid[np.lexsort((ids[valid], code[valid]))]  # stable: equal pairs keep their row order
+    c, i = code[order], ids[order]
+    new = np.ones(len(order), dtype=bool)
+    new[1:] = (c[1:] != c[:-1]) | (i[1:] != i[:-1])
+    return order[new]
+
+
+def _positions(code: np.ndarray, node_id: np.ndarray, ecode: np.ndarray, eid: np.ndarray) -> np.ndarray:
+    """Position of each ``(ecode, eid)`` among the nodes ``(code, node_id)``, ``-1`` when unknown."""
+    import pandas as pd
+
+    index = pd.MultiIndex.from_arrays([code, node_id])
+    pos = index.get_indexer(pd.MultiIndex.from_arrays([ecode, eid])) if len(index) else np.full(len(eid), -1)
+    return np.where((ecode >= 0) & (eid >= 0), pos, -1).astype(np.int64)
 
 
 def _labels(nd: _Nodes, rows, cols: TableColumns, classes, report) -> tuple[np.ndarray, list[str]]:
@@ -277,7 +303,7 @@ def _features(nd: _Nodes, rows, features, cols: TableColumns, report):
     values = block.to_numpy(dtype=np.float64, na_value=np.nan)
     bad = ~np.isfinite(values).all(axis=1)
     add_lines(report, "non-numeric feature value (set to 0)", nodes.name, nd.lines[rows][bad])
-    return np.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0).astype(np.float32)
+    return finite_features(values)  # counted above by line, with the non-numeric values
 
 
 def _finish_features(feat, feat_size: int | None, seed: int, transform: FeatureTransform | None,
@@ -299,6 +325,7 @@ def _finish_features(feat, feat_size: int | None, seed: int, transform: FeatureT
     return torch.from_numpy(np.asarray(feat.todense() if sp.issparse(feat) else feat, dtype=np.float32)), fitted
 
 
+@guard_reader
 def read_table_graph(edges, nodes=None, *, features=None, columns: TableColumns = TableColumns(), classes=None,
                      feat_size: int | None = None, seed: int = 0, name: str = "tables",
                      transform: FeatureTransform | None = None, fit: bool = True,
@@ -327,8 +354,8 @@ def read_table_graph(edges, nodes=None, *, features=None, columns: TableColumns 
     t = _read(edges, nodes, features, columns, classes)
     feat, used = _finish_features(t.feat, feat_size, seed, transform, fit, str(features or nodes),
                                   optional_transform)
-    g = build_graph(t.src, t.dst, len(t.keys), feat, t.label)
-    g.ndata["orig_id"] = torch.from_numpy(t.keys % t.span)
+    g = build_graph(t.src, t.dst, len(t.node_id), feat, t.label)
+    g.ndata["orig_id"] = torch.from_numpy(t.node_id)
     meta = {"files": [str(f) for f in (edges, nodes, features) if f]}
     if used is not None:
         meta["feature_transform"] = used.describe()
@@ -352,6 +379,7 @@ def small_classes(collection: GraphCollection, k_shot: int = 10) -> str | None:
             f"episodes with --k-shot {k_shot} skip every graph for them; lower --k-shot or drop them with --classes")
 
 
+@guard_reader
 def read_table_collection(edges, nodes, *, features=None, columns: TableColumns, classes=None,
                           feat_size: int | None = None, n_graphs: Sequence[int] | None = None, seed: int = 0,
                           name: str = "tables", transform: FeatureTransform | None = None, fit: bool = True,
@@ -370,7 +398,7 @@ def read_table_collection(edges, nodes, *, features=None, columns: TableColumns,
         raise GFLError("reading many graphs needs a graph column (--graph-col)")
     t = _read(edges, nodes, features, columns, classes)
     feat, used = _finish_features(t.feat, feat_size, seed, transform, fit, str(features or nodes))
-    code = t.keys // t.span
+    code = t.code
     bounds = np.searchsorted(code, np.arange(len(t.graph_names) + 1))
     esort = np.argsort(code[t.src], kind="stable")
     ebounds = np.searchsorted(code[t.src][esort], np.arange(len(t.graph_names) + 1))
@@ -380,7 +408,7 @@ def read_table_collection(edges, nodes, *, features=None, columns: TableColumns,
         lo, hi = bounds[i], bounds[i + 1]
         e = esort[ebounds[i]:ebounds[i + 1]]
         g = build_graph(t.src[e] - lo, t.dst[e] - lo, hi - lo, feat[lo:hi], t.label[lo:hi])
-        g.ndata["orig_id"] = torch.from_numpy(t.keys[lo:hi] % t.span)
+        g.ndata["orig_id"] = torch.from_numpy(t.node_id[lo:hi])
         graphs.append(g)
         extras.append({"graph_name": t.graph_names[i]})
     if not graphs:
