@@ -29,6 +29,8 @@ __all__ = ["graphbolt_library_available", "install", "patched"]
 
 #: What :func:`install` changed, for tests and bug reports.
 patched: dict[str, bool] = {"graphbolt": False, "setuptools_extern": False}
+#: Why each entry of :data:`patched` was applied (``gflkit doctor`` prints it).
+reasons: dict[str, str] = {}
 
 
 def _torch_release() -> str:
@@ -91,6 +93,7 @@ def install() -> None:
         reason = f"DGL ships no graphbolt library usable with torch {_torch_release()}"
         sys.modules["dgl.graphbolt"] = _graphbolt_placeholder(reason)
         patched["graphbolt"] = True
+        reasons["graphbolt"] = reason
     if _setuptools_extern_missing():
         try:
             packaging = importlib.import_module("packaging")
@@ -106,6 +109,9 @@ def install() -> None:
         sys.modules["setuptools.extern.packaging"] = packaging
         sys.modules.setdefault("setuptools.extern.packaging.version", sys.modules["packaging.version"])
         patched["setuptools_extern"] = True
+        reasons["setuptools_extern"] = (
+            "setuptools has no setuptools.extern (removed in 71); dgl.utils imports packaging from it"
+        )
 
 
 install()

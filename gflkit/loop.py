@@ -13,6 +13,7 @@ from .batching import GraphCache
 from .config import EpisodeConfig, TrainConfig
 from .data import GraphCollection
 from .episodes import EpisodeSampler
+from .progress import progress_enabled
 
 __all__ = ["fit_loop"]
 
@@ -55,7 +56,7 @@ def fit_loop(
     rows: list[dict[str, float]] = []
     steps = range(1, train_cfg.steps + 1)
     bar = None
-    if progress:
+    if progress and progress_enabled():
         from tqdm.auto import tqdm
 
         steps = bar = tqdm(steps, desc=f"training {name}", unit="step", leave=False)

@@ -16,6 +16,7 @@ from .data import GraphCollection
 from .episodes import Episode, EpisodeSampler
 from .batching import GraphCache, batch_episodes
 from .models.gfl import GFL
+from .progress import progress_bar
 from .results import mean_ci
 
 __all__ = ["graph_accuracies", "baseline_accuracies", "transfer_accuracies", "summarise"]
@@ -55,7 +56,8 @@ def baseline_accuracies(
 ) -> dict[int, float]:
     """Accuracy of a per-graph baseline ``fit_predict(g, episode, seed=...) -> predictions``."""
     acc = {}
-    for gid in sampler.graph_ids:
+    name = getattr(fit_predict, "__module__", "baseline").rsplit(".", 1)[-1]
+    for gid in progress_bar(sampler.graph_ids, desc=f"fitting {name} per graph", unit="graph", leave=False):
         g = sampler.collection.graphs[gid]
         vals = []
         for e in range(episodes):

@@ -26,6 +26,7 @@ def test_sampler(small_family):
     return EpisodeSampler(small_family, "test", EpisodeConfig(k_shot=10), seed=0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["lp", "planetoid", "deepwalk", "node2vec"])
 def test_per_graph_baseline_beats_chance(test_sampler, name):
     acc = baseline_accuracies(PER_GRAPH[name], test_sampler, episodes=1, seed=0)
