@@ -5,10 +5,13 @@ from dataclasses import replace
 
 import click
 
-from gflkit.data import SMALL_SPEC, SyntheticSpec, make_synthetic_family
+from gflkit.data import DEFAULT_COLLECTION, SMALL_SPEC, SyntheticSpec, make_synthetic_family
 from gflkit.paths import processed_dir
 
 from .options import data_root_option, seed_option
+
+#: Where ``preprocess synthetic --small`` writes unless given --name.
+SMALL_COLLECTION = f"{DEFAULT_COLLECTION}-small"
 
 
 @click.group()
@@ -17,7 +20,8 @@ def preprocess() -> None:
 
 
 @preprocess.command()
-@click.option("--name", default="synthetic", show_default=True, help="Collection name.")
+@click.option("--name", default=None,
+              help="Collection name (default: synthetic, or synthetic-small with --small).")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Output folder (default: <root>/processed/<name>).")
 @click.option("--small", is_flag=True, help="A small family for tests and quick trials (16/4/8 graphs of 200-400 nodes, 32 features).")
@@ -34,6 +38,11 @@ def synthetic(name, out, small, n_graphs, nodes, num_classes, feat_size, outlier
     """The built-in seeded family of attributed graphs (the default data)."""
     from .options import int_list
 
+    if small and name == DEFAULT_COLLECTION:
+        raise click.BadParameter(f"--small never writes over the default family {DEFAULT_COLLECTION!r}; "
+                                 f"leave --name out (gives {SMALL_COLLECTION!r}) or choose another name",
+                                 param_hint="--name")
+    name = name or (SMALL_COLLECTION if small else DEFAULT_COLLECTION)
     spec = SMALL_SPEC if small else SyntheticSpec()
     changes = {}
     if n_graphs:
