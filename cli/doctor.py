@@ -47,7 +47,8 @@ def _patches() -> list[tuple[str, str]]:
     rows = []
     for name, applied in _compat.patched.items():
         rows.append((f"patch_{name}", _yes(applied)))
-        rows.append((f"patch_{name}_reason", _compat.reasons.get(name, "not needed") if applied else "not needed"))
+        reason = _compat.reasons.get(name, "") if applied else "not needed"
+        rows.append((f"patch_{name}_reason", reason))
     spec = importlib.util.find_spec("dgl")
     dgl_dir = list(spec.submodule_search_locations)[0] if spec and spec.submodule_search_locations else None
     release = _version("torch").split("+", maxsplit=1)[0]
