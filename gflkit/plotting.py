@@ -141,6 +141,11 @@ def read_results(path: str | os.PathLike | Sequence[str | os.PathLike], required
     return df
 
 
+def _source(path) -> str:
+    """A file, or several, as named in error messages."""
+    return str(path) if isinstance(path, (str, os.PathLike)) else ", ".join(map(str, path))
+
+
 def series_key(row: pd.Series) -> str:
     """The short name of a result row's series: its variant, else its model.
 
@@ -197,8 +202,8 @@ def _aggregate(df: pd.DataFrame, source, keys: Sequence[str]) -> tuple[pd.DataFr
         seed_list = sorted(df["seed"].unique()) if seeds else []
         note = (f"seed {seed_list[0]}; " if len(seed_list) == 1 else "") + "intervals: 95% CI over test graphs"
     else:
-        count = "/".join(map(str, n))
-        note = f"mean of {count} seeds ({', '.join(map(str, sorted(df['seed'].unique())))}); intervals: 95% CI over seeds"
+        seed_list = ", ".join(map(str, sorted(df["seed"].unique())))
+        note = f"mean of {'/'.join(map(str, n))} seeds ({seed_list}); intervals: 95% CI over seeds"
     return out, note
 
 
@@ -251,9 +256,9 @@ def plot_shots(path, output: str | os.PathLike, *, fmt: str | None = None, dpi: 
     if "param" in df.columns:
         df = df[df["param"].isin(_SHOT_PARAMS)]
         if df.empty:
-            raise GFLError(f"{path}: no rows with param k-shot; plot a sweep over --param k-shot")
+            raise GFLError(f"{_source(path)}: no rows with param k-shot; plot a sweep over --param k-shot")
     keys = ["k_shot", "dataset"] if "dataset" in df.columns else ["k_shot"]
-    df, note = _aggregate(df, path, keys)
+    df, note = _aggregate(df, _source(path), keys)
     datasets = _datasets(df)
     order = _series_order(df)
     labels = dict(zip(df["key"], df["label"]))
@@ -300,9 +305,10 @@ def plot_bars(path, output: str | os.PathLike, *, fmt: str | None = None, dpi: i
     figure_format(output, fmt)
     df = read_results(path, ["accuracy", "ci95"])
     if "variant" not in df.columns and "model" not in df.columns:
-        raise GFLError(f"{path}: needs a 'model' column (compare output) or a 'variant' column (ablate output)")
+        raise GFLError(f"{_source(path)}: needs a 'model' column (compare output) "
+                       f"or a 'variant' column (ablate output)")
     title = "variant" if "variant" in df.columns else "model"
-    df, note = _aggregate(df, path, ["dataset"] if "dataset" in df.columns else [])
+    df, note = _aggregate(df, _source(path), ["dataset"] if "dataset" in df.columns else [])
     datasets = _datasets(df)
     order = _series_order(df)
     labels = dict(zip(df["key"], df["label"]))

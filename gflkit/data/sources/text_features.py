@@ -140,5 +140,5 @@ randomized_svd = truncated_svd
 
 
 def embed_counts(counts: sp.spmatrix, dim: int, seed: int = 0) -> np.ndarray:
-    """TF-IDF then randomized SVD of hashed term counts: ``(n, dim)`` float32."""
-    return randomized_svd(tfidf(counts), dim, seed=seed)
+    """TF-IDF then truncated SVD of hashed term counts: ``(n, dim)`` float32."""
+    return truncated_svd(tfidf(counts), dim, seed=seed)
