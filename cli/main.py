@@ -98,14 +98,18 @@ class GFLGroup(click.Group):
 @click.group(cls=GFLGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(gflkit.__version__, prog_name="gflkit")
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
-@click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors on stderr.")
-def cli(verbose: int, quiet: bool) -> None:
+@click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors on stderr (no progress bars).")
+@click.option("--no-progress", is_flag=True, help="No progress bars on stderr (logs stay).")
+def cli(verbose: int, quiet: bool, no_progress: bool) -> None:
     """Graph few-shot learning (GFL, Yao et al., AAAI 2020) on DGL.
 
     Data lives under the data root: --data-root, else $GFLKIT_DATA, else ./data
     when it exists, else ~/.gflkit/data. Raw files go in <root>/raw/<source>/,
     collections are written to <root>/processed/<name>/, runs to ./runs/.
     """
+    from gflkit.progress import set_progress
+
+    set_progress(not (quiet or no_progress))
     level = logging.WARNING if quiet else (logging.DEBUG if verbose > 1 else logging.INFO)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", force=True)
     # DGL logs METIS timings on import paths we use; keep stderr readable.
@@ -114,10 +118,11 @@ def cli(verbose: int, quiet: bool) -> None:
 
 def _register() -> None:
     try:
-        from . import experiments, plot, predict, preprocess, run, runs, stats
+        from . import doctor, experiments, plot, predict, preprocess, run, runs, stats
     except KeyboardInterrupt:
         raise _interrupted() from None
 
+    cli.add_command(doctor.doctor)
     cli.add_command(plot.plot)
     cli.add_command(preprocess.preprocess)
     cli.add_command(stats.stats)

@@ -5,12 +5,15 @@ from dataclasses import replace
 
 import click
 
-from gflkit.data import SMALL_SPEC, SyntheticSpec, make_synthetic_family
+from gflkit.data import DEFAULT_COLLECTION, SMALL_SPEC, SyntheticSpec, make_synthetic_family
 from gflkit.data.synthetic import check_memory
 from gflkit.errors import GFLError
 from gflkit.paths import processed_dir
 
 from .options import FiniteFloatRange, GraphCounts, IntList, data_root_option, seed_option
+
+#: Where ``preprocess synthetic --small`` writes unless given --name.
+SMALL_COLLECTION = f"{DEFAULT_COLLECTION}-small"
 
 
 @click.group()
@@ -19,7 +22,8 @@ def preprocess() -> None:
 
 
 @preprocess.command()
-@click.option("--name", default="synthetic", show_default=True, help="Collection name.")
+@click.option("--name", default=None,
+              help="Collection name (default: synthetic, or synthetic-small with --small).")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Output folder (default: <root>/processed/<name>).")
 @click.option("--small", is_flag=True, help="A small family for tests and quick trials (16/4/8 graphs of 200-400 nodes, 32 features).")
@@ -35,6 +39,11 @@ def preprocess() -> None:
 @data_root_option
 def synthetic(name, out, small, n_graphs, nodes, num_classes, feat_size, outlier_rate, seed, data_root):
     """The built-in seeded family of attributed graphs (the default data)."""
+    if small and name == DEFAULT_COLLECTION:
+        raise click.BadParameter(f"--small never writes over the default family {DEFAULT_COLLECTION!r}; "
+                                 f"leave --name out (gives {SMALL_COLLECTION!r}) or choose another name",
+                                 param_hint="--name")
+    name = name or (SMALL_COLLECTION if small else DEFAULT_COLLECTION)
     spec = SMALL_SPEC if small else SyntheticSpec()
     changes = {}
     if n_graphs:

@@ -35,6 +35,8 @@ __all__ = ["graphbolt_library_available", "install", "patched", "select_backend"
 
 #: What :func:`install` changed, for tests and bug reports.
 patched: dict[str, bool] = {"graphbolt": False, "setuptools_extern": False, "backend": False}
+#: Why each entry of :data:`patched` was applied (``gflkit doctor`` prints it).
+reasons: dict[str, str] = {}
 
 
 def select_backend(environ=os.environ) -> bool:
@@ -106,6 +108,7 @@ def install() -> None:
         reason = f"DGL ships no graphbolt library usable with torch {_torch_release()}"
         sys.modules["dgl.graphbolt"] = _graphbolt_placeholder(reason)
         patched["graphbolt"] = True
+        reasons["graphbolt"] = reason
     if _setuptools_extern_missing():
         try:
             packaging = importlib.import_module("packaging")
@@ -121,6 +124,9 @@ def install() -> None:
         sys.modules["setuptools.extern.packaging"] = packaging
         sys.modules.setdefault("setuptools.extern.packaging.version", sys.modules["packaging.version"])
         patched["setuptools_extern"] = True
+        reasons["setuptools_extern"] = (
+            "setuptools has no setuptools.extern (removed in 71); dgl.utils imports packaging from it"
+        )
 
 
 install()

@@ -26,6 +26,7 @@ from .config import EpisodeConfig, TrainConfig
 from .data import GraphCollection
 from .episodes import EpisodeSampler
 from .errors import GFLError
+from .progress import progress_enabled
 
 __all__ = ["fit_loop", "LoopState", "RESUME_FORMAT", "rng_state", "restore_rng_state"]
 
@@ -189,7 +190,7 @@ def fit_loop(
         log.info("resuming %s after step %d", name, state.step)
     steps = range(state.step + 1, train_cfg.steps + 1)
     bar = None
-    if progress:
+    if progress and progress_enabled():
         from tqdm.auto import tqdm
 
         steps = bar = tqdm(steps, desc=f"training {name}", unit="step", leave=False,

@@ -28,6 +28,7 @@ import torch
 from .batching import GraphCache, batch_episodes
 from .episodes import Episode, EpisodeSampler
 from .models.gfl import GFL
+from .progress import progress_bar
 from .refine import RefineConfig, refine_scores
 from .results import mean_ci, paired_difference
 
@@ -150,7 +151,8 @@ def baseline_records(fit_predict: Callable[..., torch.Tensor], sampler: EpisodeS
                      seed: int = 0, **kwargs) -> pd.DataFrame:
     """Records of a per-graph baseline ``fit_predict(g, episode, seed=...) -> predictions``."""
     rows = []
-    for gid in sampler.graph_ids:
+    name = getattr(fit_predict, "__module__", "baseline").rsplit(".", 1)[-1]
+    for gid in progress_bar(sampler.graph_ids, desc=f"fitting {name} per graph", unit="graph", leave=False):
         g = sampler.collection.graphs[gid]
         for e in range(episodes):
             ep: Episode = sampler.episode(gid, e)

@@ -110,6 +110,7 @@ def test_bad_experiment_options_exit_cleanly(root):
     assert result.exit_code == 2 and "--refine" in result.output
 
 
+@pytest.mark.slow
 def test_transfer_baselines_beat_non_transfer_gcn(small_family):
     """On the small seeded family, learning from the train graphs pays off over a
     GCN trained on each test graph's support set alone (same episodes)."""

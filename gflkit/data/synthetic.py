@@ -30,6 +30,7 @@ import torch
 from ..errors import GFLError
 from ..utils import available_memory
 from .collection import GraphCollection, build_graph
+from ..progress import progress_enabled
 
 __all__ = ["SyntheticSpec", "make_synthetic_family", "SMALL_SPEC", "check_memory"]
 
@@ -189,7 +190,7 @@ def make_synthetic_family(
     splits = ["train"] * spec.n_train + ["val"] * spec.n_val + ["test"] * spec.n_test
     graphs, extras = [], []
     ids = range(len(splits))
-    if progress:
+    if progress and progress_enabled():
         from tqdm.auto import tqdm
 
         ids = tqdm(ids, desc=f"generating {name}", unit="graph")

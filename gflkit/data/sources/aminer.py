@@ -97,7 +97,7 @@ def read_aminer(
         num_classes: how many of the most frequent fields to keep.
         feat_size: text-embedding size (default 128 / 100 as in Table 1).
         n_buckets: hashed vocabulary size of the text features.
-        seed: seed of the randomized SVD.
+        seed: seed of the SVD's start vector.
         progress: progress bar by bytes read, on stderr.
     """
     if task not in TASKS:
@@ -144,7 +144,7 @@ def read_aminer(
     meta = {
         "dump": str(dump), "task": task, "lines": parser.lines, "papers": n_papers,
         "papers_unmapped_venue": int((field < 0).sum()), "unmapped_venues_top": dict(parser.unmapped.most_common(10)),
-        "venue_map": venues.origin, "features": f"hashed TF-IDF ({n_buckets} buckets) + randomized SVD to {dim}, seed {seed}",
+        "venue_map": venues.origin, "features": f"hashed TF-IDF ({n_buckets} buckets) + truncated SVD to {dim}, seed {seed}",
     }
     if task == "collaboration":
         meta["authors"] = n
