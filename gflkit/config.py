@@ -9,6 +9,7 @@ code paths::
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -22,6 +23,18 @@ __all__ = [
 SIMILARITIES = ("khop-cn", "jaccard", "adamic-adar", "pagerank")
 DISTANCES = ("inner", "cosine", "euclidean")
 AGGREGATORS = ("mean", "att")
+
+
+#: Largest seed (NumPy's generators take 32-bit seeds).
+SEED_MAX = 2**32 - 1
+
+
+def _check_finite(cfg) -> None:
+    """One-line error for a NaN or infinite float setting (they would train to chance quietly)."""
+    for f in fields(cfg):
+        value = getattr(cfg, f.name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise GFLError(f"{f.name}={value}: must be a finite number")
 
 
 @dataclass(frozen=True)
@@ -79,6 +92,7 @@ class GFLConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "clusters", tuple(int(c) for c in self.clusters))
+        _check_finite(self)
         choices = {
             "prototype": ("pgnn", "mean"), "pool": ("mean", "max"), "pgnn_activation": ("tanh", "none"), "similarity": SIMILARITIES,
             "aggregator": AGGREGATORS, "recon_reduction": ("mean", "sum"), "distance": DISTANCES,
@@ -174,6 +188,9 @@ class TrainConfig:
     grad_clip: float | None = None
 
     def __post_init__(self) -> None:
+        _check_finite(self)
+        if not 0 <= self.seed <= SEED_MAX:
+            raise GFLError(f"seed={self.seed} must lie in 0..{SEED_MAX}")
         if self.grad_clip is not None and self.grad_clip <= 0:
             raise GFLError(f"grad_clip={self.grad_clip} must be positive (or None for no clipping)")
         for name in ("steps", "meta_batch", "eval_every", "patience", "val_episodes"):
