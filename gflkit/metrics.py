@@ -34,13 +34,9 @@ def graph_accuracies(
     was_training = model.training
     model.eval()
     acc: dict[int, list[float]] = {gid: [] for gid in sampler.graph_ids}
-    jobs = [(gid, e) for e in range(episodes) for gid in sampler.graph_ids]
-    for start in range(0, len(jobs), batch_size):
-        chunk = jobs[start : start + batch_size]
-        eps = [sampler.episode(gid, e) for gid, e in chunk]
-        bg, support, queries = batch_episodes([cache[gid] for gid, _ in chunk], eps)
-        out = model(bg, support, queries)
-        for (gid, _), scores, ep in zip(chunk, out.logits, eps):
+    for gid in sampler.graph_ids:  # the episodes of a graph share one encoder pass
+        eps = [sampler.episode(gid, e) for e in range(episodes)]
+        for scores, ep in zip(model.score_episodes(cache[gid], eps), eps):
             acc[gid].append(float((scores.argmax(1) == ep.query_label).float().mean()))
     model.train(was_training)
     return {gid: float(np.mean(v)) for gid, v in acc.items()}

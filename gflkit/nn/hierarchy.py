@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import dgl
 import torch
-from dgl.nn import GraphConv
 from torch import nn
 
-from .conv import apply_conv, graph_conv
+from .conv import GCNLayer
 from .segment import segment_tmm
 
 __all__ = ["HierarchicalGraphRepresentation", "dense_gcn_norm"]
@@ -66,9 +65,9 @@ class HierarchicalGraphRepresentation(nn.Module):
         self.clusters = tuple(clusters[: levels - 1])
         self.project = nn.Identity() if in_feats == graph_feats else nn.Linear(in_feats, graph_feats)
         if levels > 1:
-            # AGNN and FGNN of level 1 share one GraphConv (outputs side by side),
+            # AGNN and FGNN of level 1 share one GCN layer (outputs side by side),
             # so the large node graph is traversed once instead of twice.
-            self.first_level = GraphConv(in_feats, self.clusters[0] + graph_feats, norm="both")
+            self.first_level = GCNLayer(in_feats, self.clusters[0] + graph_feats)
         sizes = self.clusters
         self.assign_dense = nn.ModuleList(nn.Linear(graph_feats, n) for n in sizes[1:])
         self.fuse_dense = nn.ModuleList(nn.Linear(graph_feats, graph_feats) for _ in sizes[1:])
@@ -99,7 +98,7 @@ class HierarchicalGraphRepresentation(nn.Module):
     def _first_pool(self, g: dgl.DGLGraph, z: torch.Tensor,
                     z_prop: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Level 1 -> 2 on the sparse node graph: ``(B, K2, gf)`` features, ``(B, K2, K2)`` adjacency."""
-        out = graph_conv(self.first_level, g, z) if z_prop is None else apply_conv(self.first_level, z_prop)
+        out = self.first_level(g, z) if z_prop is None else self.first_level.from_propagated(z_prop)
         assign, fuse = out.split([self.clusters[0], self.graph_feats], -1)
         p = torch.softmax(assign, dim=-1)  # (N, K2)
         # One (K2 x N) @ (N x (gf + 2 K2)) product per graph gives P^T F, P^T (A+I) P
