@@ -147,8 +147,11 @@ class GFL(nn.Module):
         # they share one propagation A_hat z.
         z_prop = propagate(g, z) if self.decoder is not None and self.gate is not None else None
         protos, gate = self.prototypes(g, z, support, z_prop)
+        # One gather for the queries of all graphs: its backward pass fills one
+        # (N, d) gradient instead of one per graph.
+        z_query = z[torch.cat(list(queries))].split([len(q) for q in queries])
         scores = [
-            logits(z[q], protos[b], self.cfg.distance, self.cfg.cosine_scale) for b, q in enumerate(queries)
+            logits(zq, protos[b], self.cfg.distance, self.cfg.cosine_scale) for b, zq in enumerate(z_query)
         ]
         recon = None
         if self.decoder is not None:

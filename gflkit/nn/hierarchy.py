@@ -101,16 +101,15 @@ class HierarchicalGraphRepresentation(nn.Module):
         out = self.first_level(g, z) if z_prop is None else self.first_level.from_propagated(z_prop)
         assign, fuse = out.split([self.clusters[0], self.graph_feats], -1)
         p = torch.softmax(assign, dim=-1)  # (N, K2)
-        # One (K2 x N) @ (N x (gf + 2 K2)) product per graph gives P^T F, P^T (A+I) P
-        # and P^T P; with them, the self-loops come out of the adjacency and the
-        # column sums of P (P^T P 1, since the rows of P sum to 1) normalise X
-        # without another pass over the nodes.
-        rhs = torch.cat([torch.relu(fuse), dgl.ops.copy_u_sum(g, p), p], dim=1)
+        # One (K2 x N) @ (N x (gf + K2)) product per graph gives P^T F and P^T A P
+        # (A P from one propagation, its self-loops taken out). The column sums
+        # of P normalise X.
+        ap = dgl.ops.copy_u_sum(g, p) - p  # (N, K2): A P for A without self-loops
+        rhs = torch.cat([torch.relu(fuse), ap], dim=1)
         k2, gf = self.clusters[0], self.graph_feats
-        sizes = g.batch_num_nodes().tolist()
-        prods = segment_tmm(p, rhs, sizes)
-        pf, pap, ptp = prods.split([gf, k2, k2], dim=-1)  # (B, K2, .)
-        mass = ptp.sum(-1, keepdim=True).clamp(min=1e-12)  # (B, K2, 1): column sums of P
+        sizes = g.batch_num_nodes()
+        prods = segment_tmm(p, rhs, sizes.tolist())
+        pf, adjs = prods.split([gf, k2], dim=-1)  # (B, K2, .)
+        mass = dgl.ops.segment_reduce(sizes, p, "sum").clamp(min=1e-12).unsqueeze(-1)  # (B, K2, 1)
         xs = pf / mass
-        adjs = pap - ptp
         return xs, adjs

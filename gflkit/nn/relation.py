@@ -21,8 +21,6 @@ from __future__ import annotations
 import dgl
 import torch
 
-from .segment import segment_tmm
-
 __all__ = ["support_similarity", "relation_weights", "relation_graph"]
 
 
@@ -46,11 +44,20 @@ def _neighbour_sum(g: dgl.DGLGraph, x: torch.Tensor) -> torch.Tensor:
 def _per_graph_blocks(g: dgl.DGLGraph, left: torch.Tensor, right: torch.Tensor, c: int, k: int) -> torch.Tensor:
     """``left_b^T right_b`` restricted to same-class pairs, per graph.
 
+    Only the C diagonal ``K x K`` blocks are computed (one batched product per
+    graph), not the whole ``CK x CK`` product.
+
     Shapes:
         left, right: ``(N, C*K)``; returns ``(B, C, K, K)``.
     """
-    full = segment_tmm(left, right, g.batch_num_nodes().tolist()).view(-1, c, k, c, k)  # (B, C, K, C, K)
-    return torch.stack([full[:, i, :, i, :] for i in range(c)], dim=1)
+    lt, rt = left.t().contiguous(), right.t().contiguous()  # (C*K, N)
+    blocks, start = [], 0
+    for n in g.batch_num_nodes().tolist():
+        lb = lt[:, start : start + n].view(c, k, n)
+        rb = rt[:, start : start + n].view(c, k, n)
+        blocks.append(torch.bmm(lb, rb.transpose(1, 2)))  # (C, K, K)
+        start += n
+    return torch.stack(blocks)
 
 
 def _column_at_support(x: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
