@@ -21,6 +21,8 @@ from __future__ import annotations
 import dgl
 import torch
 
+from .segment import segment_tmm
+
 __all__ = ["support_similarity", "relation_weights", "relation_graph"]
 
 
@@ -44,20 +46,14 @@ def _neighbour_sum(g: dgl.DGLGraph, x: torch.Tensor) -> torch.Tensor:
 def _per_graph_blocks(g: dgl.DGLGraph, left: torch.Tensor, right: torch.Tensor, c: int, k: int) -> torch.Tensor:
     """``left_b^T right_b`` restricted to same-class pairs, per graph.
 
-    Only the C diagonal ``K x K`` blocks are computed (one batched product per
-    graph), not the whole ``CK x CK`` product.
-
     Shapes:
         left, right: ``(N, C*K)``; returns ``(B, C, K, K)``.
     """
-    lt, rt = left.t().contiguous(), right.t().contiguous()  # (C*K, N)
-    blocks, start = [], 0
-    for n in g.batch_num_nodes().tolist():
-        lb = lt[:, start : start + n].view(c, k, n)
-        rb = rt[:, start : start + n].view(c, k, n)
-        blocks.append(torch.bmm(lb, rb.transpose(1, 2)))  # (C, K, K)
-        start += n
-    return torch.stack(blocks)
+    # The whole (C*K x C*K) product reads the (N, C*K) inputs as they lie in
+    # memory; the C diagonal blocks alone would need transposed copies, which
+    # cost more than the products they save.
+    full = segment_tmm(left, right, g.batch_num_nodes().tolist()).view(-1, c, k, c, k)  # (B, C, K, C, K)
+    return torch.stack([full[:, i, :, i, :] for i in range(c)], dim=1)
 
 
 def _column_at_support(x: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
