@@ -66,9 +66,9 @@ def serve(setup: Callable[[], Callable[[int], None]], warmup: int, reset_peak: b
     for line in sys.stdin:
         if line.strip() != "step":
             break
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         fn(i)
-        _send({"seconds": time.perf_counter() - start})
+        _send({"seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu})
         i += 1
     peak = peak_rss_mb()
     _send({"peak_rss_mb": peak, "peak_step_mb": peak - loaded, "rss_loaded_mb": loaded,
@@ -97,8 +97,9 @@ def interleave(commands: list[tuple[list[str], dict[str, str], str]], steps: int
                max_seconds: float = float("inf")) -> list[dict]:
     """Run the workers ``(argv, env, cwd)`` in turns; one summary per worker.
 
-    Each summary has ``times`` (seconds of each step), ``seconds`` (their median)
-    and the worker's memory figures. The order of the turns rotates every step,
+    Each summary has ``times`` (seconds of each step), ``seconds`` (their median),
+    ``cpu_seconds`` (the median CPU time of the worker's threads per step: less
+    sensitive to other processes than wall time) and the worker's memory figures. The order of the turns rotates every step,
     so no configuration always follows the same one. Timing stops after
     ``steps`` turns, or earlier once ``max_seconds`` of steps have been spent
     (after at least 3 turns).
@@ -109,6 +110,7 @@ def interleave(commands: list[tuple[list[str], dict[str, str], str]], steps: int
         for p in procs:
             _receive(p)  # ready
         times: list[list[float]] = [[] for _ in procs]
+        cpu: list[list[float]] = [[] for _ in procs]
         spent = 0.0
         for k in range(steps):
             order = list(range(len(procs)))
@@ -116,17 +118,19 @@ def interleave(commands: list[tuple[list[str], dict[str, str], str]], steps: int
             for i in order:
                 procs[i].stdin.write("step\n")
                 procs[i].stdin.flush()
-                t = _receive(procs[i])["seconds"]
+                reply = _receive(procs[i])
+                t = reply["seconds"]
                 times[i].append(t)
+                cpu[i].append(reply["cpu_seconds"])
                 spent += t
             if k >= 2 and spent > max_seconds:
                 break
         summaries = []
-        for p, ts in zip(procs, times):
+        for p, ts, cs in zip(procs, times, cpu):
             p.stdin.write("stop\n")
             p.stdin.flush()
             summary = _receive(p)
-            summary.update(times=ts, seconds=statistics.median(ts))
+            summary.update(times=ts, seconds=statistics.median(ts), cpu_seconds=statistics.median(cs))
             summaries.append(summary)
         return summaries
     finally:
