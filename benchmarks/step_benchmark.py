@@ -147,7 +147,8 @@ def _rows_for_size(n: int, folder: Path, args) -> list[dict]:
     rows = []
     for (impl, _, threads), summary in zip(configs, interleave(commands, args.steps, args.max_seconds)):
         rows.append({"implementation": impl, "nodes": n, "threads": threads,
-                     "ms_per_step": 1000 * summary["seconds"], "steps": len(summary["times"]),
+                     "ms_per_step": 1000 * summary["seconds"], "cpu_ms_per_step": 1000 * summary["cpu_seconds"],
+                     "steps": len(summary["times"]),
                      "peak_step_mb": summary["peak_step_mb"], "peak_rss_mb": summary["peak_rss_mb"],
                      "rss_before_mb": summary["rss_loaded_mb"], "peak_exact": summary["peak_exact"]})
     return rows
@@ -160,18 +161,20 @@ def _add_ratios(rows: list[dict]) -> None:
     for r in rows:
         base = by_key.get((BASELINE, r["nodes"], r["threads"]))
         r["speedup"] = base["ms_per_step"] / r["ms_per_step"] if base else float("nan")
+        r["cpu_speedup"] = base["cpu_ms_per_step"] / r["cpu_ms_per_step"] if base else float("nan")
         one = by_key.get((r["implementation"], r["nodes"], 1))
         r["thread_speedup"] = one["ms_per_step"] / r["ms_per_step"] if one else float("nan")
 
 
 def _markdown(rows: list[dict]) -> str:
-    head = ("| implementation | nodes per graph | threads | ms per step (median) | steps timed "
-            "| peak memory MB (steps) | peak RSS MB (total) | baseline / this | 1 thread / this |")
-    lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    head = ("| implementation | nodes per graph | threads | ms per step (median) | CPU ms per step | steps timed "
+            "| peak memory MB (steps) | peak RSS MB (total) | baseline / this | baseline / this (CPU) "
+            "| 1 thread / this |")
+    lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(f"| {r['implementation']} | {r['nodes']:,} | {r['threads']} | {r['ms_per_step']:.0f} "
-                     f"| {r['steps']} | {r['peak_step_mb']:.0f} | {r['peak_rss_mb']:.0f} "
-                     f"| {_ratio(r['speedup'])} | {_ratio(r['thread_speedup'])} |")
+                     f"| {r['cpu_ms_per_step']:.0f} | {r['steps']} | {r['peak_step_mb']:.0f} | {r['peak_rss_mb']:.0f} "
+                     f"| {_ratio(r['speedup'])} | {_ratio(r['cpu_speedup'])} | {_ratio(r['thread_speedup'])} |")
     return "\n".join(lines) + "\n"
 
 

@@ -16,7 +16,7 @@ from gflkit.nn import (
 )
 from gflkit.nn.conv import NORM_DST, NORM_SRC, add_gcn_norm, propagate
 from gflkit.nn.hierarchy import dense_gcn_norm
-from gflkit.nn.segment import segment_tmm
+from gflkit.nn.segment import segment_gram, segment_tmm
 
 # -- graphs and dense references ------------------------------------------------------
 
@@ -167,6 +167,20 @@ def test_segment_tmm_matches_per_block_products_and_gradients():
     assert torch.autograd.gradcheck(lambda x: segment_tmm(x, x, sizes), (a,))  # D^T D
     with pytest.raises(ValueError, match="sum to 8"):
         segment_tmm(a, b, [4, 4])
+
+
+def test_segment_gram_equals_segment_tmm_with_itself():
+    gen = torch.Generator().manual_seed(1)
+    a = torch.randn(9, 3, dtype=torch.float64, generator=gen, requires_grad=True)
+    sizes = [4, 2, 3]
+    torch.testing.assert_close(segment_gram(a, sizes), segment_tmm(a, a, sizes))
+    weight = torch.randn(3, 3, 3, dtype=torch.float64, generator=gen)  # not symmetric
+    grad = torch.autograd.grad((segment_gram(a, sizes) * weight).sum(), a)[0]
+    expected = torch.autograd.grad((segment_tmm(a, a, sizes) * weight).sum(), a)[0]
+    torch.testing.assert_close(grad, expected)
+    assert torch.autograd.gradcheck(lambda x: segment_gram(x, sizes), (a,))
+    with pytest.raises(ValueError, match="sum to 8"):
+        segment_gram(a, [4, 4])
 
 
 # -- reconstruction ---------------------------------------------------------------------

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from .conv import GCNLayer
-from .segment import segment_tmm
+from .segment import segment_gram
 
 __all__ = ["GraphDecoder", "recon_loss", "dense_recon_loss"]
 
@@ -57,7 +57,7 @@ def recon_loss(g: dgl.DGLGraph, d: torch.Tensor, reduction: str = "mean") -> tor
     """
     sizes = g.batch_num_nodes()
     edge_counts = g.batch_num_edges()
-    grams = segment_tmm(d, d, sizes.tolist())  # (B, k, k): D^T D per graph
+    grams = segment_gram(d, sizes.tolist())  # (B, k, k): D^T D per graph
     # tr(D^T A D) as a sum over nodes of <d_v, (A D)_v>: one sparse product (and
     # one more in the backward pass), much cheaper on CPU than a dot product per
     # edge. The self-loops of g add tr(D^T D), taken back out per graph.
