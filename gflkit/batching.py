@@ -24,14 +24,11 @@ def prepare_graph(g: dgl.DGLGraph) -> dgl.DGLGraph:
     what every step would otherwise recompute.
 
     ``ndata``: ``feat`` (the same tensor as ``g``'s, not a copy) and the GCN
-    degree normalisation (:func:`~gflkit.nn.conv.add_gcn_norm`). Its sparse
-    formats are created here once, so that later steps on the graph alone do not
-    create them again.
+    degree normalisation (:func:`~gflkit.nn.conv.add_gcn_norm`).
     """
     h = dgl.graph(g.edges(), num_nodes=g.num_nodes())
     h = add_gcn_norm(dgl.add_self_loop(dgl.remove_self_loop(h)))
     h.ndata["feat"] = g.ndata["feat"]
-    h.create_formats_()
     return h
 
 

@@ -2,8 +2,9 @@
 
 For every graph of a batch and every class, the K support nodes of that class
 get pairwise similarity scores from the graph's topology, turned into weights in
-[0, 1]; a weight below ``mu`` becomes ``mu0``. The weighted K-node graphs of all
-classes of all graphs are batched into one DGLGraph for the prototype GNN.
+[0, 1]; a weight below ``mu`` becomes ``mu0``. The prototype GNN reads the
+``(B, C, K, K)`` weights as dense matrices; :func:`relation_graph` gives the same
+structure as one batched DGLGraph, for inspection and as a reference in tests.
 
 All similarities are computed by message passing from the support nodes: an
 ``(N, C*K)`` indicator matrix is propagated over the (batched) graph, so memory
