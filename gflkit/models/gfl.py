@@ -84,17 +84,17 @@ class GFL(nn.Module):
         if self.gate is not None:
             _, h = self.hierarchy(g, z, z_prop)  # (B, graph_feats)
             gate = self.gate(h)
-        return self._graph_prototypes(g, z, support, gate), gate
+        return self._graph_prototypes(g, z, support, gate, one_graph=False), gate
 
     def _graph_prototypes(self, g: dgl.DGLGraph, z: torch.Tensor, support: torch.Tensor,
-                          gate: torch.Tensor | None) -> torch.Tensor:
-        """PGNN prototypes ``(E, C, d)`` of support sets ``(E, C, K)`` of one graph
-        each (``g`` batched, E = B), or of E episodes of one graph ``g``."""
+                          gate: torch.Tensor | None, one_graph: bool) -> torch.Tensor:
+        """PGNN prototypes ``(E, C, d)`` of support sets ``(E, C, K)``: one per graph
+        of a batched ``g`` (E = B), or, with ``one_graph``, E episodes of one graph."""
         cfg = self.cfg
         e, c, k = support.shape
         # The scores of a class depend only on its own support nodes, so E episodes
         # of one graph are scored as one episode with E * C classes.
-        rows = support if g.batch_size == e else support.reshape(1, e * c, k)
+        rows = support.reshape(1, e * c, k) if one_graph else support
         score = support_similarity(g, rows, cfg.similarity, cfg.hops).view(e, c, k, k)
         weights = relation_weights(score, cfg.similarity, cfg.mu, cfg.mu0)  # (E, C, K, K)
         return self.pgnn(z[support], weights, gate)
@@ -128,7 +128,8 @@ class GFL(nn.Module):
             gate = self.gate(self.hierarchy(g, z)[1]) if self.gate is not None else None  # (1, |phi|)
             per_chunk = max(1, chunk_columns // support[0].numel())
             protos = torch.cat([
-                self._graph_prototypes(g, z, part, None if gate is None else gate.expand(len(part), -1))
+                self._graph_prototypes(g, z, part, None if gate is None else gate.expand(len(part), -1),
+                                       one_graph=True)
                 for part in support.split(per_chunk)
             ])  # (E, C, d)
         return [logits(z[ep.query], protos[i], self.cfg.distance, self.cfg.cosine_scale)
@@ -143,7 +144,7 @@ class GFL(nn.Module):
             queries: query ids in ``g``, one ``(Q_b,)`` tensor per graph.
         """
         z = self.embed(g)
-        # The decoder and the first hierarchy level are both GraphConvs over z:
+        # The decoder and the first hierarchy level are both GCN layers over z:
         # they share one propagation A_hat z.
         z_prop = propagate(g, z) if self.decoder is not None and self.gate is not None else None
         protos, gate = self.prototypes(g, z, support, z_prop)
