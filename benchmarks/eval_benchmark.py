@@ -46,12 +46,10 @@ def build_family(name: str, folder: Path) -> Path:
 
 
 def _cache_cls():
-    try:
-        from gflkit.batching import GraphCache, batch_episodes
-    except ImportError:  # the layout of an earlier commit
-        from gflkit.metrics import GraphCache
-        from gflkit.models.gfl import batch_episodes
-    return GraphCache, batch_episodes
+    from layout import gflkit_layout
+
+    parts = gflkit_layout()
+    return parts.GraphCache, parts.batch_episodes
 
 
 def _evaluate_setup(folder: str, episodes: int, threads: int):
@@ -62,10 +60,10 @@ def _evaluate_setup(folder: str, episodes: int, threads: int):
         from gflkit.config import EpisodeConfig, GFLConfig
         from gflkit.data import GraphCollection
         from gflkit.episodes import EpisodeSampler
-        from gflkit.metrics import graph_accuracies
-        from gflkit.models.gfl import GFL
+        from layout import gflkit_layout
 
-        GraphCache, _ = _cache_cls()
+        parts = gflkit_layout()
+        GFL, GraphCache, graph_accuracies = parts.GFL, parts.GraphCache, parts.graph_accuracies
         torch.set_num_threads(threads)
         torch.manual_seed(0)
         collection = GraphCollection.load(folder)

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import sys
 from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 CONFIGS = {
     "default": {},
@@ -33,12 +36,10 @@ def _modules():
     from gflkit.config import EpisodeConfig, GFLConfig
     from gflkit.data import SMALL_SPEC, make_synthetic_family
     from gflkit.episodes import EpisodeSampler
-    from gflkit.models.gfl import GFL
+    from layout import gflkit_layout
 
-    try:
-        from gflkit.batching import batch_episodes, prepare_graph
-    except ImportError:  # the layout of the starting point
-        from gflkit.models.gfl import batch_episodes, prepare_graph
+    parts = gflkit_layout()
+    GFL, batch_episodes, prepare_graph = parts.GFL, parts.batch_episodes, parts.prepare_graph
     return make_synthetic_family, SMALL_SPEC, EpisodeSampler, EpisodeConfig, GFLConfig, GFL, batch_episodes, prepare_graph
 
 

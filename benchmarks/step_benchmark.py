@@ -48,13 +48,10 @@ def _sparse_step(collection):
 
     from gflkit.config import EpisodeConfig, GFLConfig
     from gflkit.episodes import EpisodeSampler
-    from gflkit.models.gfl import GFL
+    from layout import gflkit_layout
 
-    try:
-        from gflkit.batching import GraphCache, batch_episodes
-    except ImportError:  # the layout of an earlier commit (--baseline)
-        from gflkit.metrics import GraphCache
-        from gflkit.models.gfl import batch_episodes
+    parts = gflkit_layout()
+    GFL, GraphCache, batch_episodes = parts.GFL, parts.GraphCache, parts.batch_episodes
 
     sampler = EpisodeSampler(collection, "train", EpisodeConfig(k_shot=K_SHOT))
     cache = GraphCache(collection)
