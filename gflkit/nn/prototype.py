@@ -6,11 +6,8 @@ GCN layer with parameters ``phi = (W, b)`` and a tanh; with the gate, each graph
 """
 from __future__ import annotations
 
-import dgl
 import torch
 from torch import nn
-
-from .relation import relation_graph
 
 __all__ = ["PrototypeGNN"]
 
@@ -65,10 +62,11 @@ class PrototypeGNN(nn.Module):
 
     def forward(self, support: torch.Tensor, weights: torch.Tensor, gate: torch.Tensor | None = None) -> torch.Tensor:
         b, c, k, d = support.shape
-        rg = relation_graph(weights)
-        w_e = rg.edata["w"].unsqueeze(-1)
-        degree = dgl.ops.copy_e_sum(rg, w_e).clamp(min=1e-12)  # (BCK, 1) weighted degree
-        agg = dgl.ops.u_mul_e_sum(rg, support.reshape(b * c * k, d), w_e) / degree  # (BCK, d)
+        # R_k has K nodes: the weighted aggregation at node j, sum_i R_ij h_i / sum_i R_ij,
+        # is one small dense product per (graph, class), all in one batched matmul.
+        w = weights.reshape(b * c, k, k)  # (BC, K, K): entry (i, j) weighs the edge i -> j
+        degree = w.sum(1).clamp(min=1e-12).unsqueeze(-1)  # (BC, K, 1) weighted in-degree
+        agg = torch.bmm(w.transpose(1, 2), support.reshape(b * c, k, d)) / degree  # (BC, K, d)
         agg = agg.view(b, c * k, d)
         if gate is None:
             out = agg @ self.weight + self.bias
