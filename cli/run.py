@@ -6,7 +6,7 @@ from pathlib import Path
 import click
 
 import gflkit
-from gflkit.config import AGGREGATORS, DISTANCES, PRESETS, SIMILARITIES, EpisodeConfig, GFLConfig, TrainConfig
+from gflkit.config import AGGREGATORS, DISTANCES, GATE_MODES, PGNN_NORMS, PRESETS, SIMILARITIES, EpisodeConfig, GFLConfig, TrainConfig
 from gflkit.models.baselines import PER_GRAPH, TRANSFER
 from gflkit.api import default_run_dir
 from gflkit.run_folder import partial_path
@@ -23,11 +23,13 @@ _MODEL_FLAGS = [
     ("--prototype", "prototype", click.Choice(["pgnn", "mean"]), "Graph-structured (pgnn) or mean (Protonet) prototype."),
     ("--pool", "pool", click.Choice(["mean", "max"]), "Pooling of PGNN outputs into a prototype."),
     ("--pgnn-activation", "pgnn_activation", click.Choice(["tanh", "none"]), "Activation of the PGNN layer."),
+    ("--pgnn-norm", "pgnn_norm", click.Choice(PGNN_NORMS), "PGNN normalisation: row (D^-1 R) or sym (D^-1/2 R D^-1/2, the paper's GCN)."),
     ("--similarity", "similarity", click.Choice(SIMILARITIES), "Similarity behind the relational structure."),
     ("--hops", "hops", click.IntRange(1), "k of the k-hop common-neighbour similarity."),
     ("--mu", "mu", FiniteFloatRange(0, 1), "Threshold: relation weights below it become mu0."),
     ("--mu0", "mu0", FiniteFloatRange(0, 1), "Weight given to relations below mu."),
     ("--gate/--no-gate", "gate", None, "Hierarchical graph representation gate on the PGNN."),
+    ("--gate-mode", "gate_mode", click.Choice(GATE_MODES), "Gate form and start: open (sigmoid near 1), centered (2 sigmoid, starts at 1), paper (sigmoid, usual init)."),
     ("--levels", "levels", click.IntRange(1), "R, levels of the hierarchical graph representation."),
     ("--clusters", "clusters", IntList(min_value=1, max_value=1 << 16), "Clusters of levels 2..R, comma-separated."),
     ("--graph-feats", "graph_feats", click.IntRange(1), "Size of the graph representation."),

@@ -542,3 +542,46 @@ def test_distances():
     torch.testing.assert_close(logits(z, c, "euclidean"), -sq, rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="unknown distance"):
         logits(z, c, "manhattan")
+
+
+def test_pgnn_symmetric_normalisation_matches_a_dense_reference():
+    from gflkit.nn import PrototypeGNN
+
+    torch.manual_seed(0)
+    b, c, k, d = 2, 3, 4, 5
+    support = torch.randn(b, c, k, d)
+    weights = torch.rand(b, c, k, k)
+    weights = 0.5 * (weights + weights.transpose(-1, -2))
+    pgnn = PrototypeGNN(d, d, activation="none", norm="sym")
+    out = pgnn(support, weights)
+    deg = weights.sum(-1)  # symmetric: in- and out-degrees agree
+    norm = weights / (deg.unsqueeze(-1) * deg.unsqueeze(-2)).sqrt()
+    expected = (norm.transpose(-1, -2) @ support @ pgnn.weight + pgnn.bias).mean(2)
+    assert torch.allclose(out, expected, atol=1e-5)
+    row = PrototypeGNN(d, d, activation="none", norm="row")
+    row.load_state_dict(pgnn.state_dict())
+    assert not torch.allclose(row(support, weights), out)
+
+
+@pytest.mark.parametrize("mode, start", [("open", 0.95), ("centered", 1.0), ("paper", 0.5)])
+def test_gate_modes_start_where_documented(mode, start):
+    from gflkit.nn import HierarchyGate
+
+    torch.manual_seed(0)
+    gate = HierarchyGate(32, 100, mode=mode)
+    g = gate(torch.zeros(1, 32))  # a zero representation leaves only the bias
+    assert abs(float(g.mean()) - start) < 0.25 if mode == "paper" else abs(float(g.mean()) - start) < 0.01
+    h = torch.randn(4, 32, requires_grad=True)
+    gate(h).sum().backward()
+    if mode == "centered":  # slope 0.5 and the usual weights: the representation gets a real gradient
+        assert float(h.grad.norm()) > 10 * _open_gate_grad()
+
+
+def _open_gate_grad() -> float:
+    from gflkit.nn import HierarchyGate
+
+    torch.manual_seed(0)
+    gate = HierarchyGate(32, 100, mode="open")
+    h = torch.randn(4, 32, requires_grad=True)
+    gate(h).sum().backward()
+    return float(h.grad.norm())

@@ -57,13 +57,15 @@ class GFL(nn.Module):
         self.in_feats, self.cfg = in_feats, cfg
         self.encoder = GCNEncoder(in_feats, cfg.hidden_feats, cfg.out_feats, cfg.dropout)
         self.decoder = GraphDecoder(cfg.out_feats, cfg.out_feats) if cfg.recon else None
-        self.pgnn = PrototypeGNN(cfg.out_feats, cfg.out_feats, cfg.pool, cfg.pgnn_activation) if cfg.prototype == "pgnn" else None
+        self.pgnn = None
+        if cfg.prototype == "pgnn":
+            self.pgnn = PrototypeGNN(cfg.out_feats, cfg.out_feats, cfg.pool, cfg.pgnn_activation, cfg.pgnn_norm)
         self.hierarchy = self.gate = None
         if cfg.uses_hierarchy:
             self.hierarchy = HierarchicalGraphRepresentation(
                 cfg.out_feats, cfg.graph_feats, cfg.levels, cfg.clusters, cfg.aggregator
             )
-            self.gate = HierarchyGate(cfg.graph_feats, self.pgnn.num_params)
+            self.gate = HierarchyGate(cfg.graph_feats, self.pgnn.num_params, mode=cfg.gate_mode)
 
     @classmethod
     def from_config(cls, cfg: GFLConfig, in_feats: int) -> "GFL":
