@@ -182,7 +182,7 @@ def read_cross_network(edges, nodes, *, columns: TableColumns, train: Sequence[s
     if sampler is None:
         collection = _whole(t, slices, feat, roles, codes, name, seed)
     else:
-        networks = _networks(t, slices, feat, roles)
+        networks = _networks(t, slices, feat)
         collection = sample_networks(networks, roles, seed=seed, name=name, progress=progress, **dict(sampler))
     collection.source = "tables"
     collection.meta.update(files=[str(f) for f in (edges, nodes, features) if f], bad_input=t.report.as_dict())
@@ -195,15 +195,14 @@ def read_cross_network(edges, nodes, *, columns: TableColumns, train: Sequence[s
     return collection, t.report
 
 
-def _networks(t: _Tables, slices: GraphSlices, feat: torch.Tensor, roles) -> dict[str, SourceGraph]:
-    """Every network with a role, as a source graph, in table order (ids: positions in the network)."""
-    used = set().union(*(set(v) for v in roles.values()))
-    out = {}
-    for i, net in enumerate(t.graph_names):
-        if net in used:
-            g = table_subgraph(t, feat, i, slices)
-            out[net] = SourceGraph(g, list(t.classes), net, "tables")
-    return out
+def _networks(t: _Tables, slices: GraphSlices, feat: torch.Tensor) -> dict[str, SourceGraph]:
+    """Every network of the tables as a source graph, in table order.
+
+    Networks without a role are included too: a network's seed and node
+    positions then depend on the tables alone, not on which networks were named.
+    """
+    return {net: SourceGraph(table_subgraph(t, feat, i, slices), list(t.classes), net, "tables")
+            for i, net in enumerate(t.graph_names)}
 
 
 def _whole(t: _Tables, slices: GraphSlices, feat: torch.Tensor, roles, codes, name: str,
