@@ -186,3 +186,15 @@ def test_sample_networks_shares_counts_and_refuses_a_seen_target(small_family):
     with pytest.raises(GFLError, match="no val network"):
         sample_networks(nets, {"train": ["n0"], "test": ["n2"]}, n_graphs=(1, 1, 1), min_degree=2,
                         walk_length=(30, 60))
+
+
+def test_num_classes_counts_the_source_networks_only(tmp_path):
+    labels = {"a": "yyyyyx", "b": "yyyyxx", "c": "xxxxxx"}  # x is the most frequent overall, y on the sources
+    (tmp_path / "n.csv").write_text("graph,id,label,f\n" + "".join(
+        f"{net},{i},{lab},{i}\n" for net, labs in labels.items() for i, lab in enumerate(labs)))
+    (tmp_path / "e.csv").write_text("graph,src,dst\n" + "".join(f"{net},{i},{(i + 1) % 6}\n" for net in labels
+                                                                  for i in range(6)))
+    c, _ = read_cross_network(tmp_path / "e.csv", tmp_path / "n.csv", columns=COLUMNS, test=["c"], num_classes=1,
+                              k_shot=1)
+    assert c.classes == ["y"] and c.splits == ["train", "train", "test"]
+    assert (c.graphs[2].ndata["label"] == -1).all() and c.graphs[0].ndata["label"].tolist() == [0] * 5 + [-1]

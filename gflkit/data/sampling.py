@@ -17,6 +17,10 @@ removed before the train graphs are drawn, so no val/test node is in a train
 graph. Either way the measured overlap (:func:`node_overlap`) is kept in the
 collection's ``meta["node_overlap"]``. Each graph keeps its source node ids in
 ``ndata["orig_id"]`` (int64).
+
+:func:`sample_networks` cuts several graphs ("networks") the same way for a
+cross-network collection: train/val graphs from source networks, test graphs
+from target networks.
 """
 from __future__ import annotations
 
@@ -271,7 +275,8 @@ def sample_networks(
     _check_roles(names, roles)
     counts = [int(n) for n in n_graphs]
     if len(counts) != 3 or min(counts) < 0 or counts[0] < 1 or counts[2] < 1:
-        raise GFLError(f"graphs per split must be three counts TRAIN,VAL,TEST with TRAIN and TEST >= 1, got {n_graphs}")
+        raise GFLError(f"graphs per split (--graphs) must be three counts TRAIN,VAL,TEST with TRAIN and TEST >= 1, "
+                       f"got {n_graphs}")
     if counts[1] and not roles.get("val"):
         raise GFLError(f"{counts[1]} val graphs asked for but no val network given; name val networks (or the "
                        f"train networks, to carve val graphs from them) or ask for 0 val graphs")
