@@ -106,8 +106,12 @@ def cross_network_options(f):
 @click.command()
 @click.argument("folder", required=False, type=click.Path(file_okay=False))
 @graph_table_options
-@click.option("--graph-col", default=None, help="Graph column in both tables: keep those graphs, do not sample.")
-@click.option("--split-col", default=None, help="Node table column with train/val/test per graph (with --graph-col).")
+@click.option("--graph-col", default=None,
+              help="Graph column in both tables: one graph (network) per value, kept whole unless "
+                   "--test-graphs/--train-graphs or --sample cut them.")
+@click.option("--split-col", default=None,
+              help="Node table column with train/val/test per graph (with --graph-col; with --sample each "
+                   "network's role).")
 @click.option("--feat-size", type=click.IntRange(1), default=None,
               help="Reduce features to this many dims by randomized SVD (default: 128 for a sparse bag, else keep).")
 @click.option("--features-from", default=None, metavar="COLLECTION",
@@ -115,7 +119,8 @@ def cross_network_options(f):
                    "features, e.g. a second family for one model).")
 @click.option("--k-shot", type=click.IntRange(1), default=10, show_default=True,
               help="Warn about classes with fewer than k_shot + 1 labelled nodes in every graph.")
-@click.option("--parts", type=click.IntRange(1), default=None, help="METIS parts (default: the number of graphs).")
+@click.option("--parts", type=click.IntRange(1), default=None,
+              help="METIS parts (default: the number of graphs; per network when cutting networks).")
 @click.option("--ego-hops", type=click.IntRange(1), default=2, show_default=True, help="Radius of ego-nets.")
 @cross_network_options
 @sampler_options()

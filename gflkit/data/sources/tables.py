@@ -20,7 +20,8 @@ given by the caller (``--features-from``, ``predict``) is applied instead.
 Without a graph column the tables describe one large graph
 (:func:`read_table_graph`, cut into a family by
 :func:`gflkit.data.sampling.sample_family`); with one, every graph is kept as
-it is (:func:`read_table_collection`). Node ids are non-negative integers,
+it is (:func:`read_table_collection`), or its graphs are the networks of a
+cross-network collection (:mod:`gflkit.data.sources.cross_network`). Node ids are non-negative integers,
 unique within a graph. Labels map to classes sorted by name (by value when all
 labels are integers); an empty cell, ``NaN`` and the ``unlabelled`` markers
 (default ``-1``) mean unlabelled. Malformed rows are counted in the returned
