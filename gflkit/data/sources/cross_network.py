@@ -156,7 +156,8 @@ def read_cross_network(edges, nodes, *, columns: TableColumns, train: Sequence[s
 
     Returns:
         The collection (``graph_extra[i]["network"]`` names each graph's
-        network; ``meta["networks"]`` the roles) and the report of malformed input.
+        network, ``sampler["networks"]`` the networks of each split) and the
+        report of malformed input.
     """
     if not columns.graph:
         raise GFLError("a cross-network collection needs a graph column (--graph-col) naming each node's network")
