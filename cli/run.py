@@ -6,7 +6,7 @@ from pathlib import Path
 import click
 
 import gflkit
-from gflkit.config import AGGREGATORS, DISTANCES, PRESETS, SIMILARITIES, EpisodeConfig, GFLConfig, TrainConfig
+from gflkit.config import AGGREGATORS, DISTANCES, GATE_MODES, PRESETS, PROTOTYPES, SIMILARITIES, EpisodeConfig, GFLConfig, TrainConfig
 from gflkit.models.baselines import PER_GRAPH, TRANSFER
 from gflkit.paths import runs_dir
 
@@ -17,7 +17,8 @@ _DEFAULT = GFLConfig()
 # (flag, config field, click type, help). Defaults come from the model preset.
 _MODEL_FLAGS = [
     ("--aggregator", "aggregator", click.Choice(AGGREGATORS), "Aggregator of the hierarchy levels (GFL-mean / GFL-att)."),
-    ("--prototype", "prototype", click.Choice(["pgnn", "mean"]), "Graph-structured (pgnn) or mean (Protonet) prototype."),
+    ("--prototype", "prototype", click.Choice(PROTOTYPES), "Graph-structured (pgnn), mean (Protonet), or mean plus a learned structural correction (residual)."),
+    ("--gate-mode", "gate_mode", click.Choice(GATE_MODES), "Form and start of the gate: open (sigmoid near 1), centered (2 sigmoid, starts at 1), paper (sigmoid)."),
     ("--pool", "pool", click.Choice(["mean", "max"]), "Pooling of PGNN outputs into a prototype."),
     ("--pgnn-activation", "pgnn_activation", click.Choice(["tanh", "none"]), "Activation of the PGNN layer."),
     ("--similarity", "similarity", click.Choice(SIMILARITIES), "Similarity behind the relational structure."),

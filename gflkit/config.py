@@ -16,12 +16,14 @@ from .errors import GFLError
 
 __all__ = [
     "GFLConfig", "EpisodeConfig", "TrainConfig", "PRESETS", "ABLATIONS",
-    "SIMILARITIES", "DISTANCES", "AGGREGATORS", "config_from_dict", "to_dict",
+    "SIMILARITIES", "DISTANCES", "AGGREGATORS", "PROTOTYPES", "GATE_MODES", "config_from_dict", "to_dict",
 ]
 
 SIMILARITIES = ("khop-cn", "jaccard", "adamic-adar", "pagerank")
 DISTANCES = ("inner", "cosine", "euclidean")
 AGGREGATORS = ("mean", "att")
+PROTOTYPES = ("pgnn", "mean", "residual")
+GATE_MODES = ("open", "centered", "paper")
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,10 @@ class GFLConfig:
         hidden_feats: width of the first GCN layer of the node encoder.
         out_feats: node embedding size (second GCN layer, linear).
         dropout: dropout on the encoder input and hidden layer.
-        prototype: ``"pgnn"`` graph-structured prototype, or ``"mean"`` (Protonet).
+        prototype: ``"pgnn"`` graph-structured prototype, ``"mean"`` (Protonet), or
+            ``"residual"``: the mean prototype plus the PGNN's output, whose weight
+            starts at zero (so training starts from Protonet's prototype and
+            learns the structural correction).
         pool: pooling of PGNN outputs into a prototype, ``"mean"`` or ``"max"``.
         pgnn_activation: ``"tanh"`` (as designed) or ``"none"`` on the PGNN output.
         similarity: relational structure score, one of :data:`SIMILARITIES`.
@@ -40,6 +45,8 @@ class GFLConfig:
         mu: threshold; a relation weight below ``mu`` becomes ``mu0``.
         mu0: weight given to relations below the threshold (``mu0 < mu``).
         gate: modulate the PGNN parameters with the hierarchical graph gate.
+        gate_mode: how the gate is formed and starts (:class:`~gflkit.nn.HierarchyGate`):
+            ``"open"``, ``"centered"`` or ``"paper"``.
         levels: R, number of levels of the hierarchical graph representation.
         clusters: number of clusters of levels 2..R (length ``levels - 1``).
         graph_feats: size of the hierarchical graph representation h.
@@ -66,6 +73,7 @@ class GFLConfig:
     mu: float = 0.5
     mu0: float = 0.1
     gate: bool = True
+    gate_mode: str = "open"
     levels: int = 3
     clusters: tuple[int, ...] = (32, 8)
     graph_feats: int = 32
@@ -80,8 +88,8 @@ class GFLConfig:
     def __post_init__(self) -> None:
         object.__setattr__(self, "clusters", tuple(int(c) for c in self.clusters))
         choices = {
-            "prototype": ("pgnn", "mean"), "pool": ("mean", "max"), "pgnn_activation": ("tanh", "none"), "similarity": SIMILARITIES,
-            "aggregator": AGGREGATORS, "recon_reduction": ("mean", "sum"), "distance": DISTANCES,
+            "prototype": PROTOTYPES, "pool": ("mean", "max"), "pgnn_activation": ("tanh", "none"), "similarity": SIMILARITIES,
+            "aggregator": AGGREGATORS, "gate_mode": GATE_MODES, "recon_reduction": ("mean", "sum"), "distance": DISTANCES,
         }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
@@ -104,7 +112,7 @@ class GFLConfig:
     @property
     def uses_hierarchy(self) -> bool:
         """Whether the model computes graph representations (only for the gate)."""
-        return self.prototype == "pgnn" and self.gate
+        return self.prototype != "mean" and self.gate
 
 
 #: Named configurations: the full model, and the paper's Protonet (M1a).

@@ -56,13 +56,17 @@ class GFL(nn.Module):
         self.in_feats, self.cfg = in_feats, cfg
         self.encoder = GCNEncoder(in_feats, cfg.hidden_feats, cfg.out_feats, cfg.dropout)
         self.decoder = GraphDecoder(cfg.out_feats, cfg.out_feats) if cfg.recon else None
-        self.pgnn = PrototypeGNN(cfg.out_feats, cfg.out_feats, cfg.pool, cfg.pgnn_activation) if cfg.prototype == "pgnn" else None
+        self.pgnn = None
+        if cfg.prototype != "mean":
+            self.pgnn = PrototypeGNN(cfg.out_feats, cfg.out_feats, cfg.pool, cfg.pgnn_activation)
+            if cfg.prototype == "residual":  # start from the mean prototype exactly
+                torch.nn.init.zeros_(self.pgnn.weight)
         self.hierarchy = self.gate = None
         if cfg.uses_hierarchy:
             self.hierarchy = HierarchicalGraphRepresentation(
                 cfg.out_feats, cfg.graph_feats, cfg.levels, cfg.clusters, cfg.aggregator
             )
-            self.gate = HierarchyGate(cfg.graph_feats, self.pgnn.num_params)
+            self.gate = HierarchyGate(cfg.graph_feats, self.pgnn.num_params, mode=cfg.gate_mode)
 
     @classmethod
     def from_config(cls, cfg: GFLConfig, in_feats: int) -> "GFL":
@@ -87,7 +91,10 @@ class GFL(nn.Module):
         if self.gate is not None:
             _, h = self.hierarchy(g, z, z_prop)  # (B, graph_feats)
             gate = self.gate(h)
-        return self.pgnn(s, weights, gate), gate
+        protos = self.pgnn(s, weights, gate)
+        if self.cfg.prototype == "residual":
+            protos = s.mean(2) + protos
+        return protos, gate
 
     def forward(self, g: dgl.DGLGraph, support: torch.Tensor, queries: Sequence[torch.Tensor]) -> GFLOutput:
         """Score the query nodes of every graph of a batch.
