@@ -15,6 +15,8 @@ def _common(f):
     """Options every experiment shares: episodes, training, seeds, output."""
     f = output_options(f)
     f = data_root_option(f)
+    f = click.option("--jobs", type=click.IntRange(1), default=1, show_default=True,
+                     help="Processes to spread the independent runs over (each gets cores / jobs threads).")(f)
     f = click.option("--runs", "runs_root", type=click.Path(file_okay=False), default=None,
                      help="Keep every trained run under this folder (default: keep none).")(f)
     f = click.option("--episodes", type=click.IntRange(1), default=1, show_default=True,
@@ -35,7 +37,7 @@ def _split_names(text: str | None) -> list[str] | None:
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
 @model_options
 @_common
-def compare(data, models, seed, runs_root, episodes, data_root, output, fmt, **kwargs):
+def compare(data, models, seed, runs_root, jobs, episodes, data_root, output, fmt, **kwargs):
     """Table 2: GFL against the baselines on DATA's test graphs, as CSV.
 
     One row per (model, dataset): accuracy and 95% CI over test graphs
@@ -47,7 +49,7 @@ def compare(data, models, seed, runs_root, episodes, data_root, output, fmt, **k
     table = experiments.compare(
         data, _split_names(models), aggregators=(aggregator,) if aggregator else ("mean", "att"),
         model_overrides=overrides, episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed),
-        episodes=episodes, root=data_root, runs_root=runs_root,
+        episodes=episodes, root=data_root, runs_root=runs_root, jobs=jobs,
     )
     emit(table, output, fmt)
 
@@ -60,7 +62,7 @@ def compare(data, models, seed, runs_root, episodes, data_root, output, fmt, **k
 @click.option("--seeds", default="0", show_default=True, metavar="S,...", help="Seeds, one run per seed and variant.")
 @model_options
 @_common
-def ablate(data, drop, all_, seeds, runs_root, episodes, data_root, output, fmt, **kwargs):
+def ablate(data, drop, all_, seeds, runs_root, jobs, episodes, data_root, output, fmt, **kwargs):
     """Table 3: the full model against variants without a component, as CSV.
 
     One row per (variant, seed) with accuracy, CI and delta (accuracy minus the
@@ -73,7 +75,7 @@ def ablate(data, drop, all_, seeds, runs_root, episodes, data_root, output, fmt,
     table = experiments.ablate(
         data, list(ABLATIONS) if all_ else list(drop), base=base, seeds=seed_list,
         episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed_list[0]),
-        episodes=episodes, root=data_root, runs_root=runs_root,
+        episodes=episodes, root=data_root, runs_root=runs_root, jobs=jobs,
     )
     emit(table, output, fmt)
 
@@ -89,13 +91,13 @@ def ablate(data, drop, all_, seeds, runs_root, episodes, data_root, output, fmt,
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
 @model_options
 @_common
-def sweep(data, param, values, models, seed, runs_root, episodes, data_root, output, fmt, **kwargs):
+def sweep(data, param, values, models, seed, runs_root, jobs, episodes, data_root, output, fmt, **kwargs):
     """Sensitivity (Tables 4-6, Figure 3): one CSV row per (value, model)."""
     base = gflkit.model_config("gfl", **model_overrides(kwargs))
     table = experiments.sweep(
         data, param, _split_names(values), _split_names(models), base=base,
         episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed),
-        episodes=episodes, root=data_root, runs_root=runs_root,
+        episodes=episodes, root=data_root, runs_root=runs_root, jobs=jobs,
     )
     emit(table, output, fmt)
 

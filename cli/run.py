@@ -6,6 +6,7 @@ from pathlib import Path
 import click
 
 import gflkit
+from gflkit import distributed
 from gflkit.config import AGGREGATORS, DISTANCES, PRESETS, SIMILARITIES, EpisodeConfig, GFLConfig, TrainConfig
 from gflkit.models.baselines import PER_GRAPH, TRANSFER
 from gflkit.paths import runs_dir
@@ -128,14 +129,23 @@ def parse_options(pairs: tuple[str, ...]) -> dict:
               help="Split to evaluate the selected checkpoint on ('none' to skip).")
 @click.option("--episodes", type=click.IntRange(1), default=1, show_default=True,
               help="Support draws per graph in that evaluation.")
+@click.option("--nproc", type=click.IntRange(1), default=1, show_default=True,
+              help="Processes that train the one model together (torch.distributed, gloo); ignored under torchrun.")
+@click.option("--threads-per-proc", type=click.IntRange(1), default=None,
+              help="Threads of each process with --nproc or torchrun [default: cores / processes].")
+@click.option("--timeout", type=click.FloatRange(1), default=distributed.DEFAULT_TIMEOUT, show_default=True,
+              help="Seconds a process waits for a dead or stuck peer before the run fails.")
 @seed_option()
 @data_root_option
 @output_options
-def train(data, model, out, options, split, episodes, seed, data_root, output, fmt, **kwargs):
+def train(data, model, out, options, split, episodes, nproc, threads_per_proc, timeout, seed, data_root, output, fmt,
+          **kwargs):
     """Meta-train on DATA's train graphs and print the test result as CSV.
 
     DATA is a collection folder or a name under <root>/processed/; without it
-    the built-in synthetic family is used (generated on first use).
+    the built-in synthetic family is used (generated on first use). --nproc N
+    splits each meta-batch over N processes of this machine; the same command
+    runs under torchrun (python -m gflkit train ...) across machines.
     """
     overrides = model_overrides(kwargs)
     ep_cfg = episode_config(kwargs)
@@ -150,7 +160,10 @@ def train(data, model, out, options, split, episodes, seed, data_root, output, f
     _, table = gflkit.train(
         collection, model_cfg, ep_cfg, tr_cfg, model=model, options=parse_options(options), out=out, root=data_root,
         eval_split=None if split == "none" else split, episodes=episodes,
+        nproc=nproc, threads_per_proc=threads_per_proc, timeout=timeout,
     )
+    if not distributed.is_main_process():  # torchrun: rank 0 reports
+        return
     click.echo(f"run written to {out}", err=True)
     if len(table):
         emit(table, output, fmt)

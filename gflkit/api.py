@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 import torch
 
+from . import distributed
 from .config import PRESETS, EpisodeConfig, GFLConfig, TrainConfig, config_from_dict
 from .data import GraphCollection, load_collection
 from .episodes import EpisodeSampler
@@ -77,6 +78,9 @@ def train(
     eval_split: str | None = "test",
     episodes: int = 1,
     progress: bool = True,
+    nproc: int = 1,
+    threads_per_proc: int | None = None,
+    timeout: float = distributed.DEFAULT_TIMEOUT,
 ) -> tuple[TrainResult, pd.DataFrame]:
     """Train ``model`` on the train graphs of a collection and score the result.
 
@@ -90,11 +94,25 @@ def train(
         root: data root for names and the default family.
         eval_split: split to evaluate after training (``None`` to skip).
         episodes: support draws per graph in that evaluation.
+        nproc: processes to train one GFL model with (:mod:`gflkit.distributed`);
+            under ``torchrun`` the launch decides and ``nproc`` is ignored.
+        threads_per_proc: threads of each process (default: cores / nproc).
+        timeout: seconds after which a rank waiting for a dead peer gives up.
 
     Returns:
         The training result and a one-row DataFrame (empty when not evaluated).
     """
     collection = load_collection(data, root)
+    if nproc > 1 or distributed.env_context() is not None:  # one run over several processes
+        if model in TRANSFER:
+            raise GFLError(f"--nproc trains GFL models ({', '.join(PRESETS)}), not the transfer baseline {model}")
+        cfg = model_cfg or model_config(model)
+        result, per_graph = distributed.train(
+            collection, cfg, episode_cfg, train_cfg, model_name=model, out=out, eval_split=eval_split,
+            episodes=episodes, nproc=nproc, threads=threads_per_proc, timeout=timeout, progress=progress)
+        rows = [] if per_graph is None else [
+            result_row(model, _aggregator(cfg), collection, eval_split, per_graph, episode_cfg, episodes, train_cfg.seed)]
+        return result, to_frame(rows)
     if model in TRANSFER:
         result = fit_transfer(model, collection, episode_cfg, train_cfg, options=options, run_dir=out,
                               progress=progress)

@@ -22,6 +22,7 @@ from .config import ABLATIONS, EpisodeConfig, GFLConfig, TrainConfig
 from .data import GraphCollection, load_collection
 from .errors import GFLError
 from .models.baselines import PER_GRAPH
+from .parallel import portable, run_jobs, shared_collection
 from .results import to_frame
 
 __all__ = ["compare", "ablate", "sweep", "SWEEP_PARAMS", "ABLATION_NAMES"]
@@ -59,6 +60,17 @@ def _run(collection: GraphCollection, model: str, cfg: GFLConfig | None, episode
     return table
 
 
+def _run_task(args: tuple) -> pd.DataFrame:
+    return _run(shared_collection(args[0]), *args[1:])
+
+
+def _run_all(tasks: list[tuple], jobs: int) -> list[pd.DataFrame]:
+    """``_run(*task)`` for every task, over ``jobs`` processes when above 1 (results in task order)."""
+    if jobs > 1:  # workers load the collection from its folder; their progress bars would interleave
+        tasks = [(portable(t[0]), *t[1:-1], False) for t in tasks]
+    return run_jobs(_run_task, tasks, jobs)
+
+
 def _out(runs_root, *parts) -> str | None:
     return None if runs_root is None else os.path.join(str(runs_root), "-".join(map(str, parts)))
 
@@ -75,28 +87,31 @@ def compare(
     root: str | os.PathLike | None = None,
     runs_root: str | os.PathLike | None = None,
     progress: bool = True,
+    jobs: int = 1,
 ) -> pd.DataFrame:
     """Table 2: every model in ``models`` (default: all) on the same test graphs.
 
     ``gfl`` gives one row per aggregator in ``aggregators`` (GFL-mean, GFL-att).
+    ``jobs > 1`` trains the models in that many processes (same rows).
     """
     collection = load_collection(data, root)
     models = list(models or model_names())
     unknown = [m for m in models if m not in model_names()]
     if unknown:
         raise GFLError(f"unknown models {', '.join(unknown)}: choose from {', '.join(model_names())}")
-    tables = []
+    tasks = []
     for model in models:
         log.info("compare: %s on %s", model, collection.name)
         if model == "gfl":
             for agg in aggregators:
                 cfg = model_config("gfl", **{**(model_overrides or {}), "aggregator": agg})
                 out = _out(runs_root, collection.name, model, agg, f"s{train_cfg.seed}")
-                tables.append(_run(collection, model, cfg, episode_cfg, train_cfg, episodes, out, progress))
+                tasks.append((collection, model, cfg, episode_cfg, train_cfg, episodes, out, progress))
         else:
             cfg = model_config(model, **(model_overrides or {})) if model == "protonet" else None
             out = _out(runs_root, collection.name, model, f"s{train_cfg.seed}")
-            tables.append(_run(collection, model, cfg, episode_cfg, train_cfg, episodes, out, progress))
+            tasks.append((collection, model, cfg, episode_cfg, train_cfg, episodes, out, progress))
+    tables = _run_all(tasks, jobs)
     return to_frame(pd.concat(tables, ignore_index=True).to_dict("records"))
 
 
@@ -112,6 +127,7 @@ def ablate(
     root: str | os.PathLike | None = None,
     runs_root: str | os.PathLike | None = None,
     progress: bool = True,
+    jobs: int = 1,
 ) -> pd.DataFrame:
     """Table 3: the full model and each variant without one component.
 
@@ -120,6 +136,7 @@ def ablate(
             ``gate`` (M2a), ``hierarchy`` (M2b), ``recon`` (M3).
         base: the full model (default: GFL's defaults).
         seeds: one training run per seed and variant.
+        jobs: processes to spread the runs over (same rows).
 
     Returns:
         One row per (variant, seed) with ``delta``: accuracy minus the full
@@ -133,14 +150,19 @@ def ablate(
     base = base or GFLConfig()
     variants = [("full", "GFL (full model)", base)]
     variants += [(d, ABLATION_NAMES[d], replace(base, **ABLATIONS[d])) for d in drop]
-    rows = []
+    tasks = []
     for seed in seeds:
         tr_cfg = replace(train_cfg, seed=seed)
-        full_acc = None
         for name, description, cfg in variants:
             log.info("ablate: %s (seed %d) on %s", name, seed, collection.name)
             out = _out(runs_root, collection.name, "ablate", name, f"s{seed}")
-            row = _run(collection, "gfl", cfg, episode_cfg, tr_cfg, episodes, out, progress).iloc[0].to_dict()
+            tasks.append((collection, "gfl", cfg, episode_cfg, tr_cfg, episodes, out, progress))
+    tables = iter(_run_all(tasks, jobs))
+    rows = []
+    for seed in seeds:
+        full_acc = None
+        for name, description, _ in variants:
+            row = next(tables).iloc[0].to_dict()
             full_acc = row["accuracy"] if name == "full" else full_acc
             rows.append({"variant": name, "description": description, **row,
                          "delta": row["accuracy"] - full_acc})
@@ -161,12 +183,14 @@ def sweep(
     root: str | os.PathLike | None = None,
     runs_root: str | os.PathLike | None = None,
     progress: bool = True,
+    jobs: int = 1,
 ) -> pd.DataFrame:
     """Tables 4-6 / Figure 3: one row per (value of ``param``, model).
 
     Model parameters (``mu``, ``similarity``, ``distance``...) apply to GFL
     configurations; ``k-shot`` applies to every model (default models for it:
     ``gfl``, ``protonet`` and ``maml`` when available, as in Figure 3).
+    ``jobs > 1`` spreads the runs over that many processes (same rows).
     """
     if param not in SWEEP_PARAMS:
         raise GFLError(f"--param {param!r} is not sweepable: choose one of {', '.join(SWEEP_PARAMS)}")
@@ -181,7 +205,7 @@ def sweep(
         raise GFLError(f"--param {param} changes the GFL model: use --models gfl and/or protonet")
     collection = load_collection(data, root)
     base = base or GFLConfig()
-    rows = []
+    tasks, keys = [], []
     for value in values:
         for model in models:
             ep_cfg = replace(episode_cfg, **{field: value}) if kind == "episode" else episode_cfg
@@ -191,7 +215,9 @@ def sweep(
                 cfg = replace(preset, **{field: value}) if kind == "model" else preset
             log.info("sweep: %s=%s, %s on %s", param, value, model, collection.name)
             out = _out(runs_root, collection.name, "sweep", param, value, model, f"s{train_cfg.seed}")
-            row = _run(collection, model, cfg, ep_cfg, train_cfg, episodes, out, progress).iloc[0].to_dict()
-            rows.append({"param": param, "value": value, **row})
+            tasks.append((collection, model, cfg, ep_cfg, train_cfg, episodes, out, progress))
+            keys.append(value)
+    rows = [{"param": param, "value": value, **table.iloc[0].to_dict()}
+            for value, table in zip(keys, _run_all(tasks, jobs))]
     return to_frame(rows, ["param", "value", "model", "aggregator", "dataset", "split", "n_graphs", "k_shot",
                            "episodes", "accuracy", "ci95", "std", "seed"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 import copy
 import logging
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 import torch
@@ -13,6 +13,9 @@ from .batching import GraphCache
 from .config import EpisodeConfig, TrainConfig
 from .data import GraphCollection
 from .episodes import EpisodeSampler
+
+if TYPE_CHECKING:
+    from .distributed import DistContext
 
 __all__ = ["fit_loop"]
 
@@ -30,6 +33,7 @@ def fit_loop(
     name: str,
     progress: bool = True,
     on_best: Callable[[int, float], None] | None = None,
+    dist: DistContext | None = None,
 ) -> tuple[list[dict[str, float]], int, float]:
     """The training loop of Algorithm 1, shared by GFL and the transfer baselines.
 
@@ -41,11 +45,17 @@ def fit_loop(
     (``on_best(step, val_accuracy)`` is called) and training stops after
     ``patience`` rounds without gain. The best weights are loaded at the end.
 
+    With ``dist`` (one rank of a distributed run), each step works on this
+    rank's share of the meta-batch, gradients are averaged across ranks and the
+    val accuracies gathered (:meth:`gflkit.distributed.DistContext.wrap`).
+
     Returns:
         Per-step metric rows, the step of the kept weights and their mean val
         accuracy (NaN without val graphs: then the latest weights are kept).
     """
     seed = train_cfg.seed
+    if dist is not None:  # distributed: this rank's share of each meta-batch, DDP gradients, gathered scores
+        step_loss, score = dist.wrap(module, step_loss, score)
     sampler = EpisodeSampler(collection, "train", episode_cfg, seed).require_graphs()
     val_sampler = EpisodeSampler(collection, "val", episode_cfg, seed)
     cache = GraphCache(collection)

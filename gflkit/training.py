@@ -77,6 +77,7 @@ def meta_train(
     model_name: str = "gfl",
     run_dir: str | os.PathLike | None = None,
     progress: bool = True,
+    dist=None,
 ) -> TrainResult:
     """Meta-train a GFL model on the ``train`` graphs of ``collection``.
 
@@ -87,6 +88,8 @@ def meta_train(
         model_name: name recorded in the checkpoint and result rows.
         run_dir: folder for ``config.json``, ``metrics.csv`` and ``best.pt``.
         progress: show a tqdm bar on stderr.
+        dist: this process's :class:`~gflkit.distributed.DistContext` in a
+            distributed run (only rank 0 should get a ``run_dir``).
     """
     seed_everything(train_cfg.seed)
     model = GFL(collection.feat_size, model_cfg)
@@ -108,7 +111,7 @@ def meta_train(
 
     rows, best_step, best_val = fit_loop(
         model, collection, episode_cfg, train_cfg, step_loss=_gfl_step(model), score=graph_accuracies,
-        name=model_name, progress=progress, on_best=on_best,
+        name=model_name, progress=progress, on_best=on_best, dist=dist,
     )
     history = pd.DataFrame(rows)
     if run_path is not None:

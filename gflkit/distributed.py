@@ -1,0 +1,364 @@
+"""One meta-training run over several processes and machines (torch.distributed).
+
+Every rank builds the same model from the same seed, draws the same meta-batch
+ids at each step and works on its own contiguous share of them; gradients are
+averaged by :class:`~torch.nn.parallel.DistributedDataParallel`. Each rank's
+loss is scaled by ``world_size * share / meta_batch``, so the averaged gradient
+is the gradient of the whole meta-batch's loss (a mean over graphs), as in a
+single process, also when ``meta_batch`` is not a multiple of the number of
+ranks. Validation and test graphs are split the same way and the per-graph
+accuracies gathered, so every rank selects the same step.
+
+Ranks come from :func:`launch` (``gflkit train --nproc N``: processes spawned on
+this machine) or from ``torchrun``, whose ``RANK``, ``WORLD_SIZE``,
+``LOCAL_RANK``, ``MASTER_ADDR`` and ``MASTER_PORT`` are read by
+:func:`env_context`. The backend is gloo: gflkit trains on the CPU.
+"""
+from __future__ import annotations
+
+import copy
+import datetime
+import functools
+import logging
+import os
+import shutil
+import signal
+import socket
+import tempfile
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import wait
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+import torch.distributed as tdist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from .config import EpisodeConfig, GFLConfig, TrainConfig
+from .data import GraphCollection
+from .episodes import EpisodeSampler
+from .errors import GFLError
+from .metrics import graph_accuracies
+from .models.gfl import GFL
+from .parallel import default_threads
+from .training import TrainResult, meta_train
+
+__all__ = [
+    "DistContext", "env_context", "init_process_group", "launch", "partial_dir", "train",
+    "train_rank", "is_main_process",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT = 300.0
+_ENV_KEYS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+@dataclass
+class DistContext:
+    """This process's place in a distributed run.
+
+    Attributes:
+        rank: global rank, 0 writes the run folder and the results.
+        world_size: number of ranks.
+        local_rank: rank on this machine.
+    """
+
+    rank: int
+    world_size: int
+    local_rank: int = 0
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def share(self, n: int) -> slice:
+        """This rank's contiguous block of ``n`` items; the first ``n % world_size`` ranks get one more."""
+        base, extra = divmod(n, self.world_size)
+        start = self.rank * base + min(self.rank, extra)
+        return slice(start, start + base + (self.rank < extra))
+
+    def all_sum(self, values: list[float]) -> list[float]:
+        """Sum ``values`` elementwise over ranks (float64)."""
+        t = torch.tensor(values, dtype=torch.float64)
+        tdist.all_reduce(t)
+        return t.tolist()
+
+    def barrier(self) -> None:
+        tdist.barrier()
+
+    def wrap(self, module: nn.Module, step_loss: Callable, score: Callable) -> tuple[Callable, Callable]:
+        """The training loop's ``step_loss`` and ``score`` for this rank.
+
+        ``step_loss`` runs on this rank's share of the meta-batch inside
+        DistributedDataParallel; the returned loss has the whole meta-batch's
+        value and the gradient that makes DDP's average the single-process
+        gradient. ``score`` rates this rank's share of the graphs and gathers
+        the per-graph accuracies of all ranks.
+        """
+        ddp = DistributedDataParallel(_StepModule(module, step_loss))
+
+        def dist_step_loss(cache, sampler, ids: list[int], step: int):
+            if len(ids) < self.world_size:
+                raise GFLError(f"--meta-batch {len(ids)} is smaller than the {self.world_size} processes: "
+                               f"raise --meta-batch or lower --nproc")
+            mine = ids[self.share(len(ids))]
+            loss, parts = ddp(cache, sampler, mine, step)
+            weight = len(mine) / len(ids)
+            keys = list(parts)
+            totals = self.all_sum([weight * float(loss.detach())] + [weight * float(parts[k]) for k in keys])
+            scaled = loss * (weight * self.world_size)
+            # Value of the whole meta-batch's loss (for the log), gradient of this rank's scaled share.
+            return scaled + (totals[0] - scaled.detach()), dict(zip(keys, totals[1:]))
+
+        return dist_step_loss, self.gather_scores(score)
+
+    def gather_scores(self, score: Callable[..., dict[int, float]]) -> Callable[..., dict[int, float]]:
+        """``score(module, sampler, *args)`` on this rank's share of the sampler's graphs, gathered."""
+
+        def scored(module, sampler, *args, **kwargs) -> dict[int, float]:
+            mine = copy.copy(sampler)
+            mine.graph_ids = list(sampler.graph_ids[self.share(len(sampler.graph_ids))])
+            local = score(module, mine, *args, **kwargs) if mine.graph_ids else {}
+            parts: list[Any] = [None] * self.world_size
+            tdist.all_gather_object(parts, local)
+            merged = {gid: acc for part in parts for gid, acc in part.items()}
+            return {gid: merged[gid] for gid in sampler.graph_ids}
+
+        return scored
+
+
+class _StepModule(nn.Module):
+    """Runs a step function as a module's forward, so DDP sees the model's parameters."""
+
+    def __init__(self, module: nn.Module, step_loss: Callable) -> None:
+        super().__init__()
+        self.module = module
+        self._step_loss = step_loss
+
+    def forward(self, *args):
+        return self._step_loss(*args)
+
+
+def env_context() -> DistContext | None:
+    """The rank set by ``torchrun`` (``RANK``, ``WORLD_SIZE`` ...), or ``None`` outside a multi-rank launch."""
+    if "RANK" not in os.environ or int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return None
+    missing = [k for k in _ENV_KEYS if k not in os.environ]
+    if missing:
+        raise GFLError(f"distributed run: environment variable(s) {', '.join(missing)} not set; start with torchrun")
+    return DistContext(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]),
+                       int(os.environ.get("LOCAL_RANK", "0")))
+
+
+def init_process_group(ctx: DistContext, timeout: float = DEFAULT_TIMEOUT) -> None:
+    """Join the process group at ``MASTER_ADDR:MASTER_PORT`` (gloo; a dead peer fails collectives after ``timeout`` s)."""
+    if tdist.is_initialized():
+        return
+    tdist.init_process_group("gloo", init_method="env://", rank=ctx.rank, world_size=ctx.world_size,
+                             timeout=datetime.timedelta(seconds=timeout))
+
+
+def partial_dir(out: str | os.PathLike) -> Path:
+    """Where rank 0 writes a run before it is complete: a hidden sibling of ``out``."""
+    out = Path(out)
+    return out.parent / f".{out.name}.partial"
+
+
+def publish(tmp: Path, out: Path) -> None:
+    """Move the finished run from ``tmp`` into ``out`` (file by file when ``out`` exists)."""
+    if not out.exists():
+        os.replace(tmp, out)
+        return
+    for item in tmp.iterdir():
+        os.replace(item, out / item.name)
+    tmp.rmdir()
+
+
+# -- the local launcher ----------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A free TCP port on the loopback interface."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _entry(worker: Callable, rank: int, nproc: int, threads: int, timeout: float, folder: str, args: tuple) -> None:
+    """What a spawned rank runs: join the group, call ``worker(ctx, folder, *args)``, report errors in one line."""
+    try:
+        torch.set_num_threads(threads)
+        ctx = DistContext(rank, nproc, rank)
+        init_process_group(ctx, timeout)
+        worker(ctx, folder, *args)
+        tdist.destroy_process_group()
+    except KeyboardInterrupt:
+        os._exit(130)
+    except BaseException as err:  # noqa: BLE001  (reported to the launcher, which ends the job)
+        text = str(err).strip().splitlines()
+        peer = isinstance(err, getattr(tdist, "DistError", ())) or "gloo" in str(err).lower()
+        message = f"{type(err).__name__}: {text[0] if text else ''}".rstrip(": ")
+        Path(folder, f"error-{rank}.txt").write_text(f"{int(peer)}\n{message}\n", encoding="utf-8")
+        os._exit(1)
+
+
+def _failure(rank: int, exitcode: int, folder: str) -> tuple[int, str]:
+    """``(priority, message)`` of a failed rank; lower priority is likelier the cause."""
+    path = Path(folder, f"error-{rank}.txt")
+    if path.is_file():
+        peer, message = path.read_text(encoding="utf-8").split("\n", 1)
+        return (2 if peer == "1" else 0), f"rank {rank} failed: {message.strip()}"
+    if exitcode < 0:
+        return 0, f"rank {rank} died: killed by signal {signal.Signals(-exitcode).name}"
+    return 1, f"rank {rank} exited with status {exitcode}"
+
+
+def _stop(procs: list) -> None:
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    for p in procs:
+        p.join(5)
+        if p.is_alive():
+            p.kill()
+            p.join()
+
+
+def launch(worker: Callable, args: tuple, nproc: int, *, threads: int | None = None,
+           timeout: float = DEFAULT_TIMEOUT, grace: float = 3.0) -> Path:
+    """Run ``worker(ctx, folder, *args)`` on ``nproc`` spawned ranks joined over loopback.
+
+    ``folder`` is a temporary folder shared by the ranks (for results); it is
+    returned, and the caller removes it. When a rank fails, the others are
+    stopped and a :class:`GFLError` names it (a rank that was killed or raised
+    on its own is named rather than the peers that lost it). Ctrl-C stops all.
+    """
+    threads = threads or default_threads(nproc)
+    mp = torch.multiprocessing.get_context("spawn")
+    folder = tempfile.mkdtemp(prefix="gflkit-dist-")
+    saved = {k: os.environ.get(k) for k in ("MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS")}
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), OMP_NUM_THREADS=str(threads))
+    procs = []
+    try:
+        for rank in range(nproc):
+            p = mp.Process(target=_entry, args=(worker, rank, nproc, threads, timeout, folder, args), daemon=True)
+            p.start()
+            procs.append(p)
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+    log.info("started %d ranks (%d threads each): %s", nproc, threads,
+             ", ".join(f"rank {r} pid {p.pid}" for r, p in enumerate(procs)))
+    try:
+        _watch(procs, folder, grace)
+    except BaseException:
+        _stop(procs)
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return Path(folder)
+
+
+def _watch(procs: list, folder: str, grace: float) -> None:
+    """Wait for every rank; on the first failure, wait ``grace`` s for the cause to show, then raise."""
+    pending = list(procs)
+    while pending:
+        wait([p.sentinel for p in pending], timeout=1.0)
+        pending = [p for p in pending if p.exitcode is None]
+        if any(p.exitcode not in (None, 0) for p in procs):
+            wait([p.sentinel for p in pending], timeout=grace)
+            time.sleep(0.1)
+            failed = [_failure(r, p.exitcode, folder) for r, p in enumerate(procs) if p.exitcode not in (None, 0)]
+            raise GFLError(min(failed)[1])
+
+
+def is_main_process() -> bool:
+    """False in a ``torchrun`` rank other than 0 (which must not print results)."""
+    return os.environ.get("RANK", "0") == "0" or int(os.environ.get("WORLD_SIZE", "1")) <= 1
+
+
+# -- one GFL run over the ranks ----------------------------------------------------------
+
+
+def train_rank(ctx: DistContext, collection: GraphCollection, model_cfg: GFLConfig, episode_cfg: EpisodeConfig,
+               train_cfg: TrainConfig, *, model_name: str, out: str | os.PathLike | None,
+               eval_split: str | None, episodes: int, progress: bool) -> tuple[TrainResult, dict[int, float] | None]:
+    """This rank's part of a run: meta-train, then score ``eval_split`` (per-graph accuracies, gathered).
+
+    Rank 0 writes the run into :func:`partial_dir` and moves it to ``out`` when
+    every rank has finished; a failed run leaves nothing at ``out``.
+    """
+    tmp = partial_dir(out) if out is not None and ctx.is_main else None
+    if tmp is not None:
+        shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        result = meta_train(collection, model_cfg, episode_cfg, train_cfg, model_name=model_name, run_dir=tmp,
+                            progress=progress and ctx.is_main, dist=ctx)
+        per_graph = None
+        if eval_split is not None:
+            sampler = EpisodeSampler(collection, eval_split, episode_cfg, train_cfg.seed).require_graphs()
+            per_graph = ctx.gather_scores(graph_accuracies)(result.model, sampler, episodes)
+        ctx.barrier()
+        if tmp is not None:
+            publish(tmp, Path(out))
+            result.run_dir = Path(out)
+    except BaseException:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return result, per_graph
+
+
+def _train_worker(ctx: DistContext, folder: str, data, log_level: int, *args, **kwargs) -> None:
+    """A spawned rank: load the collection, train, and (rank 0) leave the result in ``folder``."""
+    logging.basicConfig(level=log_level if ctx.is_main else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s", force=True)
+    collection = data if isinstance(data, GraphCollection) else GraphCollection.load(data)
+    result, per_graph = train_rank(ctx, collection, *args, **kwargs)
+    if ctx.is_main:
+        state = {k: v.detach().clone() for k, v in result.model.state_dict().items()}
+        torch.save({"state_dict": state, "history": result.history, "best_step": result.best_step,
+                    "best_val": result.best_val, "run_dir": result.run_dir, "meta": result.meta,
+                    "per_graph": per_graph}, Path(folder, "result.pt"))
+
+
+def train(collection: GraphCollection, model_cfg: GFLConfig, episode_cfg: EpisodeConfig, train_cfg: TrainConfig,
+          *, model_name: str = "gfl", out: str | os.PathLike | None = None, eval_split: str | None = "test",
+          episodes: int = 1, nproc: int = 1, threads: int | None = None, timeout: float = DEFAULT_TIMEOUT,
+          progress: bool = True) -> tuple[TrainResult, dict[int, float] | None]:
+    """Meta-train one GFL model over ``nproc`` local ranks, or as this ``torchrun`` rank.
+
+    Returns:
+        The training result (the model with the selected weights; every rank
+        holds the same) and the per-graph accuracies on ``eval_split``.
+    """
+    ctx = env_context()
+    world = ctx.world_size if ctx is not None else nproc
+    if train_cfg.meta_batch < world:
+        raise GFLError(f"--meta-batch {train_cfg.meta_batch} is smaller than the {world} processes: "
+                       f"raise --meta-batch or lower --nproc")
+    kwargs = dict(model_name=model_name, out=out, eval_split=eval_split, episodes=episodes, progress=progress)
+    if ctx is not None:  # started by torchrun: this process is one rank
+        torch.set_num_threads(threads or default_threads(int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))
+        init_process_group(ctx, timeout)
+        return train_rank(ctx, collection, model_cfg, episode_cfg, train_cfg, **kwargs)
+    data = collection.path if collection.path is not None else collection
+    args = (data, logging.getLogger().getEffectiveLevel(), model_cfg, episode_cfg, train_cfg)
+    try:
+        folder = launch(functools.partial(_train_worker, **kwargs), args, nproc, threads=threads, timeout=timeout)
+    except BaseException:
+        if out is not None:
+            shutil.rmtree(partial_dir(out), ignore_errors=True)
+        raise
+    try:
+        payload = torch.load(folder / "result.pt", weights_only=False)  # written by rank 0 just now
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    model = GFL(collection.feat_size, model_cfg)
+    model.load_state_dict(payload["state_dict"])
+    model.eval()
+    result = TrainResult(model, payload["history"], payload["best_step"], payload["best_val"], payload["run_dir"],
+                         payload["meta"])
+    return result, payload["per_graph"]
