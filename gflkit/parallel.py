@@ -57,11 +57,12 @@ def _init_worker(threads: int, log_level: int) -> None:
 
 def _terminate(pool: ProcessPoolExecutor) -> None:
     """Stop a pool's workers now (Ctrl-C or a failed task), not after the queued tasks."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())  # no public API before Python 3.14
     pool.shutdown(wait=False, cancel_futures=True)
-    for p in list(getattr(pool, "_processes", {}).values()):  # no public API before Python 3.14
+    for p in procs:
         if p.is_alive():
             p.terminate()
-    for p in list(getattr(pool, "_processes", {}).values()):
+    for p in procs:
         p.join(5)
 
 
