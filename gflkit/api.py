@@ -95,7 +95,9 @@ def train(
         eval_split: split to evaluate after training (``None`` to skip).
         episodes: support draws per graph in that evaluation.
         nproc: processes to train one GFL model with (:mod:`gflkit.distributed`);
-            under ``torchrun`` the launch decides and ``nproc`` is ignored.
+            under ``torchrun`` the launch decides and ``nproc`` is ignored. The
+            processes are spawned: in a script, call this under
+            ``if __name__ == "__main__":``.
         threads_per_proc: threads of each process (default: cores / nproc).
         timeout: seconds after which a rank waiting for a dead peer gives up.
 

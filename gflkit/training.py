@@ -16,7 +16,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import torch
@@ -33,6 +33,9 @@ from .models.baselines import TRANSFER
 from .models.gfl import GFL
 from .runs import CHECKPOINT_FORMAT, save_checkpoint
 from .utils import atomic_write_text, seed_everything
+
+if TYPE_CHECKING:
+    from .distributed import DistContext
 
 __all__ = ["TrainResult", "meta_train", "fit_transfer"]
 
@@ -77,7 +80,7 @@ def meta_train(
     model_name: str = "gfl",
     run_dir: str | os.PathLike | None = None,
     progress: bool = True,
-    dist=None,
+    dist: DistContext | None = None,
 ) -> TrainResult:
     """Meta-train a GFL model on the ``train`` graphs of ``collection``.
 
