@@ -343,7 +343,10 @@ def train(collection: GraphCollection, model_cfg: GFLConfig, episode_cfg: Episod
     if ctx is not None:  # started by torchrun: this process is one rank
         torch.set_num_threads(threads or default_threads(int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))
         init_process_group(ctx, timeout)
-        return train_rank(ctx, collection, model_cfg, episode_cfg, train_cfg, **kwargs)
+        try:
+            return train_rank(ctx, collection, model_cfg, episode_cfg, train_cfg, **kwargs)
+        finally:
+            tdist.destroy_process_group()
     data = collection.path if collection.path is not None else collection
     args = (data, logging.getLogger().getEffectiveLevel(), model_cfg, episode_cfg, train_cfg)
     try:
