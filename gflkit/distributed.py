@@ -9,8 +9,8 @@ single process, also when ``meta_batch`` is not a multiple of the number of
 ranks. Validation and test graphs are split the same way and the per-graph
 accuracies gathered, so every rank selects the same step.
 
-Ranks come from :func:`launch` (``gflkit train --nproc N``: processes spawned on
-this machine) or from ``torchrun``, whose ``RANK``, ``WORLD_SIZE``,
+Ranks come from :func:`gflkit.parallel.launch` (``gflkit train --nproc N``:
+processes spawned on this machine) or from ``torchrun``, whose ``RANK``, ``WORLD_SIZE``,
 ``LOCAL_RANK``, ``MASTER_ADDR`` and ``MASTER_PORT`` are read by
 :func:`env_context`. The backend is gloo: gflkit trains on the CPU.
 """
@@ -22,12 +22,8 @@ import functools
 import logging
 import os
 import shutil
-import signal
 import socket
-import tempfile
-import time
 from dataclasses import dataclass
-from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any, Callable
 
@@ -42,12 +38,11 @@ from .episodes import EpisodeSampler
 from .errors import GFLError
 from .metrics import graph_accuracies
 from .models.gfl import GFL
-from .parallel import default_threads
+from .parallel import default_threads, launch
 from .training import TrainResult, meta_train
 
 __all__ = [
-    "DistContext", "env_context", "init_process_group", "launch", "partial_dir", "train",
-    "train_rank", "is_main_process",
+    "DistContext", "env_context", "init_process_group", "partial_dir", "train", "train_rank", "is_main_process",
 ]
 
 log = logging.getLogger(__name__)
@@ -177,101 +172,11 @@ def publish(tmp: Path, out: Path) -> None:
     tmp.rmdir()
 
 
-# -- the local launcher ----------------------------------------------------------------
-
-
 def free_port() -> int:
     """A free TCP port on the loopback interface."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _entry(worker: Callable, rank: int, nproc: int, threads: int, timeout: float, folder: str, args: tuple) -> None:
-    """What a spawned rank runs: join the group, call ``worker(ctx, folder, *args)``, report errors in one line."""
-    try:
-        torch.set_num_threads(threads)
-        ctx = DistContext(rank, nproc, rank)
-        init_process_group(ctx, timeout)
-        worker(ctx, folder, *args)
-        tdist.destroy_process_group()
-    except KeyboardInterrupt:
-        os._exit(130)
-    except BaseException as err:  # noqa: BLE001  (reported to the launcher, which ends the job)
-        text = str(err).strip().splitlines()
-        peer = isinstance(err, getattr(tdist, "DistError", ())) or "gloo" in str(err).lower()
-        message = f"{type(err).__name__}: {text[0] if text else ''}".rstrip(": ")
-        Path(folder, f"error-{rank}.txt").write_text(f"{int(peer)}\n{message}\n", encoding="utf-8")
-        os._exit(1)
-
-
-def _failure(rank: int, exitcode: int, folder: str) -> tuple[int, str]:
-    """``(priority, message)`` of a failed rank; lower priority is likelier the cause."""
-    path = Path(folder, f"error-{rank}.txt")
-    if path.is_file():
-        peer, message = path.read_text(encoding="utf-8").split("\n", 1)
-        return (2 if peer == "1" else 0), f"rank {rank} failed: {message.strip()}"
-    if exitcode < 0:
-        return 0, f"rank {rank} died: killed by signal {signal.Signals(-exitcode).name}"
-    return 1, f"rank {rank} exited with status {exitcode}"
-
-
-def _stop(procs: list) -> None:
-    for p in procs:
-        if p.is_alive():
-            p.terminate()
-    for p in procs:
-        p.join(5)
-        if p.is_alive():
-            p.kill()
-            p.join()
-
-
-def launch(worker: Callable, args: tuple, nproc: int, *, threads: int | None = None,
-           timeout: float = DEFAULT_TIMEOUT, grace: float = 3.0) -> Path:
-    """Run ``worker(ctx, folder, *args)`` on ``nproc`` spawned ranks joined over loopback.
-
-    ``folder`` is a temporary folder shared by the ranks (for results); it is
-    returned, and the caller removes it. When a rank fails, the others are
-    stopped and a :class:`GFLError` names it (a rank that was killed or raised
-    on its own is named rather than the peers that lost it). Ctrl-C stops all.
-    """
-    threads = threads or default_threads(nproc)
-    mp = torch.multiprocessing.get_context("spawn")
-    folder = tempfile.mkdtemp(prefix="gflkit-dist-")
-    saved = {k: os.environ.get(k) for k in ("MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS")}
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), OMP_NUM_THREADS=str(threads))
-    procs = []
-    try:
-        for rank in range(nproc):
-            p = mp.Process(target=_entry, args=(worker, rank, nproc, threads, timeout, folder, args), daemon=True)
-            p.start()
-            procs.append(p)
-    finally:
-        for k, v in saved.items():
-            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
-    log.info("started %d ranks (%d threads each): %s", nproc, threads,
-             ", ".join(f"rank {r} pid {p.pid}" for r, p in enumerate(procs)))
-    try:
-        _watch(procs, folder, grace)
-    except BaseException:
-        _stop(procs)
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
-    return Path(folder)
-
-
-def _watch(procs: list, folder: str, grace: float) -> None:
-    """Wait for every rank; on the first failure, wait ``grace`` s for the cause to show, then raise."""
-    pending = list(procs)
-    while pending:
-        wait([p.sentinel for p in pending], timeout=1.0)
-        pending = [p for p in pending if p.exitcode is None]
-        if any(p.exitcode not in (None, 0) for p in procs):
-            wait([p.sentinel for p in pending], timeout=grace)
-            time.sleep(0.1)
-            failed = [_failure(r, p.exitcode, folder) for r, p in enumerate(procs) if p.exitcode not in (None, 0)]
-            raise GFLError(min(failed)[1])
 
 
 def is_main_process() -> bool:
@@ -311,8 +216,10 @@ def train_rank(ctx: DistContext, collection: GraphCollection, model_cfg: GFLConf
     return result, per_graph
 
 
-def _train_worker(ctx: DistContext, folder: str, data, log_level: int, *args, **kwargs) -> None:
-    """A spawned rank: load the collection, train, and (rank 0) leave the result in ``folder``."""
+def _train_worker(rank: int, nproc: int, folder: str, timeout: float, data, log_level: int, *args, **kwargs) -> None:
+    """A spawned rank: join the group, load the collection, train, and (rank 0) leave the result in ``folder``."""
+    ctx = DistContext(rank, nproc, rank)
+    init_process_group(ctx, timeout)
     logging.basicConfig(level=log_level if ctx.is_main else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s", force=True)
     collection = data if isinstance(data, GraphCollection) else GraphCollection.load(data)
@@ -322,6 +229,7 @@ def _train_worker(ctx: DistContext, folder: str, data, log_level: int, *args, **
         torch.save({"state_dict": state, "history": result.history, "best_step": result.best_step,
                     "best_val": result.best_val, "run_dir": result.run_dir, "meta": result.meta,
                     "per_graph": per_graph}, Path(folder, "result.pt"))
+    tdist.destroy_process_group()
 
 
 def train(collection: GraphCollection, model_cfg: GFLConfig, episode_cfg: EpisodeConfig, train_cfg: TrainConfig,
@@ -348,9 +256,10 @@ def train(collection: GraphCollection, model_cfg: GFLConfig, episode_cfg: Episod
         finally:
             tdist.destroy_process_group()
     data = collection.path if collection.path is not None else collection
-    args = (data, logging.getLogger().getEffectiveLevel(), model_cfg, episode_cfg, train_cfg)
+    args = (timeout, data, logging.getLogger().getEffectiveLevel(), model_cfg, episode_cfg, train_cfg)
+    env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
     try:
-        folder = launch(functools.partial(_train_worker, **kwargs), args, nproc, threads=threads, timeout=timeout)
+        folder = launch(functools.partial(_train_worker, **kwargs), args, nproc, threads=threads, env=env)
     except BaseException:
         if out is not None:
             shutil.rmtree(partial_dir(out), ignore_errors=True)

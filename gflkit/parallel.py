@@ -1,9 +1,13 @@
-"""Independent runs in a pool of processes (``compare`` / ``ablate`` / ``sweep --jobs N``).
+"""Work in several processes of this machine.
 
-Each run seeds itself, so a run gives the same numbers in a worker process as
-in the parent; :func:`run_jobs` returns the results in the order of the tasks.
-Workers are spawned (never forked: torch's and DGL's thread pools do not
-survive a fork) and each uses ``cores / jobs`` threads.
+* :func:`run_jobs`: independent runs in a pool (``compare`` / ``ablate`` /
+  ``sweep --jobs N``). Each run seeds itself, so it gives the same numbers in a
+  worker as in the parent; results come back in the order of the tasks.
+* :func:`launch`: N cooperating processes (the ranks of ``train --nproc N``,
+  see :mod:`gflkit.distributed`), watched so that one that fails ends them all.
+
+Processes are spawned (never forked: torch's and DGL's thread pools do not
+survive a fork) and each uses ``cores / processes`` threads.
 """
 from __future__ import annotations
 
@@ -11,16 +15,23 @@ import contextlib
 import logging
 import multiprocessing
 import os
+import shutil
+import signal
+import tempfile
+import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing.connection import wait
+from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import torch
+import torch.distributed as tdist
 
 from .data import GraphCollection
 from .errors import GFLError
 
-__all__ = ["run_jobs", "default_threads", "portable", "shared_collection"]
+__all__ = ["run_jobs", "launch", "default_threads", "portable", "shared_collection"]
 
 log = logging.getLogger(__name__)
 
@@ -116,3 +127,86 @@ def shared_collection(data: Any) -> GraphCollection:
     if data not in _COLLECTIONS:
         _COLLECTIONS[data] = GraphCollection.load(data)
     return _COLLECTIONS[data]
+
+
+# -- cooperating processes -----------------------------------------------------------------
+
+
+def _entry(worker: Callable, rank: int, nproc: int, threads: int, folder: str, args: tuple) -> None:
+    """What a spawned rank runs: ``worker(rank, nproc, folder, *args)``, errors reported in one line."""
+    try:
+        torch.set_num_threads(threads)
+        worker(rank, nproc, folder, *args)
+    except KeyboardInterrupt:
+        os._exit(130)
+    except BaseException as err:  # noqa: BLE001  (reported to the launcher, which ends the job)
+        text = str(err).strip().splitlines()
+        peer = isinstance(err, getattr(tdist, "DistError", ())) or "gloo" in str(err).lower()
+        message = f"{type(err).__name__}: {text[0] if text else ''}".rstrip(": ")
+        Path(folder, f"error-{rank}.txt").write_text(f"{int(peer)}\n{message}\n", encoding="utf-8")
+        os._exit(1)
+
+
+def _failure(rank: int, exitcode: int, folder: str) -> tuple[int, str]:
+    """``(priority, message)`` of a failed rank; lower priority is likelier the cause."""
+    path = Path(folder, f"error-{rank}.txt")
+    if path.is_file():
+        peer, message = path.read_text(encoding="utf-8").split("\n", 1)
+        return (2 if peer == "1" else 0), f"rank {rank} failed: {message.strip()}"
+    if exitcode < 0:
+        return 0, f"rank {rank} died: killed by signal {signal.Signals(-exitcode).name}"
+    return 1, f"rank {rank} exited with status {exitcode}"
+
+
+def _stop(procs: list) -> None:
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    for p in procs:
+        p.join(5)
+        if p.is_alive():
+            p.kill()
+            p.join()
+
+
+def _watch(procs: list, folder: str, grace: float) -> None:
+    """Wait for every rank; on the first failure, wait ``grace`` s for the cause to show, then raise."""
+    pending = list(procs)
+    while pending:
+        wait([p.sentinel for p in pending], timeout=1.0)
+        pending = [p for p in pending if p.exitcode is None]
+        if any(p.exitcode not in (None, 0) for p in procs):
+            wait([p.sentinel for p in pending], timeout=grace)
+            time.sleep(0.1)
+            failed = [_failure(r, p.exitcode, folder) for r, p in enumerate(procs) if p.exitcode not in (None, 0)]
+            raise GFLError(min(failed)[1])
+
+
+def launch(worker: Callable, args: tuple, nproc: int, *, threads: int | None = None,
+           env: dict[str, str] | None = None, grace: float = 3.0) -> Path:
+    """Run ``worker(rank, nproc, folder, *args)`` in ``nproc`` spawned processes and wait for all.
+
+    ``folder`` is a temporary folder shared by the processes (for results); it
+    is returned, and the caller removes it. ``env`` is added to the processes'
+    environment. When one fails, the others are stopped and a
+    :class:`GFLError` names it in one line (a rank that was killed, or raised
+    on its own, is named rather than the peers that lost it). Ctrl-C stops all.
+    """
+    threads = threads or default_threads(nproc)
+    mp = torch.multiprocessing.get_context("spawn")
+    folder = tempfile.mkdtemp(prefix="gflkit-ranks-")
+    procs = []
+    with _environ(**(env or {}), OMP_NUM_THREADS=str(threads)):
+        for rank in range(nproc):
+            p = mp.Process(target=_entry, args=(worker, rank, nproc, threads, folder, args), daemon=True)
+            p.start()
+            procs.append(p)
+    log.info("started %d ranks (%d threads each): %s", nproc, threads,
+             ", ".join(f"rank {r} pid {p.pid}" for r, p in enumerate(procs)))
+    try:
+        _watch(procs, folder, grace)
+    except BaseException:
+        _stop(procs)
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return Path(folder)

@@ -24,7 +24,6 @@ from gflkit.config import TrainConfig
 from gflkit.distributed import DistContext, partial_dir
 from gflkit.errors import GFLError
 from gflkit.parallel import run_jobs
-from gflkit.training import meta_train
 
 TIMEOUT = 120  # seconds: process-group timeout of the runs below, and the bound on each subprocess
 TINY = TrainConfig(steps=5, meta_batch=4, eval_every=2, patience=8)
