@@ -7,7 +7,8 @@ import gflkit
 from gflkit import experiments
 from gflkit.config import ABLATIONS
 
-from .options import data_root_option, emit, int_list, output_options
+from .options import (SEED, IntList, NameList, ci_option, data_root_option, emit, int_list, output_options,
+                      refine_configs, refine_options)
 from .run import episode_config, episode_options, model_options, model_overrides, train_config, train_options
 
 
@@ -21,9 +22,19 @@ def _common(f):
                      help="Keep every trained run under this folder (default: keep none).")(f)
     f = click.option("--episodes", type=click.IntRange(1), default=1, show_default=True,
                      help="Support draws per test graph.")(f)
+    f = click.option("--reference", default=None, metavar="NAME",
+                     help="Row the others are paired with (delta, its interval and p-value over the same "
+                          "(graph, episode) pairs). compare: a model (gfl-att, protonet, agf+lp...) or +none, +lp, "
+                          "+cs (the same model with that refinement); ablate: a variant (default full); sweep: a "
+                          "model or a value.")(f)
+    f = ci_option(f)
     f = train_options(f)
     f = episode_options(f)
     return f
+
+
+def _seeds(seed: int, seeds: str | None) -> list[int]:
+    return int_list(seeds) if seeds else [seed]
 
 
 def _split_names(text: str | None) -> list[str] | None:
@@ -33,23 +44,33 @@ def _split_names(text: str | None) -> list[str] | None:
 @click.command()
 @click.argument("data", required=False)
 @click.option("--models", default=None, metavar="NAME,...",
-              help="Models to run (default: all): " + ", ".join(gflkit.api.model_names()) + ".")
-@click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+              help="Models to run (default: all): " + ", ".join(gflkit.api.model_names()) + ", and majority.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Random seed.")
+@click.option("--seeds", type=IntList(0, max_value=2**32 - 1), default=None, metavar="S,...",
+              help="Several seeds, aggregated in each row (overrides --seed).")
+@click.option("--majority/--no-majority", default=True, show_default=True,
+              help="Add the majority-class reference row (rate of each episode's most frequent query class).")
+@refine_options(several=True)
 @model_options
 @_common
-def compare(data, models, seed, runs_root, jobs, episodes, data_root, output, fmt, **kwargs):
+def compare(data, models, seed, seeds, majority, reference, ci, runs_root, jobs, episodes, data_root, output, fmt,
+            **kwargs):
     """Table 2: GFL against the baselines on DATA's test graphs, as CSV.
 
-    One row per (model, dataset): accuracy and 95% CI over test graphs
-    (percent). GFL gives a GFL-mean and a GFL-att row unless --aggregator
-    picks one.
+    One row per (model, refinement): accuracy with a 95% interval over test
+    graphs (percent), balanced accuracy, macro-F1, and the paired difference
+    to the --reference row (default: the first) over the same episodes. GFL
+    gives a GFL-mean and a GFL-att row unless --aggregator picks one; a
+    majority row comes last (--no-majority drops it).
     """
+    refines = refine_configs(kwargs)
     overrides = {k: v for k, v in model_overrides(kwargs).items() if v is not None}
     aggregator = overrides.pop("aggregator", None)
     table = experiments.compare(
         data, _split_names(models), aggregators=(aggregator,) if aggregator else ("mean", "att"),
         model_overrides=overrides, episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed),
-        episodes=episodes, root=data_root, runs_root=runs_root, jobs=jobs,
+        episodes=episodes, seeds=_seeds(seed, seeds), refines=refines, reference=reference, majority=majority,
+        ci=ci, root=data_root, runs_root=runs_root, jobs=jobs,
     )
     emit(table, output, fmt)
 
@@ -59,14 +80,17 @@ def compare(data, models, seed, runs_root, jobs, episodes, data_root, output, fm
 @click.option("--drop", multiple=True, type=click.Choice(list(ABLATIONS)),
               help="Component to remove (repeatable): structure (M1a), gate (M2a), hierarchy (M2b), recon (M3).")
 @click.option("--all", "all_", is_flag=True, help="Run every ablation of the paper's Table 3.")
-@click.option("--seeds", default="0", show_default=True, metavar="S,...", help="Seeds, one run per seed and variant.")
+@click.option("--seeds", type=IntList(0, max_value=2**32 - 1), default="0", show_default=True, metavar="S,...",
+              help="Seeds, one run per seed and variant.")
 @model_options
 @_common
-def ablate(data, drop, all_, seeds, runs_root, jobs, episodes, data_root, output, fmt, **kwargs):
+def ablate(data, drop, all_, seeds, reference, ci, runs_root, jobs, episodes, data_root, output, fmt, **kwargs):
     """Table 3: the full model against variants without a component, as CSV.
 
-    One row per (variant, seed) with accuracy, CI and delta (accuracy minus the
-    full model's, same seed). Example: gflkit ablate --drop gate > ablation.csv
+    One row per variant (seeds aggregated) with accuracy, interval and the
+    paired difference to the full model (or --reference VARIANT) over the same
+    episodes: delta, delta_lo, delta_hi, p_value. Example: gflkit ablate --drop
+    gate > ablation.csv
     """
     if not drop and not all_:
         raise click.UsageError("give --drop COMPONENT (repeatable) or --all")
@@ -75,7 +99,7 @@ def ablate(data, drop, all_, seeds, runs_root, jobs, episodes, data_root, output
     table = experiments.ablate(
         data, list(ABLATIONS) if all_ else list(drop), base=base, seeds=seed_list,
         episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed_list[0]),
-        episodes=episodes, root=data_root, runs_root=runs_root, jobs=jobs,
+        episodes=episodes, reference=reference or "full", ci=ci, root=data_root, runs_root=runs_root, jobs=jobs,
     )
     emit(table, output, fmt)
 
@@ -84,20 +108,28 @@ def ablate(data, drop, all_, seeds, runs_root, jobs, episodes, data_root, output
 @click.argument("data", required=False)
 @click.option("--param", type=click.Choice(list(experiments.SWEEP_PARAMS)), required=True,
               help="Hyperparameter to vary.")
-@click.option("--values", required=True, metavar="V,...",
+@click.option("--values", type=NameList(), required=True, metavar="V,...",
               help="Comma-separated values, e.g. 0.5,0.6,0.7,0.8 or jaccard,adamic-adar,pagerank,khop-cn.")
 @click.option("--models", default=None, metavar="NAME,...",
               help="Models (default: gfl; for k-shot gfl, protonet and maml).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Random seed.")
+@click.option("--seeds", type=IntList(0, max_value=2**32 - 1), default=None, metavar="S,...",
+              help="Several seeds, aggregated in each row (overrides --seed).")
 @model_options
 @_common
-def sweep(data, param, values, models, seed, runs_root, jobs, episodes, data_root, output, fmt, **kwargs):
-    """Sensitivity (Tables 4-6, Figure 3): one CSV row per (value, model)."""
+def sweep(data, param, values, models, seed, seeds, reference, ci, runs_root, jobs, episodes, data_root, output, fmt,
+          **kwargs):
+    """Sensitivity (Tables 4-6, Figure 3): one CSV row per (value, model).
+
+    Each row is paired with --reference over the same episodes: a model (the
+    same value) or a value (the same model); default the first model when
+    several are swept, else the first value.
+    """
     base = gflkit.model_config("gfl", **model_overrides(kwargs))
     table = experiments.sweep(
         data, param, _split_names(values), _split_names(models), base=base,
-        episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed),
-        episodes=episodes, root=data_root, runs_root=runs_root, jobs=jobs,
+        episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed), seeds=_seeds(seed, seeds),
+        reference=reference, ci=ci, episodes=episodes, root=data_root, runs_root=runs_root, jobs=jobs,
     )
     emit(table, output, fmt)
 

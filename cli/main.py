@@ -3,12 +3,18 @@
 Commands parse options, call the :mod:`gflkit` library and write results to
 stdout (CSV by default); logs and progress go to stderr. A user error
 (:class:`gflkit.errors.GFLError`) ends the command with one line on stderr and
-exit status 1; usage errors exit with 2.
+exit status 1; usage errors exit with 2. Any other exception (a parser of a
+third-party library failing on a strange file, say) is also shown as one line,
+with exit status 1; ``-vv`` or ``GFLKIT_DEBUG=1`` shows its traceback instead.
+Ctrl-C ends the command with "interrupted" and exit status 130, also while
+torch and DGL are still being imported.
 """
 from __future__ import annotations
 
 import logging
 import os
+import signal
+import sys
 
 # OpenMP worker threads (torch's and DGL's kernels share one libgomp) busy-wait
 # between parallel regions; when the cores are shared with other work, the
@@ -16,33 +22,94 @@ import os
 # waiting avoids that for ~13% on an idle machine; set OMP_WAIT_POLICY to override.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import click  # noqa: E402
+INTERRUPTED = 130  # the shell's status for a process ended by SIGINT
 
-import gflkit  # noqa: E402
-from gflkit.errors import GFLError  # noqa: E402
+
+def _interrupted() -> SystemExit:
+    sys.stderr.write("interrupted\n")
+    return SystemExit(INTERRUPTED)
+
+
+_signalled: list[int] = []
+
+
+def _on_sigint(signum, frame) -> None:
+    _signalled.append(signum)
+    raise KeyboardInterrupt
+
+
+# Importing torch and DGL takes seconds: a Ctrl-C then must not print a
+# traceback. A KeyboardInterrupt inside an extension module's import can
+# surface as another error (a half-initialised module), so the signal itself
+# is recorded.
+def _set_sigint(handler) -> None:
+    try:
+        signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        pass
+
+
+_set_sigint(_on_sigint)
+try:
+    import click
+
+    import gflkit
+    from gflkit.errors import GFLError
+except BaseException:
+    if _signalled:
+        raise _interrupted() from None
+    raise
+finally:
+    _set_sigint(signal.default_int_handler)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _debug() -> bool:
+    return os.environ.get("GFLKIT_DEBUG", "") not in ("", "0") or logging.getLogger().level <= logging.DEBUG
 
 
 class GFLGroup(click.Group):
-    """A group that turns gflkit's user errors into one-line Click errors."""
+    """A group that turns gflkit's user errors, and any unexpected error, into one-line Click errors."""
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
         except GFLError as err:
-            raise click.ClickException(str(err)) from None
+            raise click.ClickException(_one_line(err)) from None
+        except KeyboardInterrupt:
+            raise _interrupted() from None
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except MemoryError:
+            raise click.ClickException("not enough memory; use smaller data or options") from None
+        except Exception as err:  # noqa: BLE001 - last resort: one line instead of a traceback
+            if _debug():
+                raise
+            detail = _one_line(str(err).strip().splitlines()[0]) if str(err).strip() else ""
+            raise click.ClickException(
+                f"unexpected {type(err).__name__}{': ' + detail[:300] if detail else ''} "
+                "(rerun with -vv to see the traceback)"
+            ) from None
 
 
 @click.group(cls=GFLGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(gflkit.__version__, prog_name="gflkit")
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
-@click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors on stderr.")
-def cli(verbose: int, quiet: bool) -> None:
+@click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors on stderr (no progress bars).")
+@click.option("--no-progress", is_flag=True, help="No progress bars on stderr (logs stay).")
+def cli(verbose: int, quiet: bool, no_progress: bool) -> None:
     """Graph few-shot learning (GFL, Yao et al., AAAI 2020) on DGL.
 
     Data lives under the data root: --data-root, else $GFLKIT_DATA, else ./data
     when it exists, else ~/.gflkit/data. Raw files go in <root>/raw/<source>/,
     collections are written to <root>/processed/<name>/, runs to ./runs/.
     """
+    from gflkit.progress import set_progress
+
+    set_progress(not (quiet or no_progress))
     level = logging.WARNING if quiet else (logging.DEBUG if verbose > 1 else logging.INFO)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", force=True)
     # DGL logs METIS timings on import paths we use; keep stderr readable.
@@ -50,12 +117,16 @@ def cli(verbose: int, quiet: bool) -> None:
 
 
 def _register() -> None:
-    from . import experiments, plot, preprocess, run, stats
+    try:
+        from . import doctor, experiments, plot, predict, preprocess, run, runs, stats
+    except KeyboardInterrupt:
+        raise _interrupted() from None
 
+    cli.add_command(doctor.doctor)
     cli.add_command(plot.plot)
     cli.add_command(preprocess.preprocess)
     cli.add_command(stats.stats)
-    for command in run.COMMANDS + experiments.COMMANDS:
+    for command in run.COMMANDS + runs.COMMANDS + experiments.COMMANDS + predict.COMMANDS:
         cli.add_command(command)
 
 

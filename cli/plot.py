@@ -5,20 +5,25 @@ from pathlib import Path
 
 import click
 
-from gflkit import plotting
+from gflkit import plotting, tsne as tsne_figure
 
 from .options import data_root_option, seed_option
 
 
-def _png(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    if Path(value).suffix.lower() != ".png":
-        raise click.BadParameter(f"{value!r}: the figure is a PNG; give a file name ending in .png")
+def _figure_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    if Path(value).suffix.lower().lstrip(".") not in plotting.FORMATS:
+        raise click.BadParameter(f"{value!r}: give a file name ending in .png, .pdf or .svg")
     return value
 
 
-def output_png_option(f):
-    return click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), callback=_png,
-                        help="PNG file to write (written atomically).")(f)
+def figure_options(f):
+    """``-o FILE``, ``--format`` and ``--dpi``, shared by every figure."""
+    f = click.option("--dpi", type=click.IntRange(30, 1200), default=150, show_default=True,
+                     help="Resolution of PNG figures (dots per inch).")(f)
+    f = click.option("--format", "fmt", type=click.Choice(plotting.FORMATS), default=None,
+                     help="Figure format [default: from the file name's suffix].")(f)
+    return click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), callback=_figure_name,
+                        help="Figure file to write: .png, .pdf or .svg (written atomically).")(f)
 
 
 def _wrote(path) -> None:
@@ -27,33 +32,39 @@ def _wrote(path) -> None:
 
 @click.group()
 def plot() -> None:
-    """Draw the paper's figures as PNG (install with: pip install 'gflkit[plot]')."""
+    """Draw the paper's figures as PNG, PDF or SVG (needs: pip install 'gflkit[plot]').
+
+    Legends use the paper's model names and the ablations' descriptions; each
+    model keeps one colour in every figure. Tables with several seeds are
+    averaged, with 95% intervals over seeds.
+    """
 
 
 @plot.command()
-@click.argument("results", type=click.Path(dir_okay=False))
-@output_png_option
-def shots(results, output):
+@click.argument("results", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@figure_options
+def shots(results, output, fmt, dpi):
     """Accuracy against shots with 95% CI bands, one line per model.
 
-    RESULTS is a CSV with columns model, k_shot, accuracy, ci95 (and
-    optionally dataset: one panel per dataset), e.g. a sweep over --param
-    k-shot.
+    RESULTS are CSVs with columns model, k_shot, accuracy, ci95 (and
+    optionally dataset: one panel per dataset; seed: several seeds are
+    averaged), e.g. a sweep over --param k-shot.
     """
-    _wrote(plotting.plot_shots(results, output))
+    _wrote(plotting.plot_shots(list(results), output, fmt=fmt, dpi=dpi))
 
 
 @plot.command()
-@click.argument("results", type=click.Path(dir_okay=False))
-@output_png_option
-def bars(results, output):
+@click.argument("results", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@figure_options
+def bars(results, output, fmt, dpi):
     """Accuracy bars with 95% CI error bars, one group per dataset.
 
-    RESULTS holds rows of 'gflkit compare' (one bar per model; GFL rows are
-    named by aggregator, gfl-mean / gfl-att) or of 'gflkit ablate' (one bar
-    per variant).
+    RESULTS hold rows of 'gflkit compare' (one bar per model, GFL-mean and
+    GFL-att apart) or of 'gflkit ablate' (one bar per variant, named by what
+    it removes). Rows of several seeds (e.g. two ablate CSVs) are averaged.
+    When the bars differ by little, the y axis starts above 0.
     """
-    _wrote(plotting.plot_bars(results, output))
+    _wrote(plotting.plot_bars(list(results), output, fmt=fmt, dpi=dpi))
 
 
 @plot.command()
@@ -65,13 +76,13 @@ def bars(results, output):
               help="Most nodes of other classes drawn in each class's panel.")
 @seed_option()
 @data_root_option
-@output_png_option
-def tsne(run, data, baseline_run, graph_id, negatives, seed, data_root, output):
+@figure_options
+def tsne(run, data, baseline_run, graph_id, negatives, seed, data_root, output, fmt, dpi):
     """t-SNE of RUN's node embeddings on one graph, a panel per class.
 
     Each panel shows the nodes of one class against up to --negatives nodes of
     the others. DATA defaults to the collection the run was trained on. Only
     GFL runs (gfl, protonet) have node embeddings.
     """
-    _wrote(plotting.plot_tsne(run, output, data, baseline_run=baseline_run, graph_id=graph_id,
-                              negatives=negatives, seed=seed, root=data_root))
+    _wrote(tsne_figure.plot_tsne(run, output, data, baseline_run=baseline_run, graph_id=graph_id,
+                                 negatives=negatives, seed=seed, root=data_root, fmt=fmt, dpi=dpi))

@@ -5,10 +5,15 @@ from dataclasses import replace
 
 import click
 
-from gflkit.data import SMALL_SPEC, SyntheticSpec, make_synthetic_family
+from gflkit.data import DEFAULT_COLLECTION, SMALL_SPEC, SyntheticSpec, make_synthetic_family
+from gflkit.data.synthetic import check_memory
+from gflkit.errors import GFLError
 from gflkit.paths import processed_dir
 
-from .options import data_root_option, seed_option
+from .options import FiniteFloatRange, GraphCounts, IntList, data_root_option, seed_option
+
+#: Where ``preprocess synthetic --small`` writes unless given --name.
+SMALL_COLLECTION = f"{DEFAULT_COLLECTION}-small"
 
 
 @click.group()
@@ -17,39 +22,44 @@ def preprocess() -> None:
 
 
 @preprocess.command()
-@click.option("--name", default="synthetic", show_default=True, help="Collection name.")
+@click.option("--name", default=None,
+              help="Collection name (default: synthetic, or synthetic-small with --small).")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Output folder (default: <root>/processed/<name>).")
 @click.option("--small", is_flag=True, help="A small family for tests and quick trials (16/4/8 graphs of 200-400 nodes, 32 features).")
-@click.option("--graphs", "n_graphs", default=None, metavar="TRAIN,VAL,TEST",
+@click.option("--graphs", "n_graphs", type=GraphCounts(), default=None, metavar="TRAIN,VAL,TEST",
               help="Graphs per split (default 100,10,20; with --small 16,4,8).")
-@click.option("--nodes", default=None, metavar="MIN,MAX", help="Range of nodes per graph (default 3000,6000).")
+@click.option("--nodes", type=IntList(min_value=1, size=2), default=None, metavar="MIN,MAX",
+              help="Range of nodes per graph (default 3000,6000).")
 @click.option("--classes", "num_classes", type=click.IntRange(2), default=None, help="Number of classes (default 4).")
 @click.option("--feat-size", type=click.IntRange(1), default=None, help="Features per node (default 128).")
-@click.option("--outlier-rate", type=click.FloatRange(0, 1), default=None,
+@click.option("--outlier-rate", type=FiniteFloatRange(0, 1), default=None,
               help="Share of nodes carrying another class's feature profile (default 0.15).")
 @seed_option()
 @data_root_option
 def synthetic(name, out, small, n_graphs, nodes, num_classes, feat_size, outlier_rate, seed, data_root):
     """The built-in seeded family of attributed graphs (the default data)."""
-    from .options import int_list
-
+    if small and name == DEFAULT_COLLECTION:
+        raise click.BadParameter(f"--small never writes over the default family {DEFAULT_COLLECTION!r}; "
+                                 f"leave --name out (gives {SMALL_COLLECTION!r}) or choose another name",
+                                 param_hint="--name")
+    name = name or (SMALL_COLLECTION if small else DEFAULT_COLLECTION)
     spec = SMALL_SPEC if small else SyntheticSpec()
     changes = {}
     if n_graphs:
-        parts = int_list(n_graphs)
-        if len(parts) != 3:
-            raise click.BadParameter("give three numbers: TRAIN,VAL,TEST", param_hint="--graphs")
-        changes.update(n_train=parts[0], n_val=parts[1], n_test=parts[2])
+        changes.update(n_train=n_graphs[0], n_val=n_graphs[1], n_test=n_graphs[2])
     if nodes:
-        parts = int_list(nodes)
-        if len(parts) != 2 or not 1 <= parts[0] <= parts[1]:
+        if not nodes[0] <= nodes[1]:
             raise click.BadParameter("give MIN,MAX with 1 <= MIN <= MAX", param_hint="--nodes")
-        changes.update(min_nodes=parts[0], max_nodes=parts[1])
+        changes.update(min_nodes=nodes[0], max_nodes=nodes[1])
     for key, value in (("num_classes", num_classes), ("feat_size", feat_size), ("outlier_rate", outlier_rate)):
         if value is not None:
             changes[key] = value
-    spec = replace(spec, **changes)
+    try:
+        spec = replace(spec, **changes)
+        check_memory(spec)  # before anything is allocated
+    except GFLError as err:
+        raise click.UsageError(f"{err} (--graphs, --nodes, --classes, --feat-size)") from None
     collection = make_synthetic_family(spec, seed=seed, name=name, progress=True)
     path = collection.save(out or processed_dir(name, data_root))
     click.echo(f"wrote {collection!r} to {path}", err=True)

@@ -12,7 +12,7 @@ import click
 from gflkit.data.sampling import FAMILY_DEFAULTS, sample_family
 from gflkit.paths import processed_dir, raw_dir
 
-from .options import int_tuple, sampler_options
+from .options import graph_counts, int_tuple, sampler_options
 
 
 def _classes(text):
@@ -24,8 +24,8 @@ def _sample_and_save(source, family, kw, name=None):
     defaults = FAMILY_DEFAULTS[family]
     collection = sample_family(
         source, method=kw["method"],
-        n_graphs=int_tuple(kw["n_graphs"], 3, "--graphs") or defaults["n_graphs"],
-        walk_length=int_tuple(kw["walk_length"], 2, "--walk-length") or defaults["walk_length"],
+        n_graphs=graph_counts(kw["n_graphs"]) or defaults["n_graphs"],
+        walk_length=int_tuple(kw["walk_length"], 2, "--walk-length", min_value=1) or defaults["walk_length"],
         min_degree=defaults["min_degree"] if kw["min_degree"] is None else kw["min_degree"],
         induced=kw["induced"], disjoint=kw["disjoint"], seed=kw["seed"], name=name or kw.get("name"), progress=True,
     )
@@ -42,7 +42,8 @@ def _sample_and_save(source, family, kw, name=None):
               help="Author co-authorship graphs, or paper citation graphs.")
 @click.option("--venue-map", type=click.Path(dir_okay=False), default=None,
               help="CSV with columns venue,field (default: the table shipped with gflkit).")
-@click.option("--feat-size", type=click.IntRange(1), default=None, help="Text features per node (default 128 / 100).")
+@click.option("--feat-size", type=click.IntRange(1, 1 << 16), default=None,
+              help="Text features per node, at most the 65536 hashed terms (default 128 / 100).")
 @sampler_options()
 def aminer(dump, task, venue_map, feat_size, **kw):
     """AMiner citation dump -> collaboration or citation graphs.

@@ -13,7 +13,7 @@ import click
 
 from gflkit.paths import processed_dir, raw_dir
 
-from .options import data_root_option, int_tuple, sampler_options, seed_option
+from .options import data_root_option, graph_counts, int_tuple, sampler_options, seed_option
 
 
 def _table(folder: Path, given: str | None, stem: str) -> Path:
@@ -25,7 +25,9 @@ def _table(folder: Path, given: str | None, stem: str) -> Path:
     return folder / f"{stem}.csv"
 
 
-def _report_and_save(collection, report, out, data_root) -> None:
+def _report_and_save(collection, report, out, data_root, features_from=None) -> None:
+    if features_from:
+        collection.meta["features_from"] = str(features_from)
     for line in report.summary():
         click.echo(f"warning: {line}", err=True)
     if report:
@@ -36,64 +38,119 @@ def _report_and_save(collection, report, out, data_root) -> None:
     click.echo(f"wrote {collection!r} to {path}", err=True)
 
 
+def graph_table_options(f):
+    """The options that describe a user's graph tables, shared by ``preprocess tables``,
+    ``predict`` and ``embed`` (read by :func:`table_columns`)."""
+    from gflkit.data.sources.tables import FEATURE_KEYS
+
+    opts = [
+        click.option("--edges", default=None, help="Edge table, CSV/TSV/Parquet."),
+        click.option("--nodes", default=None, help="Node table, CSV/TSV/Parquet (ids, labels, feature columns)."),
+        click.option("--features", default=None, type=click.Path(dir_okay=False),
+                     help="Feature file instead of feature columns: .npy/.npz (dense or scipy-sparse), .json "
+                          "(node id -> active feature ids), or with --feature-key graph-node an .npz of one array "
+                          "per graph."),
+        click.option("--feature-key", type=click.Choice(FEATURE_KEYS), default=None,
+                     help="How feature-file rows map to nodes: 'row' = row i is the node-table row i (default with "
+                          "a node table), 'node' = row i is node id i (default for .json and without a node "
+                          "table), 'graph-node' = .npz with one array per graph, row = node id in that graph."),
+        click.option("--src-col", default="src", show_default=True, help="Edge table: source node column."),
+        click.option("--dst-col", default="dst", show_default=True, help="Edge table: target node column."),
+        click.option("--id-col", default="id", show_default=True, help="Node table: node id column."),
+        click.option("--label-col", default="label", show_default=True, help="Label column."),
+        click.option("--feature-cols", default=None, metavar="PREFIX|A,B,...",
+                     help="Node table feature columns: a name prefix or a comma-separated list."),
+        click.option("--unlabelled", default="-1", show_default=True, metavar="VALUE[,VALUE...]",
+                     help="Label values that mean 'no label', besides an empty cell and NaN ('' for none)."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def table_columns(kw: dict, graph_col: str | None = None, split_col: str | None = None, label: bool = True):
+    """Pop the :func:`graph_table_options` (except the files) from ``kw`` into a ``TableColumns``."""
+    from gflkit.data.sources.tables import TableColumns
+
+    feature_cols = kw.pop("feature_cols")
+    if feature_cols and "," in feature_cols:
+        feature_cols = [c.strip() for c in feature_cols.split(",") if c.strip()]
+    label_col = kw.pop("label_col")
+    return TableColumns(src=kw.pop("src_col"), dst=kw.pop("dst_col"), id=kw.pop("id_col"),
+                        label=label_col if label else None, graph=graph_col, split=split_col,
+                        features=feature_cols, feature_key=kw.pop("feature_key"),
+                        unlabelled=tuple(v.strip() for v in kw.pop("unlabelled").split(",") if v.strip()))
+
+
 @click.command()
 @click.argument("folder", required=False, type=click.Path(file_okay=False))
-@click.option("--edges", default=None, help="Edge table, CSV/TSV/Parquet (default: FOLDER/edges.csv).")
-@click.option("--nodes", default=None, help="Node table, CSV/TSV/Parquet (default: FOLDER/nodes.csv).")
-@click.option("--features", default=None, type=click.Path(dir_okay=False),
-              help="Feature file instead of feature columns: .npy/.npz (row = node id) or .json (id -> feature ids).")
-@click.option("--src-col", default="src", show_default=True, help="Edge table: source node column.")
-@click.option("--dst-col", default="dst", show_default=True, help="Edge table: target node column.")
-@click.option("--id-col", default="id", show_default=True, help="Node table: node id column.")
-@click.option("--label-col", default="label", show_default=True, help="Node table: label column.")
+@graph_table_options
 @click.option("--graph-col", default=None, help="Graph column in both tables: keep those graphs, do not sample.")
 @click.option("--split-col", default=None, help="Node table column with train/val/test per graph (with --graph-col).")
-@click.option("--feature-cols", default=None, metavar="PREFIX|A,B,...",
-              help="Node table feature columns: a name prefix or a comma-separated list.")
 @click.option("--feat-size", type=click.IntRange(1), default=None,
               help="Reduce features to this many dims by randomized SVD (default: 128 for a sparse bag, else keep).")
+@click.option("--features-from", default=None, metavar="COLLECTION",
+              help="Apply this collection's saved feature transform instead of fitting a new one (same raw "
+                   "features, e.g. a second family for one model).")
+@click.option("--k-shot", type=click.IntRange(1), default=10, show_default=True,
+              help="Warn about classes with fewer than k_shot + 1 labelled nodes in every graph.")
 @click.option("--parts", type=click.IntRange(1), default=None, help="METIS parts (default: the number of graphs).")
 @click.option("--ego-hops", type=click.IntRange(1), default=2, show_default=True, help="Radius of ego-nets.")
 @sampler_options()
-def tables(folder, edges, nodes, features, src_col, dst_col, id_col, label_col, graph_col, split_col, feature_cols,
-           feat_size, parts, ego_hops, **kw):
+def tables(folder, edges, nodes, features, graph_col, split_col, feat_size, features_from, k_shot, parts, ego_hops,
+           **kw):
     """Your own edge and node tables -> a collection.
 
     FOLDER (default <root>/raw/tables/) holds edges.csv (src,dst) and nodes.csv
     (id,label,features...). Without --graph-col the tables are one large graph,
-    sampled into --graphs (default 100,10,20) graphs.
+    sampled into --graphs (default 100,10,20) graphs. Labels -1, empty and NaN
+    mean unlabelled (--unlabelled). A reduction of the features is fitted once
+    and saved with the collection (transform.npz); --features-from reuses one.
     """
     import torch
 
     from gflkit.data.sampling import sample_family
     from gflkit.data.sources.common import select_classes
-    from gflkit.data.sources.tables import TableColumns, read_table_collection, read_table_graph
+    from gflkit.data.sources.tables import read_table_collection, read_table_graph, small_classes
+    from gflkit.data.transform import attach_transform
 
     folder = Path(folder) if folder else raw_dir("tables", kw["data_root"])
     edges, nodes = _table(folder, edges, "edges"), _table(folder, nodes, "nodes")
-    if feature_cols and "," in feature_cols:
-        feature_cols = [c.strip() for c in feature_cols.split(",") if c.strip()]
-    columns = TableColumns(src=src_col, dst=dst_col, id=id_col, label=label_col, graph=graph_col, split=split_col,
-                           features=feature_cols)
+    columns = table_columns(kw, graph_col, split_col)
     classes = [c.strip() for c in kw["classes"].split(",") if c.strip()] if kw["classes"] else None
+    transform, fit = _transform_from(features_from, kw["data_root"])
     common = dict(features=features, columns=columns, classes=classes, feat_size=feat_size, seed=kw["seed"],
-                  name=kw["name"] or "tables")
-    n_graphs = int_tuple(kw["n_graphs"], 3, "--graphs")
+                  name=kw["name"] or "tables", transform=transform)
+    n_graphs = graph_counts(kw["n_graphs"])
     if graph_col:
-        collection, report = read_table_collection(edges, nodes, n_graphs=n_graphs, **common)
-        return _report_and_save(collection, report, kw["out"], kw["data_root"])
-    source = read_table_graph(edges, nodes, **common)
+        collection, report = read_table_collection(edges, nodes, n_graphs=n_graphs, k_shot=k_shot, fit=fit,
+                                                   **common)
+        return _report_and_save(collection, report, kw["out"], kw["data_root"], features_from)
+    source = read_table_graph(edges, nodes, fit=fit, **common)
     if kw["num_classes"]:
         label, source.classes = select_classes(source.g.ndata["label"].numpy(), source.classes,
                                                num_classes=kw["num_classes"])
         source.g.ndata["label"] = torch.from_numpy(label)
     collection = sample_family(
         source, method=kw["method"], n_graphs=n_graphs or (100, 10, 20),
-        walk_length=int_tuple(kw["walk_length"], 2, "--walk-length") or (10000, 20000),
+        walk_length=int_tuple(kw["walk_length"], 2, "--walk-length", min_value=1) or (10000, 20000),
         min_degree=50 if kw["min_degree"] is None else kw["min_degree"], induced=kw["induced"],
         disjoint=kw["disjoint"], parts=parts, ego_hops=ego_hops, seed=kw["seed"], progress=True,
     )
-    _report_and_save(collection, source.report, kw["out"], kw["data_root"])
+    attach_transform(collection, source.transform)
+    warning = small_classes(collection, k_shot)
+    if warning:
+        click.echo(f"warning: {warning}", err=True)
+    _report_and_save(collection, source.report, kw["out"], kw["data_root"], features_from)
+
+
+def _transform_from(features_from: str | None, data_root):
+    """The saved transform of ``--features-from`` and whether to fit one (no: keep that collection's features)."""
+    if not features_from:
+        return None, True
+    from gflkit.data.transform import collection_folder, load_transform
+
+    return load_transform(collection_folder(features_from, data_root)), False
 
 
 @click.command("gfl-release")

@@ -7,11 +7,14 @@ import click
 
 import gflkit
 from gflkit import distributed
-from gflkit.config import AGGREGATORS, DISTANCES, PRESETS, SIMILARITIES, EpisodeConfig, GFLConfig, TrainConfig
+from gflkit.config import AGGREGATORS, DISTANCES, GATE_MODES, PGNN_NORMS, PRESETS, SIMILARITIES, EpisodeConfig, GFLConfig, TrainConfig
 from gflkit.models.baselines import PER_GRAPH, TRANSFER
-from gflkit.paths import runs_dir
+from gflkit.api import default_run_dir
+from gflkit.run_folder import partial_path
+from gflkit.training import CHECKPOINT_EVERY
 
-from .options import data_root_option, emit, int_list, output_options, seed_option
+from .options import (FiniteFloatRange, IntList, ci_option, data_root_option, emit, int_list, output_options,
+                      refine_configs, refine_options, seed_option)
 
 _DEFAULT = GFLConfig()
 
@@ -21,23 +24,25 @@ _MODEL_FLAGS = [
     ("--prototype", "prototype", click.Choice(["pgnn", "mean"]), "Graph-structured (pgnn) or mean (Protonet) prototype."),
     ("--pool", "pool", click.Choice(["mean", "max"]), "Pooling of PGNN outputs into a prototype."),
     ("--pgnn-activation", "pgnn_activation", click.Choice(["tanh", "none"]), "Activation of the PGNN layer."),
+    ("--pgnn-norm", "pgnn_norm", click.Choice(PGNN_NORMS), "PGNN normalisation: row (D^-1 R) or sym (D^-1/2 R D^-1/2, the paper's GCN)."),
     ("--similarity", "similarity", click.Choice(SIMILARITIES), "Similarity behind the relational structure."),
     ("--hops", "hops", click.IntRange(1), "k of the k-hop common-neighbour similarity."),
-    ("--mu", "mu", click.FloatRange(0, 1), "Threshold: relation weights below it become mu0."),
-    ("--mu0", "mu0", click.FloatRange(0, 1), "Weight given to relations below mu."),
+    ("--mu", "mu", FiniteFloatRange(0, 1), "Threshold: relation weights below it become mu0."),
+    ("--mu0", "mu0", FiniteFloatRange(0, 1), "Weight given to relations below mu."),
     ("--gate/--no-gate", "gate", None, "Hierarchical graph representation gate on the PGNN."),
+    ("--gate-mode", "gate_mode", click.Choice(GATE_MODES), "Gate form and start: open (sigmoid near 1), centered (2 sigmoid, starts at 1), paper (sigmoid, usual init)."),
     ("--levels", "levels", click.IntRange(1), "R, levels of the hierarchical graph representation."),
-    ("--clusters", "clusters", str, "Clusters of levels 2..R, comma-separated."),
+    ("--clusters", "clusters", IntList(min_value=1, max_value=1 << 16), "Clusters of levels 2..R, comma-separated."),
     ("--graph-feats", "graph_feats", click.IntRange(1), "Size of the graph representation."),
     ("--recon/--no-recon", "recon", None, "Auxiliary graph reconstruction loss."),
-    ("--gamma", "gamma", click.FloatRange(0), "Weight of the reconstruction loss."),
+    ("--gamma", "gamma", FiniteFloatRange(0), "Weight of the reconstruction loss."),
     ("--recon-reduction", "recon_reduction", click.Choice(["mean", "sum"]), "Divide the reconstruction loss by n^2 (mean) or not."),
     ("--recon-normalize/--no-recon-normalize", "recon_normalize", None, "L2-normalise decoder rows (bounded loss)."),
     ("--distance", "distance", click.Choice(DISTANCES), "Distance between queries and prototypes."),
-    ("--cosine-scale", "cosine_scale", click.FloatRange(0, min_open=True), "Logit scale of the cosine distance."),
+    ("--cosine-scale", "cosine_scale", FiniteFloatRange(0, min_open=True), "Logit scale of the cosine distance."),
     ("--hidden-feats", "hidden_feats", click.IntRange(1), "Hidden units of the GCN encoder."),
     ("--out-feats", "out_feats", click.IntRange(1), "Embedding size of the GCN encoder."),
-    ("--dropout", "dropout", click.FloatRange(0, 1, max_open=True), "Dropout in the encoder."),
+    ("--dropout", "dropout", FiniteFloatRange(0, 1, max_open=True), "Dropout in the encoder."),
 ]
 _MODEL_KEYS = [field for _, field, _, _ in _MODEL_FLAGS]
 
@@ -69,12 +74,12 @@ def train_options(f):
     specs = [
         ("--steps", click.IntRange(1), t.steps, "Maximum meta-training steps."),
         ("--meta-batch", click.IntRange(1), t.meta_batch, "Graphs per meta-training step."),
-        ("--lr", click.FloatRange(0, min_open=True), t.lr, "Adam learning rate."),
-        ("--weight-decay", click.FloatRange(0), t.weight_decay, "Adam weight decay."),
+        ("--lr", FiniteFloatRange(0, min_open=True), t.lr, "Adam learning rate."),
+        ("--weight-decay", FiniteFloatRange(0), t.weight_decay, "Adam weight decay."),
         ("--eval-every", click.IntRange(1), t.eval_every, "Steps between validation rounds."),
         ("--patience", click.IntRange(1), t.patience, "Validation rounds without gain before stopping."),
         ("--val-episodes", click.IntRange(1), t.val_episodes, "Support draws per validation graph."),
-        ("--grad-clip", click.FloatRange(0, min_open=True), t.grad_clip, "Clip the gradient norm to this value (default: no clipping)."),
+        ("--grad-clip", FiniteFloatRange(0, min_open=True), t.grad_clip, "Clip the gradient norm to this value (default: no clipping)."),
     ]
     for flag, type_, default, help_ in reversed(specs):
         f = click.option(flag, type=type_, default=default, show_default=True, help=help_)(f)
@@ -114,6 +119,18 @@ def parse_options(pairs: tuple[str, ...]) -> dict:
     return options
 
 
+#: Parameters that set what a run is; --resume takes them from the run instead.
+_SETTINGS = [*_MODEL_KEYS, "model", "k_shot", "n_query", "on_small", "steps", "meta_batch", "lr", "weight_decay",
+             "eval_every", "patience", "val_episodes", "grad_clip", "seed", "options", "out", "force"]
+
+
+def _check_resume(ctx: click.Context) -> None:
+    flags = {param.name: param.opts[0] for param in ctx.command.params}
+    given = [flags[name] for name in _SETTINGS if ctx.get_parameter_source(name).name not in ("DEFAULT", "DEFAULT_MAP")]
+    if given:
+        raise click.UsageError(f"--resume continues a run with its own settings; drop {', '.join(given)}")
+
+
 @click.command()
 @click.argument("data", required=False)
 @click.option("--model", type=click.Choice(list(PRESETS) + list(TRANSFER)), default="gfl", show_default=True,
@@ -122,7 +139,14 @@ def parse_options(pairs: tuple[str, ...]) -> dict:
 @episode_options
 @train_options
 @click.option("--out", type=click.Path(file_okay=False), default=None,
-              help="Run folder for config.json, metrics.csv and best.pt (default: runs/<dataset>-<model>-s<seed>).")
+              help="Run folder for config.json, metrics.csv and best.pt "
+                   "(default: runs/<dataset>-<model>[-<aggregator>]-s<seed>-<hash of the settings>).")
+@click.option("--force", is_flag=True, help="Replace the run folder if it exists (else that is an error).")
+@click.option("--resume", type=click.Path(file_okay=False), default=None, metavar="RUN",
+              help="Continue the interrupted run RUN from its last checkpoint, with its own settings "
+                   "(a finished RUN is only scored).")
+@click.option("--checkpoint-every", type=click.IntRange(1), default=CHECKPOINT_EVERY, show_default=True,
+              help="Steps between resume checkpoints (last.pt in the hidden .<run>.partial folder).")
 @click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
               help="Option of a transfer baseline, repeatable (e.g. --option k=5); values are read as JSON.")
 @click.option("--split", type=click.Choice(["test", "val", "none"]), default="test", show_default=True,
@@ -133,38 +157,60 @@ def parse_options(pairs: tuple[str, ...]) -> dict:
               help="Processes that train the one model together (torch.distributed, gloo); ignored under torchrun.")
 @click.option("--threads-per-proc", type=click.IntRange(1), default=None,
               help="Threads of each process with --nproc or torchrun [default: cores / processes].")
-@click.option("--timeout", type=click.FloatRange(1), default=distributed.DEFAULT_TIMEOUT, show_default=True,
+@click.option("--timeout", type=FiniteFloatRange(1), default=distributed.DEFAULT_TIMEOUT, show_default=True,
               help="Seconds a process waits for a dead or stuck peer before the run fails.")
+@refine_options()
+@ci_option
 @seed_option()
 @data_root_option
 @output_options
-def train(data, model, out, options, split, episodes, nproc, threads_per_proc, timeout, seed, data_root, output, fmt,
-          **kwargs):
+def train(data, model, out, force, resume, checkpoint_every, options, split, episodes, nproc, threads_per_proc, timeout,
+          seed, ci, data_root, output, fmt, **kwargs):
     """Meta-train on DATA's train graphs and print the test result as CSV.
 
     DATA is a collection folder or a name under <root>/processed/; without it
     the built-in synthetic family is used (generated on first use). --nproc N
     splits each meta-batch over N processes of this machine; the same command
     runs under torchrun (python -m gflkit train ...) across machines.
+
+    The run folder appears only when training has finished: until then the
+    run lives in the hidden folder .<run>.partial beside it, with a resume
+    checkpoint every --checkpoint-every steps. After a crash, kill or Ctrl-C,
+    'gflkit train --resume RUN' continues it and ends with the same best.pt
+    and row as an uninterrupted run (at the same thread count). An existing
+    run folder is replaced only with --force.
     """
-    overrides = model_overrides(kwargs)
-    ep_cfg = episode_config(kwargs)
-    tr_cfg = train_config(kwargs, seed)
-    model_cfg = gflkit.model_config(model, **overrides) if model in PRESETS else None
-    collection = gflkit.load_collection(data, data_root)
-    if out is None:
-        suffix = f"-{model_cfg.aggregator}" if model_cfg is not None and model_cfg.uses_hierarchy else ""
-        out = runs_dir() / f"{collection.name}-{model}{suffix}-s{seed}"
-    if options and model not in TRANSFER:
-        raise click.UsageError(f"--option applies to transfer baselines ({', '.join(TRANSFER)}), not {model}")
-    _, table = gflkit.train(
-        collection, model_cfg, ep_cfg, tr_cfg, model=model, options=parse_options(options), out=out, root=data_root,
-        eval_split=None if split == "none" else split, episodes=episodes,
-        nproc=nproc, threads_per_proc=threads_per_proc, timeout=timeout,
-    )
+    eval_split = None if split == "none" else split
+    refine = refine_configs(kwargs)[0]
+    if resume is not None:
+        _check_resume(click.get_current_context())
+        target = resume
+        call = dict(resume=resume)
+    else:
+        overrides = model_overrides(kwargs)
+        ep_cfg = episode_config(kwargs)
+        tr_cfg = train_config(kwargs, seed)
+        model_cfg = gflkit.model_config(model, **overrides) if model in PRESETS else None
+        if options and model not in TRANSFER:
+            raise click.UsageError(f"--option applies to transfer baselines ({', '.join(TRANSFER)}), not {model}")
+        collection = gflkit.load_collection(data, data_root)
+        parsed = parse_options(options)
+        if out is None:
+            out = default_run_dir(collection, model, model_cfg, ep_cfg, tr_cfg, parsed)
+        target, data = out, collection
+        call = dict(model_cfg=model_cfg, episode_cfg=ep_cfg, train_cfg=tr_cfg, model=model, options=parsed,
+                    out=out, force=force)
+    try:
+        result, table = gflkit.train(data, root=data_root, eval_split=eval_split, episodes=episodes,
+                                     checkpoint_every=checkpoint_every, refine=refine, ci=ci, nproc=nproc,
+                                     threads_per_proc=threads_per_proc, timeout=timeout, **call)
+    except KeyboardInterrupt:
+        if not partial_path(target).is_dir():
+            raise click.ClickException("interrupted before training started") from None
+        raise click.ClickException(f"interrupted; continue with: gflkit train --resume {target}") from None
     if not distributed.is_main_process():  # torchrun: rank 0 reports
         return
-    click.echo(f"run written to {out}", err=True)
+    click.echo(f"run written to {result.run_dir}", err=True)
     if len(table):
         emit(table, output, fmt)
 
@@ -179,17 +225,25 @@ def train(data, model, out, options, split, episodes, nproc, threads_per_proc, t
               help="Split to evaluate on.")
 @click.option("--episodes", type=click.IntRange(1), default=1, show_default=True,
               help="Support draws per graph (accuracy per graph is their mean).")
-@seed_option()
+@refine_options()
+@ci_option
+@click.option("--force", is_flag=True, help="Evaluate even when DATA's feature fingerprint differs from the run's.")
+@seed_option(None)
 @data_root_option
 @output_options
-def evaluate(run, data, model, split, episodes, seed, data_root, output, fmt, **kwargs):
+def evaluate(run, data, model, split, episodes, force, seed, ci, data_root, output, fmt, **kwargs):
     """Score RUN (a run folder or checkpoint) on DATA's test graphs as CSV.
 
-    Accuracy is computed per graph, then averaged over graphs with a 95%
-    confidence interval (1.96 x std / sqrt(n)), in percent. Without DATA the
-    collection the run was trained on is used. A per-graph baseline is scored
+    Accuracy is computed per graph (the mean over its episodes), then averaged
+    over graphs with a t-based 95% interval over graphs (over episodes with one
+    test graph; --ci paper for 1.96 x std / sqrt(n)), in percent. Without DATA the
+    collection the run was trained on is used (give --data-root when it lives
+    under another data root). Without --seed and the episode flags the run's
+    own are used, so the row repeats the one training printed; the seed used
+    is printed on stderr. A per-graph baseline is scored
     with --model NAME [DATA] (or with its name in place of RUN).
     """
+    refine = refine_configs(kwargs)[0]
     ctx = click.get_current_context()
     episode_given = any(ctx.get_parameter_source(k).name != "DEFAULT" for k in ("k_shot", "n_query", "on_small"))
     ep_cfg = episode_config(kwargs)
@@ -198,13 +252,19 @@ def evaluate(run, data, model, split, episodes, seed, data_root, output, fmt, **
     if model is not None:
         if data is None and run is not None:
             data, run = run, None
+        if refine.active:
+            raise click.UsageError(f"--refine applies to trained runs, not to the per-graph baseline {model}")
         table = gflkit.evaluate_baseline(model, data, split=split, episodes=episodes, episode_cfg=ep_cfg,
-                                         seed=seed, root=data_root)
+                                         seed=0 if seed is None else seed, root=data_root, ci=ci)
     else:
         if run is None:
             raise click.UsageError("give a RUN folder (from gflkit train) or --model NAME")
         table = gflkit.evaluate(run, data, split=split, episodes=episodes,
-                                episode_cfg=ep_cfg if episode_given else None, seed=seed, root=data_root)
+                                episode_cfg=ep_cfg if episode_given else None, seed=seed, root=data_root,
+                                refine=refine, ci=ci, force=force)
+    if len(table):
+        whose = " (the run's)" if seed is None and model is None else ""
+        click.echo(f"scored with seed {table['seed'].iloc[0]}{whose}", err=True)
     emit(table, output, fmt)
 
 

@@ -13,12 +13,20 @@ from .options import data_root_option, emit, output_options
 def stats(data, data_root, output, fmt):
     """Per-collection statistics as one CSV row each.
 
-    DATA are collection folders or names under <root>/processed/ (default: the
-    built-in family). Columns: average nodes, unique undirected edges and walk
-    steps (when recorded) per graph, features, classes, graphs per split and the
-    share of val/test nodes also found in train graphs.
+    DATA are collection folders or names under <root>/processed/; without DATA,
+    every collection under the data root gets a row. Columns: average nodes,
+    unique undirected edges and walk steps (when recorded) per graph, features,
+    classes, graphs per split and the share of val/test nodes also found in
+    train graphs.
     """
     from gflkit.data import load_collection
     from gflkit.data.stats import stats_table
+    from gflkit.errors import GFLError
+    from gflkit.paths import collection_names, data_root as root_of, processed_dir
 
-    emit(stats_table(load_collection(d, data_root) for d in (data or [None])), output, fmt)
+    if not data:
+        data = [processed_dir(name, data_root) for name in collection_names(data_root)]
+        if not data:
+            raise GFLError(f"no collections under {root_of(data_root) / 'processed'}: build one with "
+                           f"'gflkit preprocess synthetic', or give a collection folder")
+    emit(stats_table(load_collection(d, data_root) for d in data), output, fmt)

@@ -15,6 +15,12 @@ DGL 2.1.0 is the newest DGL release on PyPI for Linux. Its core (graphs,
 
 Both steps run only when needed, and must run before the first ``import dgl``:
 ``gflkit/__init__.py`` imports this module first.
+
+It also selects DGL's PyTorch backend through ``DGLBACKEND=pytorch`` when that
+variable is unset or names another backend. Without it, the first ``import dgl``
+under a new ``HOME`` prints "Setting the default backend..." to **stdout**
+(breaking the first CSV a command writes there) and writes
+``~/.dgl/config.json``, which fails when ``HOME`` is not writable.
 """
 from __future__ import annotations
 
@@ -25,10 +31,20 @@ import os
 import sys
 import types
 
-__all__ = ["graphbolt_library_available", "install", "patched"]
+__all__ = ["graphbolt_library_available", "install", "patched", "select_backend"]
 
 #: What :func:`install` changed, for tests and bug reports.
-patched: dict[str, bool] = {"graphbolt": False, "setuptools_extern": False}
+patched: dict[str, bool] = {"graphbolt": False, "setuptools_extern": False, "backend": False}
+#: Why each entry of :data:`patched` was applied (``gflkit doctor`` prints it).
+reasons: dict[str, str] = {}
+
+
+def select_backend(environ=os.environ) -> bool:
+    """Set ``DGLBACKEND=pytorch`` in ``environ`` unless it already says so; True when changed."""
+    if environ.get("DGLBACKEND") == "pytorch":
+        return False
+    environ["DGLBACKEND"] = "pytorch"
+    return True
 
 
 def _torch_release() -> str:
@@ -87,10 +103,12 @@ def install() -> None:
     """Apply the fixes that this environment needs; a no-op when DGL is imported."""
     if "dgl" in sys.modules:
         return
+    patched["backend"] = select_backend()
     if "dgl.graphbolt" not in sys.modules and not graphbolt_library_available():
         reason = f"DGL ships no graphbolt library usable with torch {_torch_release()}"
         sys.modules["dgl.graphbolt"] = _graphbolt_placeholder(reason)
         patched["graphbolt"] = True
+        reasons["graphbolt"] = reason
     if _setuptools_extern_missing():
         try:
             packaging = importlib.import_module("packaging")
@@ -106,6 +124,9 @@ def install() -> None:
         sys.modules["setuptools.extern.packaging"] = packaging
         sys.modules.setdefault("setuptools.extern.packaging.version", sys.modules["packaging.version"])
         patched["setuptools_extern"] = True
+        reasons["setuptools_extern"] = (
+            "setuptools has no setuptools.extern (removed in 71); dgl.utils imports packaging from it"
+        )
 
 
 install()

@@ -9,6 +9,7 @@ the same numbers as the command line::
 """
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -18,20 +19,27 @@ import pandas as pd
 import torch
 
 from . import distributed
-from .config import PRESETS, EpisodeConfig, GFLConfig, TrainConfig, config_from_dict
+from .config import PRESETS, EpisodeConfig, GFLConfig, TrainConfig, config_from_dict, to_dict
 from .data import GraphCollection, load_collection
+from .data.transform import check_fingerprint, feature_fingerprint
 from .episodes import EpisodeSampler
 from .errors import GFLError
-from .metrics import baseline_accuracies, graph_accuracies, summarise, transfer_accuracies
+from .metrics import baseline_records, graph_records, summarise, transfer_records
 from .models.baselines import PER_GRAPH, TRANSFER
 from .models.gfl import GFL
+from .refine import RefineConfig
 from .results import to_frame
-from .runs import load_checkpoint, training_collection
-from .training import TrainResult, fit_transfer, meta_train
+from .paths import runs_dir
+from .run_folder import CONFIG_FILE, METRICS_FILE, final_run_path, partial_path
+from .runs import collection_hash, find_training_collection, load_checkpoint, read_run_config, run_name
+from .training import CHECKPOINT_EVERY, TrainResult, fit_transfer, meta_train
 
 __all__ = [
-    "train", "evaluate", "evaluate_baseline", "model_config", "result_row", "model_names", "trainable_names",
+    "train", "evaluate", "evaluate_baseline", "model_config", "result_row", "score_records", "model_names", "trainable_names",
+    "default_run_dir", "result_configs",
 ]
+
+log = logging.getLogger(__name__)
 
 
 def trainable_names() -> tuple[str, ...]:
@@ -57,12 +65,30 @@ def _aggregator(cfg: GFLConfig) -> str:
 
 
 def result_row(model: str, aggregator: str, collection: GraphCollection, split: str,
-               per_graph: dict[int, float], episode_cfg: EpisodeConfig, episodes: int, seed: int) -> dict:
+               records: pd.DataFrame | dict[int, float], episode_cfg: EpisodeConfig, episodes: int, seed: Any,
+               *, refine: str = "none", ci: str = "t") -> dict:
     """One result table row (accuracy and CI in percent)."""
     return {
         "model": model, "aggregator": aggregator, "dataset": collection.name, "split": split,
-        "k_shot": episode_cfg.k_shot, "episodes": episodes, **summarise(per_graph), "seed": seed,
+        "k_shot": episode_cfg.k_shot, "episodes": episodes, "refine": refine, **summarise(records, ci), "seed": seed,
     }
+
+
+def default_run_dir(collection: GraphCollection, model: str, model_cfg: GFLConfig | None,
+                    episode_cfg: EpisodeConfig, train_cfg: TrainConfig, options: dict[str, Any] | None = None,
+                    parent: str | os.PathLike | None = None) -> Path:
+    """``runs/<dataset>-<model>[-<aggregator>]-s<seed>-<hash6>``, the hash over every setting.
+
+    Runs with different settings (model, options, episodes, training, seed)
+    never share a folder; a rerun with the same settings finds its own.
+    """
+    settings = {
+        "model": model, "model_config": to_dict(model_cfg) if model_cfg is not None else None,
+        "options": options or {}, "episode_config": to_dict(episode_cfg), "train_config": to_dict(train_cfg),
+    }
+    aggregator = _aggregator(model_cfg) if model_cfg is not None else ""
+    name = run_name(collection.name, model, aggregator, train_cfg.seed, settings)
+    return Path(parent if parent is not None else runs_dir()) / name
 
 
 def train(
@@ -74,6 +100,9 @@ def train(
     model: str = "gfl",
     options: dict[str, Any] | None = None,
     out: str | os.PathLike | None = None,
+    force: bool = False,
+    resume: str | os.PathLike | None = None,
+    checkpoint_every: int = CHECKPOINT_EVERY,
     root: str | os.PathLike | None = None,
     eval_split: str | None = "test",
     episodes: int = 1,
@@ -81,16 +110,25 @@ def train(
     nproc: int = 1,
     threads_per_proc: int | None = None,
     timeout: float = distributed.DEFAULT_TIMEOUT,
+    refine: RefineConfig = RefineConfig(),
+    ci: str = "t",
 ) -> tuple[TrainResult, pd.DataFrame]:
     """Train ``model`` on the train graphs of a collection and score the result.
 
     Args:
-        data: collection folder, name, object, or ``None`` for the built-in family.
+        data: collection folder, name, object, or ``None`` for the built-in family
+            (with ``resume``: the run's own collection).
         model_cfg: GFL settings (default: the preset ``model``); GFL presets only.
         episode_cfg, train_cfg: episode and training settings.
         model: a GFL preset (``gfl``, ``protonet``) or a transfer baseline name.
         options: keyword options of a transfer baseline.
-        out: run folder (``None``: nothing written).
+        out: run folder (``None``: nothing written). It is written through the
+            hidden folder ``.<name>.partial`` beside it and renamed when done.
+        force: replace an existing run folder ``out`` (else that is an error).
+        resume: a run folder whose training was interrupted: continue it from
+            its last checkpoint with its own settings (then leave the settings
+            arguments unset). A finished run is only scored.
+        checkpoint_every: steps between resume checkpoints (``last.pt``).
         root: data root for names and the default family.
         eval_split: split to evaluate after training (``None`` to skip).
         episodes: support draws per graph in that evaluation.
@@ -100,42 +138,116 @@ def train(
             ``if __name__ == "__main__":``.
         threads_per_proc: threads of each process (default: cores / nproc).
         timeout: seconds after which a rank waiting for a dead peer gives up.
+        refine: transductive refinement of the scores (:mod:`gflkit.refine`).
+        ci: interval of the row, ``t`` or ``paper`` (:func:`gflkit.results.mean_ci`).
 
     Returns:
         The training result and a one-row DataFrame (empty when not evaluated).
     """
-    collection = load_collection(data, root)
+    spread = None
     if nproc > 1 or distributed.env_context() is not None:  # one run over several processes
-        if model in TRANSFER:
-            raise GFLError(f"--nproc trains GFL models ({', '.join(PRESETS)}), not the transfer baseline {model}")
-        cfg = model_cfg or model_config(model)
-        result, per_graph = distributed.train(
-            collection, cfg, episode_cfg, train_cfg, model_name=model, out=out, eval_split=eval_split,
-            episodes=episodes, nproc=nproc, threads=threads_per_proc, timeout=timeout, progress=progress)
-        rows = [] if per_graph is None else [
-            result_row(model, _aggregator(cfg), collection, eval_split, per_graph, episode_cfg, episodes, train_cfg.seed)]
-        return result, to_frame(rows)
-    if model in TRANSFER:
-        result = fit_transfer(model, collection, episode_cfg, train_cfg, options=options, run_dir=out,
-                              progress=progress)
+        spread = dict(nproc=nproc, threads=threads_per_proc, timeout=timeout)
+    if resume is not None:
+        given = [name for name, value, default in (
+            ("model_cfg", model_cfg, None), ("episode_cfg", episode_cfg, EpisodeConfig()),
+            ("train_cfg", train_cfg, TrainConfig()), ("model", model, "gfl"), ("options", options or None, None),
+        ) if value != default]
+        if out is not None and final_run_path(out) != final_run_path(resume):
+            given.append("out")
+        if given:
+            raise GFLError(f"resume continues {resume} with its own settings: do not give {', '.join(given)}")
+        result, collection = _resume(resume, data, root, checkpoint_every, progress, spread)
+        episode_cfg, seed, model = result_configs(result.meta)[1], int(result.meta.get("seed", 0)), result.meta["model"]
     else:
-        cfg = model_cfg or model_config(model)
-        result = meta_train(collection, cfg, episode_cfg, train_cfg, model_name=model, run_dir=out,
-                            progress=progress)
-    if eval_split is None:
+        collection = load_collection(data, root)
+        seed = train_cfg.seed
+        if model in TRANSFER:
+            _single_process(model, spread)
+            result = fit_transfer(model, collection, episode_cfg, train_cfg, options=options, run_dir=out,
+                                  progress=progress, force=force, checkpoint_every=checkpoint_every)
+        else:
+            cfg = model_cfg or model_config(model)
+            result = _fit_gfl(collection, cfg, episode_cfg, train_cfg, spread, model_name=model, run_dir=out,
+                              progress=progress, force=force, checkpoint_every=checkpoint_every)
+    if eval_split is None or not distributed.is_main_process():  # under torchrun rank 0 scores the run
         return result, to_frame([])
-    row = _score(result.model, model, collection, eval_split, episode_cfg, episodes, train_cfg.seed)
+    row = _score(result.model, model, collection, eval_split, episode_cfg, episodes, seed, refine, ci)
     return result, to_frame([row])
 
 
-def _score(module, name: str, collection: GraphCollection, split: str, episode_cfg: EpisodeConfig,
-           episodes: int, seed: int) -> dict:
+def result_configs(meta: dict[str, Any], where: str | os.PathLike = "the run") -> tuple[
+        GFLConfig | None, EpisodeConfig, TrainConfig]:
+    """The model (``None`` for a baseline), episode and training settings a run recorded."""
+    try:
+        model_cfg = None if meta.get("kind") == "baseline" else config_from_dict(GFLConfig, meta["model_config"])
+        return (model_cfg, config_from_dict(EpisodeConfig, meta.get("episode_config") or {}),
+                config_from_dict(TrainConfig, meta.get("train_config") or {}))
+    except GFLError as err:
+        raise GFLError(f"{where}: {err}") from None
+    except (KeyError, TypeError, ValueError) as err:
+        raise GFLError(f"{where}: its settings cannot be read ({type(err).__name__}: {err}); retrain") from None
+
+
+def _single_process(model: str, spread: dict[str, Any] | None) -> None:
+    if spread is not None:
+        raise GFLError(f"--nproc trains GFL models ({', '.join(PRESETS)}), not the transfer baseline {model}")
+
+
+def _fit_gfl(collection: GraphCollection, cfg: GFLConfig, episode_cfg: EpisodeConfig, train_cfg: TrainConfig,
+             spread: dict[str, Any] | None, **kwargs: Any) -> TrainResult:
+    """:func:`meta_train` in this process, or over several (``spread``: nproc, threads, timeout)."""
+    if spread is None:
+        return meta_train(collection, cfg, episode_cfg, train_cfg, **kwargs)
+    return distributed.train(collection, cfg, episode_cfg, train_cfg, **kwargs, **spread)
+
+
+def _resume(run: str | os.PathLike, data, root, checkpoint_every: int, progress: bool,
+            spread: dict[str, Any] | None = None) -> tuple[TrainResult, GraphCollection]:
+    """Continue the interrupted run ``run`` (or just load it when it has finished)."""
+    final = final_run_path(run)
+    partial = partial_path(final)
+    if not partial.is_dir():
+        if not final.is_dir():
+            raise GFLError(f"{final}: nothing to resume (neither the run nor {partial.name} beside it exists)")
+        log.info("%s has finished already: scoring it", final)
+        module, meta = load_checkpoint(final)
+        collection = load_collection(data if data is not None else find_training_collection(meta, root, final), root)
+        history = pd.read_csv(final / METRICS_FILE)
+        result = TrainResult(module, history, int(meta.get("step", 0)), float(meta.get("val_accuracy", "nan")),
+                             final, meta)
+        return result, collection
+    config = read_run_config(partial)
+    if config is None:
+        raise GFLError(f"{partial / CONFIG_FILE}: missing or unreadable; the run was interrupted before it "
+                       f"started: start it again")
+    model_cfg, ep_cfg, tr_cfg = result_configs(config, partial / CONFIG_FILE)
+    collection = load_collection(data if data is not None else find_training_collection(config, root, final), root)
+    name = str(config.get("model", "gfl"))
+    common = dict(run_dir=final, resume=True, progress=progress, checkpoint_every=checkpoint_every)
+    if model_cfg is None:
+        _single_process(name, spread)
+        result = fit_transfer(name, collection, ep_cfg, tr_cfg, options=config.get("options"), **common)
+    else:
+        result = _fit_gfl(collection, model_cfg, ep_cfg, tr_cfg, spread, model_name=name, **common)
+    return result, collection
+
+
+def score_records(module, collection: GraphCollection, split: str = "test",
+                  episode_cfg: EpisodeConfig = EpisodeConfig(), episodes: int = 1, seed: int = 0,
+                  refine: RefineConfig = RefineConfig()) -> pd.DataFrame:
+    """Per-(graph, episode) records of a trained GFL model or transfer baseline on ``split``."""
     sampler = EpisodeSampler(collection, split, episode_cfg, seed).require_graphs()
     if isinstance(module, GFL):
-        per_graph, aggregator = graph_accuracies(module, sampler, episodes), _aggregator(module.cfg)
-    else:
-        per_graph, aggregator = transfer_accuracies(module, sampler, episodes), ""
-    return result_row(name, aggregator, collection, split, per_graph, episode_cfg, episodes, seed)
+        return graph_records(module, sampler, episodes, refine=refine)
+    return transfer_records(module, sampler, episodes, refine=refine)
+
+
+def _score(module, name: str, collection: GraphCollection, split: str, episode_cfg: EpisodeConfig,
+           episodes: int, seed: int, refine: RefineConfig = RefineConfig(), ci: str = "t") -> dict:
+    records = score_records(module, collection, split, episode_cfg, episodes, seed, refine)
+    aggregator = _aggregator(module.cfg) if isinstance(module, GFL) else ""
+    return result_row(name, aggregator, collection, split, records, episode_cfg, episodes, seed,
+                      refine=refine.method, ci=ci)
 
 
 def evaluate(
@@ -145,31 +257,47 @@ def evaluate(
     split: str = "test",
     episodes: int = 1,
     episode_cfg: EpisodeConfig | None = None,
-    seed: int = 0,
+    seed: int | None = None,
     root: str | os.PathLike | None = None,
     model_name: str | None = None,
+    refine: RefineConfig = RefineConfig(),
+    ci: str = "t",
+    force: bool = False,
 ) -> pd.DataFrame:
     """Score a trained model (run folder, checkpoint or module) on ``split``.
 
-    Without ``data`` the collection the run was trained on is used when it can
-    be found by name, else the built-in family. Without ``episode_cfg`` the
-    run's own k_shot and n_query are used.
+    Without ``data`` the collection the run was trained on is used (by name
+    under the data root, else the folder the run recorded); when it cannot be
+    found that is an error, never a fallback to another collection. Without
+    ``episode_cfg`` the run's own k_shot and n_query are used, and without
+    ``seed`` the run's seed (0 for a bare module): the row then repeats the
+    one training printed. The seed used is in the row's ``seed`` column. A
+    collection whose feature fingerprint differs from the run's is an error
+    unless ``force``.
     """
     if isinstance(run, torch.nn.Module):
         module, meta = run, {"model": model_name or getattr(run, "name", "gfl"), "episode_config": {}}
     else:
         module, meta = load_checkpoint(run)
-    if data is None:
-        data = training_collection(meta, root)
+    looked_up = data is None
+    if looked_up:
+        data = find_training_collection(meta, root, None if isinstance(run, torch.nn.Module) else run)
     collection = load_collection(data, root)
+    check_fingerprint(meta.get("feature_fingerprint"), feature_fingerprint(collection),
+                      f"collection {collection.name!r}", force)
+    if looked_up and meta.get("data_sha256") not in (None, collection_hash(collection)):
+        log.warning("%s: the collection at %s is not the one the run was trained on (its content hash differs)",
+                    run, collection.path)
     if collection.feat_size != module.in_feats:
         raise GFLError(
             f"the model expects {module.in_feats} features per node but collection {collection.name!r} has "
             f"{collection.feat_size}; evaluate on a collection of the same source"
         )
-    ep_cfg = episode_cfg or config_from_dict(EpisodeConfig, meta.get("episode_config") or {})
+    where = "the model" if isinstance(run, torch.nn.Module) else run
+    ep_cfg = episode_cfg or result_configs({**meta, "kind": "baseline"}, where)[1]
+    seed = int(meta.get("seed", 0)) if seed is None else seed
     name = model_name or meta.get("model", "gfl")
-    return to_frame([_score(module, name, collection, split, ep_cfg, episodes, seed)])
+    return to_frame([_score(module, name, collection, split, ep_cfg, episodes, seed, refine, ci)])
 
 
 def evaluate_baseline(
@@ -181,11 +309,12 @@ def evaluate_baseline(
     episode_cfg: EpisodeConfig = EpisodeConfig(),
     seed: int = 0,
     root: str | os.PathLike | None = None,
+    ci: str = "t",
 ) -> pd.DataFrame:
     """Score a baseline that is fitted on each graph's support set alone."""
     if model not in PER_GRAPH:
         raise GFLError(f"{model!r} is not a per-graph baseline: choose one of {', '.join(PER_GRAPH)}")
     collection = load_collection(data, root)
     sampler = EpisodeSampler(collection, split, episode_cfg, seed).require_graphs()
-    per_graph = baseline_accuracies(PER_GRAPH[model], sampler, episodes, seed)
-    return to_frame([result_row(model, "", collection, split, per_graph, episode_cfg, episodes, seed)])
+    records = baseline_records(PER_GRAPH[model], sampler, episodes, seed)
+    return to_frame([result_row(model, "", collection, split, records, episode_cfg, episodes, seed, ci=ci)])

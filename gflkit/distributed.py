@@ -34,15 +34,14 @@ from torch.nn.parallel import DistributedDataParallel
 
 from .config import EpisodeConfig, GFLConfig, TrainConfig
 from .data import GraphCollection
-from .episodes import EpisodeSampler
 from .errors import GFLError
-from .metrics import graph_accuracies
 from .models.gfl import GFL
 from .parallel import default_threads, launch
-from .training import TrainResult, meta_train
+from .run_folder import BEST_FILE, METRICS_FILE, final_run_path, next_free_path, partial_path
+from .training import CHECKPOINT_EVERY, TrainResult, meta_train
 
 __all__ = [
-    "DistContext", "env_context", "init_process_group", "partial_dir", "train", "train_rank", "is_main_process",
+    "DistContext", "env_context", "init_process_group", "train", "train_rank", "is_main_process",
 ]
 
 log = logging.getLogger(__name__)
@@ -83,6 +82,41 @@ class DistContext:
 
     def barrier(self) -> None:
         tdist.barrier()
+
+    def broadcast(self, value: Any) -> Any:
+        """Rank 0's ``value`` on every rank."""
+        box = [value]
+        tdist.broadcast_object_list(box, src=0)
+        return box[0]
+
+    def follow_main(self, resume: dict[str, Any] | None,
+                    save: Callable[[dict[str, Any]], None] | None) -> tuple[dict[str, Any] | None, Callable | None]:
+        """The training loop's ``resume`` and ``save`` for this rank, from those of rank 0.
+
+        Every rank continues from rank 0's resume checkpoint, with its own
+        random generator states when the checkpoint holds one per rank. When
+        rank 0 saves checkpoints, every rank takes part: the generator states
+        of all ranks are gathered into rank 0's checkpoint (``rank_rng``), so a
+        resumed run draws what the uninterrupted one would have.
+        """
+        resume, saving = self.broadcast((resume, save is not None) if self.is_main else None)
+        if resume is not None and "rank_rng" in resume:
+            states = resume["rank_rng"]
+            if len(states) == self.world_size:
+                resume = {**resume, "rng": states[self.rank]}
+            elif self.is_main:
+                log.warning("the run was checkpointed with %d processes and resumes with %d: results may differ "
+                            "from an uninterrupted run", len(states), self.world_size)
+        if not saving:
+            return resume, None
+
+        def save_all(ckpt: dict[str, Any]) -> None:
+            states: list[Any] = [None] * self.world_size
+            tdist.all_gather_object(states, ckpt["rng"])
+            if self.is_main:
+                save({**ckpt, "rank_rng": states})
+
+        return resume, save_all
 
     def wrap(self, module: nn.Module, step_loss: Callable, score: Callable) -> tuple[Callable, Callable]:
         """The training loop's ``step_loss`` and ``score`` for this rank.
@@ -156,22 +190,6 @@ def init_process_group(ctx: DistContext, timeout: float = DEFAULT_TIMEOUT) -> No
                              timeout=datetime.timedelta(seconds=timeout))
 
 
-def partial_dir(out: str | os.PathLike) -> Path:
-    """Where rank 0 writes a run before it is complete: a hidden sibling of ``out``."""
-    out = Path(out)
-    return out.parent / f".{out.name}.partial"
-
-
-def publish(tmp: Path, out: Path) -> None:
-    """Move the finished run from ``tmp`` into ``out`` (file by file when ``out`` exists)."""
-    if not out.exists():
-        os.replace(tmp, out)
-        return
-    for item in tmp.iterdir():
-        os.replace(item, out / item.name)
-    tmp.rmdir()
-
-
 def free_port() -> int:
     """A free TCP port on the loopback interface."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -188,32 +206,24 @@ def is_main_process() -> bool:
 
 
 def train_rank(ctx: DistContext, collection: GraphCollection, model_cfg: GFLConfig, episode_cfg: EpisodeConfig,
-               train_cfg: TrainConfig, *, model_name: str, out: str | os.PathLike | None,
-               eval_split: str | None, episodes: int, progress: bool) -> tuple[TrainResult, dict[int, float] | None]:
-    """This rank's part of a run: meta-train, then score ``eval_split`` (per-graph accuracies, gathered).
+               train_cfg: TrainConfig, **kwargs: Any) -> TrainResult:
+    """This rank's part of a run: :func:`~gflkit.training.meta_train` with ``dist=ctx``.
 
-    Rank 0 writes the run into :func:`partial_dir` and moves it to ``out`` when
-    every rank has finished; a failed run leaves nothing at ``out``.
+    Rank 0 writes the run folder through :class:`~gflkit.run_folder.RunFolder`
+    (hidden partial folder, lock, ``last.pt``); ``kwargs`` are those of
+    ``meta_train`` (``run_dir``, ``force``, ``resume``, ``checkpoint_every`` ...).
     """
-    tmp = partial_dir(out) if out is not None and ctx.is_main else None
-    if tmp is not None:
-        shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        result = meta_train(collection, model_cfg, episode_cfg, train_cfg, model_name=model_name, run_dir=tmp,
-                            progress=progress and ctx.is_main, dist=ctx)
-        per_graph = None
-        if eval_split is not None:
-            sampler = EpisodeSampler(collection, eval_split, episode_cfg, train_cfg.seed).require_graphs()
-            per_graph = ctx.gather_scores(graph_accuracies)(result.model, sampler, episodes)
-        ctx.barrier()
-        if tmp is not None:
-            publish(tmp, Path(out))
-            result.run_dir = Path(out)
-    except BaseException:
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return result, per_graph
+    kwargs["progress"] = kwargs.get("progress", True) and ctx.is_main
+    return meta_train(collection, model_cfg, episode_cfg, train_cfg, dist=ctx, **kwargs)
+
+
+def _thread_lock_for_bars() -> None:
+    """Give tqdm a thread lock: its default multiprocessing lock would leak a semaphore when a rank is stopped."""
+    import threading
+
+    from tqdm.std import tqdm
+
+    tqdm.set_lock(threading.RLock())
 
 
 def _train_worker(rank: int, nproc: int, folder: str, timeout: float, data, log_level: int, *args, **kwargs) -> None:
@@ -222,32 +232,53 @@ def _train_worker(rank: int, nproc: int, folder: str, timeout: float, data, log_
     init_process_group(ctx, timeout)
     logging.basicConfig(level=log_level if ctx.is_main else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s", force=True)
+    _thread_lock_for_bars()
     collection = data if isinstance(data, GraphCollection) else GraphCollection.load(data)
-    result, per_graph = train_rank(ctx, collection, *args, **kwargs)
+    result = train_rank(ctx, collection, *args, **kwargs)
     if ctx.is_main:
         state = {k: v.detach().clone() for k, v in result.model.state_dict().items()}
         torch.save({"state_dict": state, "history": result.history, "best_step": result.best_step,
-                    "best_val": result.best_val, "run_dir": result.run_dir, "meta": result.meta,
-                    "per_graph": per_graph}, Path(folder, "result.pt"))
+                    "best_val": result.best_val, "run_dir": result.run_dir, "meta": result.meta},
+                   Path(folder, "result.pt"))
     tdist.destroy_process_group()
 
 
+def _check_run_dir(run_dir: str | os.PathLike | None, force: bool, resume: bool) -> None:
+    """Fail before starting processes when rank 0 could not write ``run_dir``."""
+    if run_dir is None or force or resume:
+        return
+    path = final_run_path(run_dir)
+    if path.exists() or path.is_symlink():
+        raise GFLError(f"{path} exists: pass --force to replace it, or --out {next_free_path(path)}")
+
+
 def train(collection: GraphCollection, model_cfg: GFLConfig, episode_cfg: EpisodeConfig, train_cfg: TrainConfig,
-          *, model_name: str = "gfl", out: str | os.PathLike | None = None, eval_split: str | None = "test",
-          episodes: int = 1, nproc: int = 1, threads: int | None = None, timeout: float = DEFAULT_TIMEOUT,
-          progress: bool = True) -> tuple[TrainResult, dict[int, float] | None]:
+          *, model_name: str = "gfl", run_dir: str | os.PathLike | None = None, force: bool = False,
+          resume: bool = False, checkpoint_every: int = CHECKPOINT_EVERY, nproc: int = 1, threads: int | None = None,
+          timeout: float = DEFAULT_TIMEOUT, progress: bool = True) -> TrainResult:
     """Meta-train one GFL model over ``nproc`` local ranks, or as this ``torchrun`` rank.
 
+    ``run_dir``, ``force``, ``resume`` and ``checkpoint_every`` work as in
+    :func:`~gflkit.training.meta_train`; rank 0 writes the run. A failed or
+    interrupted run leaves its partial folder with ``last.pt``, which
+    ``resume=True`` continues on every rank.
+
     Returns:
-        The training result (the model with the selected weights; every rank
-        holds the same) and the per-graph accuracies on ``eval_split``.
+        The training result: the model with the selected weights (every rank
+        holds the same).
     """
     ctx = env_context()
     world = ctx.world_size if ctx is not None else nproc
     if train_cfg.meta_batch < world:
         raise GFLError(f"--meta-batch {train_cfg.meta_batch} is smaller than the {world} processes: "
                        f"raise --meta-batch or lower --nproc")
-    kwargs = dict(model_name=model_name, out=out, eval_split=eval_split, episodes=episodes, progress=progress)
+    kwargs = dict(model_name=model_name, run_dir=run_dir, force=force, resume=resume,
+                  checkpoint_every=checkpoint_every, progress=progress)
+    if resume and run_dir is not None and _finished(run_dir):  # stopped just before the rename: nothing to train
+        if ctx is not None:
+            raise GFLError(f"{final_run_path(run_dir)}: training has finished; resume it without torchrun "
+                           f"to put the run in place")
+        return meta_train(collection, model_cfg, episode_cfg, train_cfg, **kwargs)
     if ctx is not None:  # started by torchrun: this process is one rank
         torch.set_num_threads(threads or default_threads(int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))
         init_process_group(ctx, timeout)
@@ -255,15 +286,11 @@ def train(collection: GraphCollection, model_cfg: GFLConfig, episode_cfg: Episod
             return train_rank(ctx, collection, model_cfg, episode_cfg, train_cfg, **kwargs)
         finally:
             tdist.destroy_process_group()
+    _check_run_dir(run_dir, force, resume)
     data = collection.path if collection.path is not None else collection
     args = (timeout, data, logging.getLogger().getEffectiveLevel(), model_cfg, episode_cfg, train_cfg)
     env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
-    try:
-        folder = launch(functools.partial(_train_worker, **kwargs), args, nproc, threads=threads, env=env)
-    except BaseException:
-        if out is not None:
-            shutil.rmtree(partial_dir(out), ignore_errors=True)
-        raise
+    folder = launch(functools.partial(_train_worker, **kwargs), args, nproc, threads=threads, env=env)
     try:
         payload = torch.load(folder / "result.pt", weights_only=False)  # written by rank 0 just now
     finally:
@@ -271,6 +298,11 @@ def train(collection: GraphCollection, model_cfg: GFLConfig, episode_cfg: Episod
     model = GFL(collection.feat_size, model_cfg)
     model.load_state_dict(payload["state_dict"])
     model.eval()
-    result = TrainResult(model, payload["history"], payload["best_step"], payload["best_val"], payload["run_dir"],
-                         payload["meta"])
-    return result, payload["per_graph"]
+    return TrainResult(model, payload["history"], payload["best_step"], payload["best_val"], payload["run_dir"],
+                       payload["meta"])
+
+
+def _finished(run_dir: str | os.PathLike) -> bool:
+    """Whether the partial folder of ``run_dir`` holds a finished run awaiting its rename."""
+    work = partial_path(run_dir)
+    return (work / METRICS_FILE).is_file() and (work / BEST_FILE).is_file()

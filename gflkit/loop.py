@@ -1,10 +1,22 @@
-"""The meta-training loop (paper Algorithm 1), shared by GFL and the transfer baselines."""
+"""The meta-training loop (paper Algorithm 1), shared by GFL and the transfer baselines.
+
+The loop's progress lives in one :class:`LoopState` (step, early-stopping
+state, history). With the weights, the optimizer and the global random number
+generators it makes a resume checkpoint (:meth:`LoopState.checkpoint`), from
+which :func:`fit_loop` continues bit-for-bit as if it had never stopped. The
+episodes and the meta-batches are drawn from generators seeded by ``(seed,
+step)``; only dropout and other draws from the global generators need their
+states saved.
+"""
 from __future__ import annotations
 
 import copy
 import logging
+import math
+import random
 import time
-from typing import TYPE_CHECKING, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import torch
@@ -13,13 +25,122 @@ from .batching import GraphCache
 from .config import EpisodeConfig, TrainConfig
 from .data import GraphCollection
 from .episodes import EpisodeSampler
+from .errors import GFLError
+from .progress import progress_enabled
 
 if TYPE_CHECKING:
     from .distributed import DistContext
 
-__all__ = ["fit_loop"]
+__all__ = ["fit_loop", "LoopState", "RESUME_FORMAT", "rng_state", "restore_rng_state"]
 
 log = logging.getLogger(__name__)
+
+#: ``format`` field of a resume checkpoint (``last.pt``).
+RESUME_FORMAT = "gflkit.resume"
+
+StateDict = dict[str, torch.Tensor]
+
+
+def rng_state() -> dict[str, Any]:
+    """The states of Python's, NumPy's and torch's global generators as tensors and plain values.
+
+    Loadable with ``torch.load(..., weights_only=True)``.
+    """
+    version, words, gauss = random.getstate()
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    return {
+        "python": {"version": int(version), "state": torch.tensor(words, dtype=torch.int64), "gauss": gauss},
+        "numpy": {"kind": str(kind), "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+                  "has_gauss": int(has_gauss), "cached": float(cached)},
+        "torch": torch.get_rng_state(),
+    }
+
+
+def restore_rng_state(state: dict[str, Any]) -> None:
+    """Put back the global generator states saved by :func:`rng_state`."""
+    py, nps = state["python"], state["numpy"]
+    random.setstate((py["version"], tuple(int(w) for w in py["state"].tolist()), py["gauss"]))
+    keys = nps["keys"].numpy().astype(np.uint32)
+    np.random.set_state((nps["kind"], keys, nps["pos"], nps["has_gauss"], nps["cached"]))
+    torch.set_rng_state(state["torch"])
+
+
+def _copy_state(module: torch.nn.Module) -> StateDict:
+    return copy.deepcopy(module.state_dict())
+
+
+@dataclass
+class LoopState:
+    """Where training stands after ``step`` steps.
+
+    Attributes:
+        step: steps taken so far.
+        best_val: the best validation score so far (-1 before the first round;
+            the step itself when there are no val graphs, so the latest wins).
+        best_step: the step of the kept weights.
+        best_state: the kept weights (``None`` until the first validation).
+        stale: validation rounds since the last gain.
+        rows: one metrics dict per step taken.
+    """
+
+    step: int = 0
+    best_val: float = -1.0
+    best_step: int = 0
+    best_state: StateDict | None = None
+    stale: int = 0
+    rows: list[dict[str, float]] = field(default_factory=list)
+
+    def record(self, module: torch.nn.Module, step: int, val: float) -> bool:
+        """Count one validation round; keeps the weights and returns True on a gain."""
+        if val > self.best_val:
+            self.best_val, self.best_step, self.stale = val, step, 0
+            self.best_state = _copy_state(module)
+            return True
+        self.stale += 1
+        return False
+
+    def checkpoint(self, module: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+        """Everything needed to continue: weights, optimizer, generators and this state."""
+        return {
+            "format": RESUME_FORMAT, "step": self.step, "model": _copy_state(module),
+            "optimizer": copy.deepcopy(optimizer.state_dict()), "rng": rng_state(),
+            "best_val": self.best_val, "best_step": self.best_step, "best_state": self.best_state,
+            "stale": self.stale, "rows": [dict(r) for r in self.rows],
+        }
+
+    @classmethod
+    def restore(cls, ckpt: dict[str, Any], module: torch.nn.Module, optimizer: torch.optim.Optimizer) -> "LoopState":
+        """Load a :meth:`checkpoint` into ``module`` and ``optimizer`` and return its state.
+
+        The global generators are set last, so nothing drawn while building the
+        model disturbs them.
+        """
+        module.load_state_dict(ckpt["model"])
+        optimizer.load_state_dict(ckpt["optimizer"])
+        restore_rng_state(ckpt["rng"])
+        return cls(int(ckpt["step"]), float(ckpt["best_val"]), int(ckpt["best_step"]), ckpt["best_state"],
+                   int(ckpt["stale"]), [dict(r) for r in ckpt["rows"]])
+
+
+def _train_step(module, optimizer, step_loss, cache, sampler, train_ids, train_cfg: TrainConfig,
+                step: int) -> dict[str, float]:
+    """One Adam step on ``meta_batch`` graphs drawn from ``(seed, step)``; returns its metrics row."""
+    start = time.perf_counter()
+    rng = np.random.default_rng([train_cfg.seed, 2, step])
+    ids = rng.choice(train_ids, size=train_cfg.meta_batch, replace=len(train_ids) < train_cfg.meta_batch)
+    loss, parts = step_loss(cache, sampler, [int(gid) for gid in ids], step)
+    value = float(loss.detach())
+    if not math.isfinite(value):
+        raise GFLError(
+            f"the training loss became {value} at step {step}; lower --lr, set --grad-clip, "
+            f"or check the collection's features for extreme values"
+        )
+    optimizer.zero_grad()
+    loss.backward()
+    if train_cfg.grad_clip is not None:
+        torch.nn.utils.clip_grad_norm_(module.parameters(), train_cfg.grad_clip)
+    optimizer.step()
+    return {"step": step, "loss": value, **parts, "seconds": time.perf_counter() - start}
 
 
 def fit_loop(
@@ -33,6 +154,9 @@ def fit_loop(
     name: str,
     progress: bool = True,
     on_best: Callable[[int, float], None] | None = None,
+    resume: dict[str, Any] | None = None,
+    save: Callable[[dict[str, Any]], None] | None = None,
+    checkpoint_every: int = 50,
     dist: DistContext | None = None,
 ) -> tuple[list[dict[str, float]], int, float]:
     """The training loop of Algorithm 1, shared by GFL and the transfer baselines.
@@ -45,42 +169,47 @@ def fit_loop(
     (``on_best(step, val_accuracy)`` is called) and training stops after
     ``patience`` rounds without gain. The best weights are loaded at the end.
 
-    With ``dist`` (one rank of a distributed run), each step works on this
-    rank's share of the meta-batch, gradients are averaged across ranks and the
-    val accuracies gathered (:meth:`gflkit.distributed.DistContext.wrap`).
+    Args:
+        resume: a checkpoint from :meth:`LoopState.checkpoint` to continue from.
+        save: called with such a checkpoint every ``checkpoint_every`` steps.
+        dist: one rank of a distributed run: each step works on this rank's
+            share of the meta-batch, gradients are averaged across ranks and
+            the val accuracies gathered (:meth:`gflkit.distributed.DistContext.wrap`);
+            ``resume`` and ``save`` are those of rank 0, which every rank follows.
 
     Returns:
         Per-step metric rows, the step of the kept weights and their mean val
         accuracy (NaN without val graphs: then the latest weights are kept).
+
+    Raises:
+        GFLError: when the loss becomes NaN or infinite (naming the step).
     """
-    seed = train_cfg.seed
+    if checkpoint_every < 1:
+        raise GFLError(f"checkpoint_every={checkpoint_every} must be at least 1")
+    sampler = EpisodeSampler(collection, "train", episode_cfg, train_cfg.seed).require_graphs()
+    val_sampler = EpisodeSampler(collection, "val", episode_cfg, train_cfg.seed)
     if dist is not None:  # distributed: this rank's share of each meta-batch, DDP gradients, gathered scores
         step_loss, score = dist.wrap(module, step_loss, score)
-    sampler = EpisodeSampler(collection, "train", episode_cfg, seed).require_graphs()
-    val_sampler = EpisodeSampler(collection, "val", episode_cfg, seed)
+        resume, save = dist.follow_main(resume, save)
     cache = GraphCache(collection)
     optimizer = torch.optim.Adam(module.parameters(), lr=train_cfg.lr, weight_decay=train_cfg.weight_decay)
     train_ids = np.asarray(sampler.graph_ids)
-    best_val, best_step, best_state, stale = -1.0, 0, copy.deepcopy(module.state_dict()), 0
-    rows: list[dict[str, float]] = []
-    steps = range(1, train_cfg.steps + 1)
+    state = LoopState() if resume is None else LoopState.restore(resume, module, optimizer)
+    if state.best_state is None:
+        state.best_state = _copy_state(module)
+    if resume is not None:
+        log.info("resuming %s after step %d", name, state.step)
+    steps = range(state.step + 1, train_cfg.steps + 1)
     bar = None
-    if progress:
+    if progress and progress_enabled():
         from tqdm.auto import tqdm
 
-        steps = bar = tqdm(steps, desc=f"training {name}", unit="step", leave=False)
+        steps = bar = tqdm(steps, desc=f"training {name}", unit="step", leave=False,
+                           initial=state.step, total=train_cfg.steps)
     module.train()
-    for step in steps:
-        start = time.perf_counter()
-        rng = np.random.default_rng([seed, 2, step])
-        ids = rng.choice(train_ids, size=train_cfg.meta_batch, replace=len(train_ids) < train_cfg.meta_batch)
-        loss, parts = step_loss(cache, sampler, [int(gid) for gid in ids], step)
-        optimizer.zero_grad()
-        loss.backward()
-        if train_cfg.grad_clip is not None:
-            torch.nn.utils.clip_grad_norm_(module.parameters(), train_cfg.grad_clip)
-        optimizer.step()
-        row = {"step": step, "loss": float(loss.detach()), **parts, "seconds": time.perf_counter() - start}
+    stopped = state.stale >= train_cfg.patience
+    for step in ([] if stopped else steps):
+        row = _train_step(module, optimizer, step_loss, cache, sampler, train_ids, train_cfg, step)
         if step % train_cfg.eval_every == 0 or step == train_cfg.steps:
             if val_sampler.graph_ids:
                 accs = score(module, val_sampler, train_cfg.val_episodes, cache)
@@ -88,21 +217,19 @@ def fit_loop(
                 val = row["val_accuracy"] = float(np.mean(list(accs.values())))
             else:  # no validation graphs: keep the latest weights
                 val, row["val_accuracy"] = float(step), float("nan")
-            if val > best_val:
-                best_val, best_step, stale = val, step, 0
-                best_state = copy.deepcopy(module.state_dict())
-                if on_best is not None:
-                    on_best(step, row["val_accuracy"])
-            else:
-                stale += 1
+            if state.record(module, step, val) and on_best is not None:
+                on_best(step, row["val_accuracy"])
             if bar is not None:
                 bar.set_postfix(loss=f"{row['loss']:.3f}", val=f"{row['val_accuracy']:.3f}")
-        rows.append(row)
-        if stale >= train_cfg.patience:
-            log.info("early stop at step %d (best validation at step %d)", step, best_step)
+        state.rows.append(row)
+        state.step = step
+        if state.stale >= train_cfg.patience:
+            log.info("early stop at step %d (best validation at step %d)", step, state.best_step)
             break
+        if save is not None and step % checkpoint_every == 0 and step < train_cfg.steps:
+            save(state.checkpoint(module, optimizer))
     if bar is not None:
         bar.close()
-    module.load_state_dict(best_state)
+    module.load_state_dict(state.best_state)
     module.eval()
-    return rows, best_step, best_val if val_sampler.graph_ids else float("nan")
+    return state.rows, state.best_step, state.best_val if val_sampler.graph_ids else float("nan")

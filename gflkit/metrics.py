@@ -1,91 +1,237 @@
-"""Meta-testing: accuracy per graph, then mean and 95% CI over graphs.
+"""Meta-testing: what each model scores on each (graph, episode), and the row it makes.
 
 As in the paper's tables, each test graph gets K labelled support nodes per
-class and every other labelled node is a query; a graph's accuracy is averaged
-over ``episodes`` support draws, and the table reports the mean over graphs
-with ``1.96 * std / sqrt(n_graphs)``.
+class and every other labelled node is a query. The scoring functions return
+*records*, one row per (graph, episode) with ``graph_id, episode, correct, n,
+accuracy, balanced_accuracy, macro_f1`` (fractions), so that results can be
+summarised per graph and compared pairwise on the same episodes:
+
+* :func:`summarise`: each graph's metrics averaged over its episodes, then the
+  mean over graphs with a 95% interval over graphs; with fewer than two test
+  graphs the interval is over the episodes (``ci_over``);
+* :func:`paired`: one model against a reference on the same (graph, episode)
+  pairs.
+
+Records of several seeds (a ``seed`` column) are averaged over seeds within
+each (graph, episode) first: the seeds are a further level of the mean, and the
+intervals stay over graphs (or episodes) of the seed-averaged values.
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+import math
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 import torch
 
-from .data import GraphCollection
+from .batching import GraphCache
 from .episodes import Episode, EpisodeSampler
-from .batching import GraphCache, batch_episodes
 from .models.gfl import GFL
-from .results import mean_ci
+from .progress import progress_bar
+from .refine import RefineConfig, refine_scores
+from .results import mean_ci, paired_difference
 
-__all__ = ["graph_accuracies", "baseline_accuracies", "transfer_accuracies", "summarise"]
+__all__ = [
+    "RECORD_COLUMNS", "episode_scores", "graph_records", "transfer_records", "baseline_records",
+    "majority_records", "per_graph", "graph_accuracies", "baseline_accuracies", "transfer_accuracies",
+    "summarise", "paired",
+]
+
+#: Columns of a records frame (metrics are fractions).
+RECORD_COLUMNS = ["graph_id", "episode", "correct", "n", "accuracy", "balanced_accuracy", "macro_f1"]
+_METRICS = ["accuracy", "balanced_accuracy", "macro_f1"]
+_NO_REFINE = RefineConfig()
+
+
+def episode_scores(pred: torch.Tensor, label: torch.Tensor, num_classes: int) -> dict[str, float]:
+    """Accuracy, balanced accuracy and macro-F1 of one episode's predictions.
+
+    Balanced accuracy is the mean recall over the classes among the labels;
+    macro-F1 the mean F1 over the classes among the labels or predictions
+    (as scikit-learn's ``balanced_accuracy_score`` and ``f1_score(average="macro")``).
+
+    Shapes:
+        pred, label ``(Q,)`` classes in ``0..num_classes-1``.
+    """
+    pred, label = np.asarray(pred, dtype=np.int64), np.asarray(label, dtype=np.int64)
+    hit = pred == label
+    true = np.bincount(label, minlength=num_classes)
+    predicted = np.bincount(pred, minlength=num_classes)
+    tp = np.bincount(label[hit], minlength=num_classes)
+    present = true > 0
+    either = present | (predicted > 0)
+    f1 = 2 * tp[either] / (true[either] + predicted[either])
+    return {
+        "correct": int(hit.sum()), "n": int(hit.size), "accuracy": float(hit.mean()) if hit.size else math.nan,
+        "balanced_accuracy": float((tp[present] / true[present]).mean()) if present.any() else math.nan,
+        "macro_f1": float(f1.mean()) if either.any() else math.nan,
+    }
+
+
+def _records(rows: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=RECORD_COLUMNS).sort_values(["graph_id", "episode"], ignore_index=True)
 
 
 @torch.no_grad()
-def graph_accuracies(
+def graph_records(
     model: GFL,
     sampler: EpisodeSampler,
     episodes: int = 1,
     cache: GraphCache | None = None,
-    batch_size: int = 5,
-) -> dict[int, float]:
-    """Query accuracy of ``model`` on each graph of ``sampler``, averaged over episodes."""
+    refine: RefineConfig = _NO_REFINE,
+) -> pd.DataFrame:
+    """Records of ``model`` on every (graph, episode) of ``sampler``.
+
+    With a refinement, the model scores every node of the graph and
+    :func:`~gflkit.refine.refine_scores` propagates the scores before the
+    queries are read off.
+    """
     cache = cache or GraphCache(sampler.collection)
     was_training = model.training
     model.eval()
-    acc: dict[int, list[float]] = {gid: [] for gid in sampler.graph_ids}
-    jobs = [(gid, e) for e in range(episodes) for gid in sampler.graph_ids]
-    for start in range(0, len(jobs), batch_size):
-        chunk = jobs[start : start + batch_size]
-        eps = [sampler.episode(gid, e) for gid, e in chunk]
-        bg, support, queries = batch_episodes([cache[gid] for gid, _ in chunk], eps)
-        out = model(bg, support, queries)
-        for (gid, _), scores, ep in zip(chunk, out.logits, eps):
-            acc[gid].append(float((scores.argmax(1) == ep.query_label).float().mean()))
+    rows = []
+    for gid in sampler.graph_ids:  # the episodes of a graph share one encoder pass
+        eps = [sampler.episode(gid, e) for e in range(episodes)]
+        for e, (scores, ep) in enumerate(zip(model.score_episodes(cache[gid], eps, all_nodes=refine.active), eps)):
+            if refine.active:
+                scores = refine_scores(cache[gid], scores, ep.support, refine)[ep.query]
+            rows.append({"graph_id": gid, "episode": e,
+                         **episode_scores(scores.argmax(1), ep.query_label, sampler.num_classes)})
     model.train(was_training)
-    return {gid: float(np.mean(v)) for gid, v in acc.items()}
+    return _records(rows)
 
 
-def baseline_accuracies(
-    fit_predict: Callable[..., torch.Tensor],
-    sampler: EpisodeSampler,
-    episodes: int = 1,
-    seed: int = 0,
-    **kwargs,
-) -> dict[int, float]:
-    """Accuracy of a per-graph baseline ``fit_predict(g, episode, seed=...) -> predictions``."""
-    acc = {}
-    for gid in sampler.graph_ids:
-        g = sampler.collection.graphs[gid]
-        vals = []
-        for e in range(episodes):
-            ep: Episode = sampler.episode(gid, e)
-            pred = fit_predict(g, ep, num_classes=sampler.num_classes, seed=seed, **kwargs)
-            vals.append(float((pred == ep.query_label).float().mean()))
-        acc[gid] = float(np.mean(vals))
-    return acc
+def _transfer_predict(model, g, ep: Episode, num_classes: int, refine: RefineConfig) -> torch.Tensor:
+    """Query predictions of a transfer baseline, refined over ``g`` when asked.
+
+    Scores of every node come from ``model.node_scores(g, ep)`` when the model
+    has it, else from one-hot :meth:`predict` outputs with every node as query.
+    """
+    if not refine.active:
+        return model.predict(g, ep)
+    if hasattr(model, "node_scores"):
+        scores = model.node_scores(g, ep)
+    else:
+        every = torch.arange(g.num_nodes())
+        full = Episode(ep.graph_id, ep.support, every, torch.zeros_like(every))
+        scores = torch.nn.functional.one_hot(model.predict(g, full), num_classes).float()
+    return refine_scores(g, scores, ep.support, refine)[ep.query].argmax(1)
 
 
 @torch.no_grad()
-def transfer_accuracies(model, sampler: EpisodeSampler, episodes: int = 1,
-                        cache: GraphCache | None = None) -> dict[int, float]:
-    """Accuracy of a :class:`~gflkit.models.baselines.TransferBaseline` per graph."""
+def transfer_records(model, sampler: EpisodeSampler, episodes: int = 1, cache: GraphCache | None = None,
+                     refine: RefineConfig = _NO_REFINE) -> pd.DataFrame:
+    """Records of a :class:`~gflkit.models.baselines.TransferBaseline`."""
     cache = cache or GraphCache(sampler.collection)
     model.eval()
-    acc = {}
+    rows = []
     for gid in sampler.graph_ids:
-        vals = []
         for e in range(episodes):
             ep = sampler.episode(gid, e)
             with torch.enable_grad():  # baselines may adapt on the support set
-                pred = model.predict(cache[gid], ep)
-            vals.append(float((pred == ep.query_label).float().mean()))
-        acc[gid] = float(np.mean(vals))
-    return acc
+                pred = _transfer_predict(model, cache[gid], ep, sampler.num_classes, refine)
+            rows.append({"graph_id": gid, "episode": e, **episode_scores(pred, ep.query_label, sampler.num_classes)})
+    return _records(rows)
 
 
-def summarise(per_graph: dict[int, float] | Sequence[float]) -> dict[str, float]:
-    """``accuracy``, ``ci95`` and ``std`` in percent over graphs."""
-    values = list(per_graph.values()) if isinstance(per_graph, dict) else list(per_graph)
-    mean, ci, std = mean_ci([100 * v for v in values])
-    return {"n_graphs": len(values), "accuracy": mean, "ci95": ci, "std": std}
+def baseline_records(fit_predict: Callable[..., torch.Tensor], sampler: EpisodeSampler, episodes: int = 1,
+                     seed: int = 0, **kwargs) -> pd.DataFrame:
+    """Records of a per-graph baseline ``fit_predict(g, episode, seed=...) -> predictions``."""
+    rows = []
+    name = getattr(fit_predict, "__module__", "baseline").rsplit(".", 1)[-1]
+    for gid in progress_bar(sampler.graph_ids, desc=f"fitting {name} per graph", unit="graph", leave=False):
+        g = sampler.collection.graphs[gid]
+        for e in range(episodes):
+            ep: Episode = sampler.episode(gid, e)
+            pred = fit_predict(g, ep, num_classes=sampler.num_classes, seed=seed, **kwargs)
+            rows.append({"graph_id": gid, "episode": e, **episode_scores(pred, ep.query_label, sampler.num_classes)})
+    return _records(rows)
+
+
+def majority_records(sampler: EpisodeSampler, episodes: int = 1) -> pd.DataFrame:
+    """Records of the constant predictor of each episode's most frequent query class.
+
+    Its accuracy is the majority rate, a reference every model should beat
+    (ties go to the smallest class index).
+    """
+    rows = []
+    for gid in sampler.graph_ids:
+        for e in range(episodes):
+            label = sampler.episode(gid, e).query_label
+            pred = torch.full_like(label, int(torch.bincount(label, minlength=sampler.num_classes).argmax()))
+            rows.append({"graph_id": gid, "episode": e, **episode_scores(pred, label, sampler.num_classes)})
+    return _records(rows)
+
+
+def _seed_mean(records: pd.DataFrame) -> pd.DataFrame:
+    """Metrics per (graph, episode), averaged over seeds when there is a ``seed`` column."""
+    return records.groupby(["graph_id", "episode"], as_index=False)[_METRICS].mean()
+
+
+def per_graph(records: pd.DataFrame, metric: str = "accuracy") -> dict[int, float]:
+    """Each graph's ``metric`` averaged over its episodes (and seeds)."""
+    means = _seed_mean(records).groupby("graph_id")[metric].mean()
+    return {int(gid): float(v) for gid, v in means.items()}
+
+
+def graph_accuracies(model: GFL, sampler: EpisodeSampler, episodes: int = 1,
+                     cache: GraphCache | None = None) -> dict[int, float]:
+    """Query accuracy of ``model`` on each graph of ``sampler``, averaged over episodes."""
+    return per_graph(graph_records(model, sampler, episodes, cache))
+
+
+def baseline_accuracies(fit_predict: Callable[..., torch.Tensor], sampler: EpisodeSampler, episodes: int = 1,
+                        seed: int = 0, **kwargs) -> dict[int, float]:
+    """Accuracy of a per-graph baseline on each graph, averaged over episodes."""
+    return per_graph(baseline_records(fit_predict, sampler, episodes, seed, **kwargs))
+
+
+def transfer_accuracies(model, sampler: EpisodeSampler, episodes: int = 1,
+                        cache: GraphCache | None = None) -> dict[int, float]:
+    """Accuracy of a :class:`~gflkit.models.baselines.TransferBaseline` per graph."""
+    return per_graph(transfer_records(model, sampler, episodes, cache))
+
+
+def summarise(records: pd.DataFrame | Mapping[int, float] | Sequence[float], ci: str = "t") -> dict:
+    """The metrics of a result row, in percent.
+
+    Args:
+        records: a records frame, or one accuracy (fraction) per graph.
+        ci: ``t`` or ``paper`` (:func:`gflkit.results.mean_ci`).
+
+    Returns:
+        ``n_graphs``; ``accuracy``, its ``ci95`` half-width and ``std`` over
+        graphs (``ci_over="graphs"``), or over the episodes of the only graph
+        (``ci_over="episodes"``); mean ``balanced_accuracy`` and ``macro_f1``.
+    """
+    if not isinstance(records, pd.DataFrame):
+        values = list(records.values()) if isinstance(records, Mapping) else list(records)
+        records = pd.DataFrame({"graph_id": range(len(values)), "episode": 0, "accuracy": values,
+                                "balanced_accuracy": math.nan, "macro_f1": math.nan})
+    units = _seed_mean(records)
+    n_graphs = units["graph_id"].nunique()
+    over = "graphs" if n_graphs >= 2 else "episodes"
+    if over == "graphs":
+        units = units.groupby("graph_id")[_METRICS].mean()
+    mean, half, std = mean_ci(100 * units["accuracy"].to_numpy(), ci)
+    return {
+        "n_graphs": int(n_graphs), "accuracy": mean, "ci95": half, "ci_over": over, "std": std,
+        "balanced_accuracy": 100 * float(units["balanced_accuracy"].mean()),
+        "macro_f1": 100 * float(units["macro_f1"].mean()),
+    }
+
+
+def paired(records: pd.DataFrame, reference: pd.DataFrame, ci: str = "t") -> dict[str, float]:
+    """Accuracy of ``records`` minus that of ``reference`` on the same episodes, in percent.
+
+    Rows are matched on ``(seed, graph_id, episode)`` (``seed`` when both have
+    it); the differences are averaged over seeds within each (graph, episode),
+    and the mean difference, its 95% interval and the paired t-test p-value are
+    taken over those (graph, episode) pairs (:func:`gflkit.results.paired_difference`).
+    """
+    keys = ["graph_id", "episode"] + (["seed"] if "seed" in records and "seed" in reference else [])
+    both = records[keys + ["accuracy"]].merge(reference[keys + ["accuracy"]], on=keys, suffixes=("", "_ref"))
+    both["diff"] = 100 * (both["accuracy"] - both["accuracy_ref"])
+    units = both.groupby(["graph_id", "episode"])["diff"].mean().to_numpy()
+    return paired_difference(units, np.zeros_like(units), ci)

@@ -4,6 +4,11 @@ Every command that reports numbers builds a list of dicts (one per model,
 dataset and split), turns it into a DataFrame here, and writes it with
 :func:`write_table`. Columns listed in :data:`RESULT_COLUMNS` come first, in that
 order; any others follow.
+
+The intervals of the rows are computed here too: :func:`mean_ci` (a t-based
+95% interval, or the paper's ``1.96 * std / sqrt(n)``) and
+:func:`paired_difference` (mean difference of paired values, its interval and
+the two-sided paired t-test p-value).
 """
 from __future__ import annotations
 
@@ -15,25 +20,77 @@ from typing import IO, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["RESULT_COLUMNS", "to_frame", "write_table", "mean_ci"]
+__all__ = ["RESULT_COLUMNS", "PAIRED_COLUMNS", "CI_METHODS", "to_frame", "write_table", "mean_ci",
+           "paired_difference"]
 
 RESULT_COLUMNS = [
-    "model", "aggregator", "dataset", "split", "n_graphs", "k_shot", "episodes",
-    "accuracy", "ci95", "std", "seed",
+    "model", "aggregator", "dataset", "split", "n_graphs", "k_shot", "episodes", "refine",
+    "accuracy", "ci95", "ci_over", "std", "balanced_accuracy", "macro_f1", "seed",
 ]
 
+#: Columns of a comparison against a reference row (:func:`paired_difference`).
+PAIRED_COLUMNS = ["reference", "delta", "delta_lo", "delta_hi", "p_value", "n_pairs"]
 
-def mean_ci(values: Sequence[float]) -> tuple[float, float, float]:
-    """Mean, 95% confidence half-width (1.96 x std / sqrt(n)) and std.
+#: ``t``: Student-t interval with ``ddof = 1``; ``paper``: ``1.96 * std(ddof=0) / sqrt(n)``.
+CI_METHODS = ("t", "paper")
 
-    ``std`` is the population standard deviation (``ddof=0``); with one value
-    the interval is 0.
+
+def _half_width(arr: np.ndarray, method: str) -> tuple[float, float]:
+    """95% half-width and the std it uses (``ddof=1`` for ``t``, ``0`` for ``paper``)."""
+    if method not in CI_METHODS:
+        raise ValueError(f"unknown interval {method!r}: choose one of {', '.join(CI_METHODS)}")
+    n = arr.size
+    if method == "paper":
+        std = float(arr.std())
+        return 1.96 * std / math.sqrt(n), std
+    if n < 2:
+        return math.nan, math.nan
+    from scipy import stats
+
+    std = float(arr.std(ddof=1))
+    return float(stats.t.ppf(0.975, n - 1)) * std / math.sqrt(n), std
+
+
+def mean_ci(values: Sequence[float], method: str = "t") -> tuple[float, float, float]:
+    """Mean, 95% confidence half-width and standard deviation.
+
+    Args:
+        values: one value per unit (test graph, or episode).
+        method: ``t`` (default): ``t_{0.975, n-1} * std(ddof=1) / sqrt(n)``,
+            NaN with fewer than two values; ``paper``: the paper's
+            ``1.96 * std(ddof=0) / sqrt(n)`` (0 with one value), for
+            comparison with published tables.
     """
     arr = np.asarray(values, dtype=np.float64)
     if arr.size == 0:
         return math.nan, math.nan, math.nan
-    std = float(arr.std())
-    return float(arr.mean()), 1.96 * std / math.sqrt(arr.size), std
+    half, std = _half_width(arr, method)
+    return float(arr.mean()), half, std
+
+
+def paired_difference(a: Sequence[float], b: Sequence[float], method: str = "t") -> dict[str, float]:
+    """Compare paired values ``a[i]`` and ``b[i]`` (the same unit under two models).
+
+    Returns:
+        ``delta`` (mean of ``a - b``), ``delta_lo`` and ``delta_hi`` (its 95%
+        interval, as :func:`mean_ci` with ``method``), ``p_value`` (two-sided
+        paired t-test; 1 when every difference is 0, 0 when all are equal and
+        not 0, NaN for a single pair) and ``n_pairs``.
+    """
+    diff = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    if diff.size == 0:
+        return {"delta": math.nan, "delta_lo": math.nan, "delta_hi": math.nan, "p_value": math.nan, "n_pairs": 0}
+    mean, half, _ = mean_ci(diff, method)
+    if diff.size < 2:
+        p = math.nan
+    elif np.all(diff == diff[0]):
+        p = 1.0 if diff[0] == 0 else 0.0
+    else:
+        from scipy import stats
+
+        t = mean / (diff.std(ddof=1) / math.sqrt(diff.size))
+        p = float(2 * stats.t.sf(abs(t), diff.size - 1))
+    return {"delta": mean, "delta_lo": mean - half, "delta_hi": mean + half, "p_value": p, "n_pairs": int(diff.size)}
 
 
 def to_frame(rows: Iterable[Mapping], columns: Sequence[str] = RESULT_COLUMNS) -> pd.DataFrame:
@@ -43,12 +100,20 @@ def to_frame(rows: Iterable[Mapping], columns: Sequence[str] = RESULT_COLUMNS) -
     return df[first + [c for c in df.columns if c not in first]]
 
 
+def _p_text(p: float) -> str:
+    return "" if p is None or (isinstance(p, float) and math.isnan(p)) else f"{p:.3g}"
+
+
 def write_table(df: pd.DataFrame, out: str | os.PathLike | IO[str] | None = None, fmt: str = "csv") -> str:
     """Write ``df`` as CSV (with header) or JSON records; returns the text.
+
+    Floats get 4 decimals in CSV, p-values 3 significant digits.
 
     A path is written atomically (temporary file, then rename).
     """
     if fmt == "csv":
+        if "p_value" in df:  # small p-values keep their digits
+            df = df.assign(p_value=[_p_text(p) for p in df["p_value"]])
         text = df.to_csv(index=False, float_format="%.4f")
     elif fmt == "json":
         text = df.to_json(orient="records", indent=1, double_precision=6) + "\n"

@@ -1,12 +1,20 @@
-"""Run folders and checkpoints.
+"""Runs and checkpoints: loading, naming, provenance, and the run -> collection lookup.
 
 A run folder holds ``config.json`` (settings and provenance), ``metrics.csv``
-(one row per step) and ``best.pt``. Checkpoints hold tensors and plain Python
-values only and load with ``torch.load(..., weights_only=True)``.
+(one row per step) and ``best.pt``; it is written through a hidden partial
+folder (see :mod:`gflkit.run_folder`). Checkpoints hold tensors and plain
+Python values only and load with ``torch.load(..., weights_only=True)``.
 """
 from __future__ import annotations
 
+import hashlib
+import json
+import math
 import os
+import platform
+import shlex
+import sys
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -16,30 +24,87 @@ from .config import GFLConfig, config_from_dict
 from .errors import GFLError
 from .models.baselines import TRANSFER
 from .models.gfl import GFL
+from .run_folder import BEST_FILE, CONFIG_FILE, LAST_FILE, METRICS_FILE, final_run_path, partial_path
 from .utils import atomic_torch_save
 
-__all__ = ["CHECKPOINT_FORMAT", "save_checkpoint", "load_checkpoint", "training_collection"]
+__all__ = [
+    "CHECKPOINT_FORMAT", "checkpoint_dict", "save_checkpoint", "load_checkpoint", "training_collection",
+    "find_training_collection", "run_name", "settings_hash", "collection_hash", "provenance", "now",
+    "list_runs", "read_run_config",
+]
 
 CHECKPOINT_FORMAT = "gflkit.checkpoint"
 
 
-def _checkpoint(model: torch.nn.Module, meta: dict[str, Any]) -> dict[str, Any]:
+def checkpoint_dict(model: torch.nn.Module, meta: dict[str, Any]) -> dict[str, Any]:
+    """A checkpoint: ``meta`` plus a detached copy of the weights."""
     return {**meta, "state_dict": {k: v.detach().clone() for k, v in model.state_dict().items()}}
 
 
 def save_checkpoint(model: torch.nn.Module, meta: dict[str, Any], path: str | os.PathLike) -> Path:
     """Write weights and metadata atomically (plain tensors and builtins only)."""
-    return atomic_torch_save(_checkpoint(model, meta), path)
+    return atomic_torch_save(checkpoint_dict(model, meta), path)
+
+
+def _checkpoint_file(path: Path) -> Path:
+    """The ``best.pt`` of a run folder or checkpoint path, refusing unfinished runs."""
+    folder = path if path.is_dir() else path.parent
+    final = final_run_path(path if path.is_dir() else folder)
+    unfinished = folder.name != final.name or (
+        (folder / CONFIG_FILE).is_file() and (folder / BEST_FILE).is_file() and not (folder / METRICS_FILE).is_file()
+    )
+    if not path.exists() and partial_path(path).is_dir():
+        unfinished, final = True, path
+    if unfinished:
+        raise GFLError(
+            f"{path}: the run did not finish (no {METRICS_FILE}); resume it with 'gflkit train --resume {final}' "
+            f"or train it again"
+        )
+    return path / BEST_FILE if path.is_dir() else path
+
+
+def _build_model(path: Path, ckpt: dict[str, Any]) -> torch.nn.Module:
+    """The empty model a checkpoint's settings describe; errors name the checkpoint."""
+    try:
+        if ckpt.get("kind") == "baseline":
+            if ckpt.get("model") not in TRANSFER:
+                raise GFLError(f"unknown baseline {ckpt.get('model')!r} (written by a newer gflkit?)")
+            return TRANSFER[ckpt["model"]](int(ckpt["in_feats"]), int(ckpt["num_classes"]), **ckpt["options"])
+        return GFL(int(ckpt["in_feats"]), config_from_dict(GFLConfig, ckpt["model_config"]))
+    except GFLError as err:
+        raise GFLError(f"{path}: {err}") from None
+    except Exception as err:  # edited settings: wrong types, missing keys, bad values
+        detail = f"missing {err}" if isinstance(err, KeyError) else str(err).splitlines()[0] if str(err) else ""
+        raise GFLError(
+            f"{path}: its settings do not describe a model ({type(err).__name__}: {detail}); retrain"
+        ) from None
+
+
+def _load_weights(path: Path, model: torch.nn.Module, state: Any) -> None:
+    """``model.load_state_dict(state)`` with a one-line error naming the checkpoint."""
+    if not isinstance(state, dict):
+        raise GFLError(f"{path}: holds no weights (state_dict); retrain")
+    want = model.state_dict()
+    missing = sorted(set(want) - set(state))
+    extra = sorted(set(state) - set(want))
+    shapes = [k for k in want if k in state and (not isinstance(state[k], torch.Tensor) or state[k].shape != want[k].shape)]
+    problems = []
+    for label, keys in (("missing", missing), ("unexpected", extra), ("wrong shape", shapes)):
+        if keys:
+            problems.append(f"{label}: {', '.join(keys[:3])}{' ...' if len(keys) > 3 else ''}")
+    if problems:
+        raise GFLError(f"{path}: weights do not fit the model it describes ({'; '.join(problems)}); retrain")
+    model.load_state_dict(state)
 
 
 def load_checkpoint(path: str | os.PathLike) -> tuple[torch.nn.Module, dict[str, Any]]:
     """Rebuild a model (GFL or a transfer baseline) from a checkpoint or run folder.
 
-    Only tensors and plain Python values are read (``weights_only=True``).
+    Only tensors and plain Python values are read (``weights_only=True``). A run
+    folder that did not finish (no ``metrics.csv``, or a hidden partial folder)
+    is refused.
     """
-    path = Path(path)
-    if path.is_dir():
-        path = path / "best.pt"
+    path = _checkpoint_file(Path(path))
     if not path.is_file():
         raise GFLError(f"{path}: no such checkpoint; give a run folder written by 'gflkit train' or its best.pt")
     try:
@@ -48,25 +113,160 @@ def load_checkpoint(path: str | os.PathLike) -> tuple[torch.nn.Module, dict[str,
         raise GFLError(f"{path}: not a loadable gflkit checkpoint ({type(err).__name__}); retrain") from None
     if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
         raise GFLError(f"{path}: not a gflkit checkpoint")
-    if ckpt.get("kind") == "baseline":
-        if ckpt.get("model") not in TRANSFER:
-            raise GFLError(f"{path}: unknown baseline {ckpt.get('model')!r} (written by a newer gflkit?)")
-        model = TRANSFER[ckpt["model"]](int(ckpt["in_feats"]), int(ckpt["num_classes"]), **ckpt["options"])
-    else:
-        model = GFL(int(ckpt["in_feats"]), config_from_dict(GFLConfig, ckpt["model_config"]))
-    model.load_state_dict(ckpt["state_dict"])
+    model = _build_model(path, ckpt)
+    _load_weights(path, model, ckpt.get("state_dict"))
     model.eval()
     meta = {k: v for k, v in ckpt.items() if k != "state_dict"}
     return model, meta
 
 
 def training_collection(meta: dict, root=None) -> str | None:
-    """The collection a run was trained on, if it can still be found."""
+    """The collection a run was trained on, if it can still be found.
+
+    With an explicit ``root`` it is looked up by name under that root first;
+    otherwise at the folder the run recorded first, then by name under the
+    default data root.
+    """
     from .paths import processed_dir
 
     name, path = meta.get("dataset"), meta.get("data_path")
-    if name and (processed_dir(str(name), root) / "manifest.json").is_file():
-        return str(name)
-    if path and (Path(path) / "manifest.json").is_file():
-        return str(path)
+    named = processed_dir(str(name), root) if name else None
+    recorded = Path(path) if path else None
+    order = [named, recorded] if root is not None else [recorded, named]
+    for candidate in order:
+        if candidate is not None and (candidate / "manifest.json").is_file():
+            return str(candidate)
     return None
+
+
+def find_training_collection(meta: dict, root=None, run: str | os.PathLike | None = None) -> str:
+    """Like :func:`training_collection`, but a missing collection is an error naming where it was."""
+    found = training_collection(meta, root)
+    if found is not None:
+        return found
+    from .paths import data_root
+
+    name, path = meta.get("dataset"), meta.get("data_path")
+    where = f"{run}: " if run is not None else ""
+    if not name and not path:
+        raise GFLError(f"{where}no collection is recorded with the model; give the collection to use")
+    raise GFLError(
+        f"{where}its collection {name!r} is neither at {path} nor under the data root {data_root(root)}; "
+        f"pass --data-root with the root that holds processed/{name}, or give the collection folder"
+    )
+
+
+# -- naming and provenance ----------------------------------------------------------
+
+
+def settings_hash(settings: dict[str, Any], length: int = 6) -> str:
+    """A short, stable hex digest of JSON-able settings."""
+    text = json.dumps(settings, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
+
+
+def run_name(dataset: str, model: str, aggregator: str, seed: int, settings: dict[str, Any]) -> str:
+    """``<dataset>-<model>[-<aggregator>]-s<seed>-<hash6>``: different settings never share a name."""
+    parts = [dataset, model, aggregator, f"s{seed}", settings_hash(settings)]
+    return "-".join(p for p in parts if p)
+
+
+def collection_hash(collection) -> str:
+    """sha256 over a collection's classes, splits and each graph's edges, features and labels.
+
+    The same for a collection in memory and after a save and load.
+    """
+    h = hashlib.sha256()
+    h.update(json.dumps({"classes": list(map(str, collection.classes)), "splits": list(collection.splits)}).encode())
+    for g in collection.graphs:
+        src, dst = g.edges()
+        for t in (src, dst, g.ndata["feat"], g.ndata["label"]):
+            t = t.contiguous()
+            h.update(f"{t.dtype}{tuple(t.shape)}".encode())
+            h.update(memoryview(t.numpy()).cast("B"))
+    return h.hexdigest()
+
+
+def now() -> str:
+    """The current UTC time, ISO 8601 to the second."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def provenance() -> dict[str, Any]:
+    """Versions, thread count, command line and start time of this process."""
+    import dgl
+
+    from . import __version__
+
+    return {
+        "gflkit": __version__, "torch": str(torch.__version__), "dgl": str(dgl.__version__),
+        "python": platform.python_version(), "threads": torch.get_num_threads(),
+        "command": shlex.join(sys.argv), "started": now(),
+    }
+
+
+# -- listing ------------------------------------------------------------------------
+
+
+def read_run_config(folder: Path) -> dict[str, Any] | None:
+    """A run folder's ``config.json``, or ``None`` when it is missing or unreadable."""
+    try:
+        config = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return config if isinstance(config, dict) else None
+
+
+def _percent(value: Any) -> float:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return math.nan
+    return 100 * value if math.isfinite(value) else math.nan
+
+
+def _interrupted_progress(folder: Path) -> tuple[int, float]:
+    """Step and best val accuracy so far of an interrupted run, from its ``last.pt``."""
+    try:
+        ckpt = torch.load(folder / LAST_FILE, map_location="cpu", weights_only=True)
+        vals = [r.get("val_accuracy", math.nan) for r in ckpt["rows"]]
+        finite = [v for v in vals if isinstance(v, float) and math.isfinite(v)]
+        return int(ckpt["step"]), max(finite) if finite else math.nan
+    except Exception:  # no checkpoint yet, or an unreadable one
+        return 0, math.nan
+
+
+def _run_entry(folder: Path) -> dict[str, Any] | None:
+    config = read_run_config(folder)
+    if config is None or config.get("format") != CHECKPOINT_FORMAT:
+        return None
+    final = final_run_path(folder)
+    prov = config.get("provenance") or {}
+    cfg = config.get("model_config") or {}
+    aggregator = cfg.get("aggregator", "") if cfg.get("prototype") == "pgnn" and cfg.get("gate") else ""
+    if final.name != folder.name:
+        status = "finished" if (folder / METRICS_FILE).is_file() else "interrupted"
+        step, val = _interrupted_progress(folder)
+        val = _percent(val)
+    else:
+        status = "complete" if (folder / METRICS_FILE).is_file() and (folder / BEST_FILE).is_file() else "incomplete"
+        step, val = config.get("step", ""), _percent(config.get("val_accuracy"))
+    return {
+        "name": final.name, "status": status, "model": config.get("model", ""), "aggregator": aggregator,
+        "dataset": config.get("dataset", ""), "seed": config.get("seed", ""), "step": step, "val_accuracy": val,
+        "date": prov.get("finished") or prov.get("started") or "", "path": str(final),
+    }
+
+
+def list_runs(folder: str | os.PathLike) -> list[dict[str, Any]]:
+    """One dict per run under ``folder``: complete, and interrupted ones (``--resume`` continues them).
+
+    Keys: ``name, status, model, aggregator, dataset, seed, step, val_accuracy``
+    (best, percent), ``date`` (end, else start, UTC) and ``path``.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise GFLError(f"{folder}: no such folder of runs")
+    entries = [_run_entry(child) for child in sorted(folder.iterdir())
+               if child.is_dir() and (not child.name.startswith(".") or child.name != final_run_path(child).name)]
+    return sorted((e for e in entries if e is not None), key=lambda e: e["name"])

@@ -6,8 +6,11 @@ an Adam step on the summed prototypical and reconstruction losses. Every
 ``eval_every`` steps the model is scored on the validation graphs; the best
 weights are kept and training stops after ``patience`` rounds without gain.
 
-A run folder holds ``config.json``, ``metrics.csv`` (one row per step) and
-``best.pt``; checkpoints load with ``torch.load(..., weights_only=True)``.
+With a run folder, the run is written through a hidden partial folder
+(:class:`gflkit.run_folder.RunFolder`) holding ``config.json`` and a resume
+checkpoint ``last.pt``; when training ends ``best.pt`` and ``metrics.csv``
+are added and the folder is renamed into place. Checkpoints load with
+``torch.load(..., weights_only=True)``.
 """
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import pandas as pd
 import torch
@@ -31,15 +34,21 @@ from .loop import fit_loop
 from .metrics import graph_accuracies
 from .models.baselines import TRANSFER
 from .models.gfl import GFL
-from .runs import CHECKPOINT_FORMAT, save_checkpoint
-from .utils import atomic_write_text, seed_everything
+from .data.transform import feature_fingerprint
+from .run_folder import CONFIG_FILE, METRICS_FILE, RunFolder
+from .runs import CHECKPOINT_FORMAT, checkpoint_dict, collection_hash, load_checkpoint, now, provenance
+from .utils import seed_everything
 
 if TYPE_CHECKING:
     from .distributed import DistContext
 
-__all__ = ["TrainResult", "meta_train", "fit_transfer"]
+__all__ = ["TrainResult", "meta_train", "fit_transfer", "CHECKPOINT_EVERY"]
 
 log = logging.getLogger(__name__)
+
+#: Default number of steps between resume checkpoints (``last.pt``).
+CHECKPOINT_EVERY = 50
+
 
 @dataclass
 class TrainResult:
@@ -71,6 +80,69 @@ def _gfl_step(model: GFL):
     return step_loss
 
 
+def _same_settings(recorded: dict[str, Any], meta: dict[str, Any], where: Path) -> None:
+    """Refuse to resume a run with settings or data other than those it started with."""
+    keys = ("model", "kind", "model_config", "options", "episode_config", "train_config", "in_feats", "classes")
+    changed = [k for k in keys if json.loads(json.dumps(recorded.get(k), default=str))
+               != json.loads(json.dumps(meta.get(k), default=str))]
+    if changed:
+        raise GFLError(f"{where}: the interrupted run has other settings ({', '.join(changed)}); "
+                       f"resume it with its own settings ('gflkit train --resume RUN' reads them)")
+    if recorded.get("data_sha256") not in (None, meta.get("data_sha256")):
+        raise GFLError(f"{where}: the interrupted run started on other data than collection "
+                       f"{meta.get('dataset')!r} at {meta.get('data_path')} (content hash differs); give its collection")
+
+
+def _finished_run(path: Path) -> tuple[torch.nn.Module, list[dict], dict[str, Any]]:
+    """Model, history and metadata of a finished run folder."""
+    model, meta = load_checkpoint(path)
+    rows = pd.read_csv(path / METRICS_FILE).to_dict("records")
+    return model, rows, meta
+
+
+def _train_run(
+    model: torch.nn.Module,
+    meta: dict[str, Any],
+    collection: GraphCollection,
+    fit: Callable[[dict | None, Callable | None], tuple[list[dict], dict[str, Any]]],
+    run_dir: str | os.PathLike | None,
+    *,
+    force: bool,
+    resume: bool,
+) -> tuple[torch.nn.Module, list[dict], dict[str, Any], Path | None]:
+    """Run ``fit(resume_checkpoint, save)`` and, with ``run_dir``, write the run folder around it.
+
+    ``fit`` trains ``model`` (leaving the kept weights in it) and returns the
+    history rows and facts (``step``, ``val_accuracy``) to add to ``meta``.
+    """
+    if run_dir is None:
+        if resume:
+            raise GFLError("resume needs the run folder to continue")
+        rows, facts = fit(None, None)
+        return model, rows, {**meta, **facts}, None
+    meta = {**meta, "data_sha256": collection_hash(collection)}
+    with RunFolder(run_dir, force=force, resume=resume) as folder:
+        if resume:
+            recorded = folder.read_config()
+            _same_settings(recorded, meta, folder.work / CONFIG_FILE)
+            if folder.finished:  # stopped between finishing and the rename
+                return (*_finished_run(folder.publish()), folder.path)
+            prov = dict(recorded.get("provenance") or {})
+            if prov.get("threads") not in (None, torch.get_num_threads()):
+                log.warning("the run started with %s threads and resumes with %d: results may differ in the "
+                            "last digits (set OMP_NUM_THREADS=%s to match)", prov["threads"],
+                            torch.get_num_threads(), prov["threads"])
+            prov["resumed"] = [*prov.get("resumed", []), {"command": provenance()["command"], "at": now()}]
+        else:
+            prov = provenance()
+        meta = {**meta, "provenance": prov}
+        folder.write_config(meta)
+        rows, facts = fit(folder.load_last() if resume else None, folder.save_last)
+        meta = {**meta, **facts, "provenance": {**prov, "finished": now()}}
+        path = folder.finish(checkpoint_dict(model, meta), meta, pd.DataFrame(rows))
+    return model, rows, meta, path
+
+
 def meta_train(
     collection: GraphCollection,
     model_cfg: GFLConfig = GFLConfig(),
@@ -80,6 +152,9 @@ def meta_train(
     model_name: str = "gfl",
     run_dir: str | os.PathLike | None = None,
     progress: bool = True,
+    force: bool = False,
+    resume: bool = False,
+    checkpoint_every: int = CHECKPOINT_EVERY,
     dist: DistContext | None = None,
 ) -> TrainResult:
     """Meta-train a GFL model on the ``train`` graphs of ``collection``.
@@ -89,10 +164,15 @@ def meta_train(
             select the checkpoint when present).
         model_cfg, episode_cfg, train_cfg: the settings.
         model_name: name recorded in the checkpoint and result rows.
-        run_dir: folder for ``config.json``, ``metrics.csv`` and ``best.pt``.
+        run_dir: folder for ``config.json``, ``metrics.csv`` and ``best.pt``,
+            written through a hidden partial folder and renamed when done.
         progress: show a tqdm bar on stderr.
+        force: replace an existing ``run_dir``.
+        resume: continue the interrupted run ``run_dir`` from its ``last.pt``.
+        checkpoint_every: steps between resume checkpoints (``last.pt``).
         dist: this process's :class:`~gflkit.distributed.DistContext` in a
-            distributed run (only rank 0 should get a ``run_dir``).
+            distributed run: rank 0 writes ``run_dir`` (and reads its
+            ``last.pt`` with ``resume``), the other ranks follow it.
     """
     seed_everything(train_cfg.seed)
     model = GFL(collection.feat_size, model_cfg)
@@ -101,26 +181,21 @@ def meta_train(
         "model_config": to_dict(model_cfg), "episode_config": to_dict(episode_cfg),
         "train_config": to_dict(train_cfg), "in_feats": collection.feat_size,
         "classes": list(collection.classes), "dataset": collection.name, "data_path": collection.path,
-        "seed": train_cfg.seed,
+        "seed": train_cfg.seed, "feature_fingerprint": feature_fingerprint(collection),
     }
-    run_path = Path(run_dir) if run_dir is not None else None
-    if run_path is not None:
-        run_path.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(run_path / "config.json", json.dumps(meta, indent=1) + "\n")
 
-    def on_best(step: int, val: float) -> None:
-        if run_path is not None:
-            save_checkpoint(model, {**meta, "step": step, "val_accuracy": val}, run_path / "best.pt")
+    def fit(last: dict | None, save: Callable | None) -> tuple[list[dict], dict[str, Any]]:
+        rows, best_step, best_val = fit_loop(
+            model, collection, episode_cfg, train_cfg, step_loss=_gfl_step(model), score=graph_accuracies,
+            name=model_name, progress=progress, resume=last, save=save, checkpoint_every=checkpoint_every,
+            dist=dist,
+        )
+        return rows, {"step": best_step, "val_accuracy": best_val}
 
-    rows, best_step, best_val = fit_loop(
-        model, collection, episode_cfg, train_cfg, step_loss=_gfl_step(model), score=graph_accuracies,
-        name=model_name, progress=progress, on_best=on_best, dist=dist,
-    )
-    history = pd.DataFrame(rows)
-    if run_path is not None:
-        atomic_write_text(run_path / "metrics.csv", history.to_csv(index=False))
-    meta = {**meta, "step": best_step, "val_accuracy": best_val}
-    return TrainResult(model, history, best_step, best_val, run_path, meta)
+    if dist is not None and not dist.is_main:  # rank 0 writes the run folder
+        run_dir, resume = None, False
+    model, rows, meta, path = _train_run(model, meta, collection, fit, run_dir, force=force, resume=resume)
+    return TrainResult(model, pd.DataFrame(rows), int(meta["step"]), float(meta["val_accuracy"]), path, meta)
 
 
 def _accepted_options(cls) -> set[str]:
@@ -145,8 +220,15 @@ def fit_transfer(
     options: dict[str, Any] | None = None,
     run_dir: str | os.PathLike | None = None,
     progress: bool = True,
+    force: bool = False,
+    resume: bool = False,
+    checkpoint_every: int = CHECKPOINT_EVERY,
 ) -> TrainResult:
-    """Train the transfer baseline ``name`` on the train graphs of ``collection``."""
+    """Train the transfer baseline ``name`` on the train graphs of ``collection``.
+
+    ``run_dir``, ``force``, ``resume`` and ``checkpoint_every`` work as in
+    :func:`meta_train`.
+    """
     if name not in TRANSFER:
         raise GFLError(f"unknown transfer baseline {name!r}: choose one of {', '.join(TRANSFER)}")
     seed_everything(train_cfg.seed)
@@ -160,21 +242,22 @@ def fit_transfer(
         model = cls(collection.feat_size, collection.num_classes, **(options or {}))
     except (TypeError, ValueError) as err:
         raise GFLError(f"{name} options: {err}") from None
-    facts = dict(model.fit(collection, episode_cfg, train_cfg, progress=progress) or {})
-    history = pd.DataFrame(facts.pop("history", []))
-    model.eval()
     meta = {
         "format": CHECKPOINT_FORMAT, "gflkit_version": __version__, "kind": "baseline", "model": name,
         "options": dict(model.options), "episode_config": to_dict(episode_cfg),
         "train_config": to_dict(train_cfg), "in_feats": collection.feat_size,
         "num_classes": collection.num_classes, "classes": list(collection.classes),
-        "dataset": collection.name, "data_path": collection.path, "seed": train_cfg.seed, **facts,
+        "dataset": collection.name, "data_path": collection.path, "seed": train_cfg.seed,
+        "feature_fingerprint": feature_fingerprint(collection),
     }
-    run_path = Path(run_dir) if run_dir is not None else None
-    if run_path is not None:
-        run_path.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(run_path / "config.json", json.dumps(meta, indent=1, default=str) + "\n")
-        save_checkpoint(model, meta, run_path / "best.pt")
-        atomic_write_text(run_path / "metrics.csv", history.to_csv(index=False))
-    return TrainResult(model, history, int(facts.get("step", 0)), float(facts.get("val_accuracy", float("nan"))),
-                       run_path, meta)
+
+    def fit(last: dict | None, save: Callable | None) -> tuple[list[dict], dict[str, Any]]:
+        facts = dict(model.fit(collection, episode_cfg, train_cfg, progress=progress, resume=last, save=save,
+                               checkpoint_every=checkpoint_every) or {})
+        rows = facts.pop("history", [])
+        model.eval()
+        return rows, facts
+
+    model, rows, meta, path = _train_run(model, meta, collection, fit, run_dir, force=force, resume=resume)
+    return TrainResult(model, pd.DataFrame(rows), int(meta.get("step", 0)),
+                       float(meta.get("val_accuracy", float("nan"))), path, meta)

@@ -1,8 +1,18 @@
-"""Small helpers shared across gflkit: atomic writes and seeding."""
+"""Small helpers shared across gflkit: atomic writes and seeding.
+
+An atomic write goes to a hidden temporary ``.<name>.<pid>.<random>.tmp`` beside
+the target, then is renamed over it. The temporary name carries the writer's
+process id, so a later write to the same target removes temporaries whose
+writer is gone (killed mid-write) and leaves a live writer's alone. Finished
+files and folders get the permissions the umask allows (``mkstemp`` and
+``mkdtemp`` create them private).
+"""
 from __future__ import annotations
 
 import os
 import random
+import re
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Callable
@@ -10,20 +20,98 @@ from typing import Callable
 import numpy as np
 import torch
 
-__all__ = ["atomic_write_text", "atomic_torch_save", "atomic_write_with", "seed_everything"]
+from .errors import GFLError
+
+__all__ = [
+    "atomic_write_text", "atomic_torch_save", "atomic_write_with", "seed_everything", "make_temp",
+    "remove_stale_temps", "apply_umask", "unwritable", "available_memory",
+]
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where Linux shows it (setting it is not thread-safe)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def apply_umask(path: str | os.PathLike, directory: bool = False) -> None:
+    """Give ``path`` the mode a plain ``open``/``mkdir`` would have given it under the umask."""
+    os.chmod(path, (0o777 if directory else 0o666) & ~_umask())
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def remove_stale_temps(path: str | os.PathLike) -> list[Path]:
+    """Remove the temporaries of ``path`` left by writers that no longer run; returns them."""
+    path = Path(path)
+    pattern = re.compile(rf"^\.{re.escape(path.name)}\.(\d+)\.[^.]+\.tmp$")
+    removed = []
+    try:
+        entries = list(path.parent.iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        m = pattern.match(entry.name)
+        if m and not _pid_alive(int(m.group(1))):
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+            removed.append(entry)
+    return removed
+
+
+def make_temp(path: str | os.PathLike, directory: bool = False) -> Path:
+    """A new hidden temporary file or folder beside ``path`` (its parent is created)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(path)
+    prefix, suffix = f".{path.name}.{os.getpid()}.", ".tmp"
+    if directory:
+        return Path(tempfile.mkdtemp(prefix=prefix, suffix=suffix, dir=path.parent))
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=path.parent)
+    os.close(fd)
+    return Path(tmp)
+
+
+def unwritable(path: str | os.PathLike, err: OSError) -> GFLError:
+    """A one-line error naming the target ``path`` (never the temporary) and why it failed."""
+    reason = err.strerror or str(err) or type(err).__name__
+    return GFLError(f"cannot write {path}: {reason}; choose a writable place or free some space")
 
 
 def _atomic(path: str | os.PathLike, write) -> Path:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
     try:
-        write(tmp)
+        tmp = make_temp(path)
+    except OSError as err:
+        raise unwritable(path, err) from None
+    try:
+        write(str(tmp))
+        apply_umask(tmp)
         os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    except BaseException as err:
+        tmp.unlink(missing_ok=True)
+        if isinstance(err, OSError) and not isinstance(err, GFLError):
+            raise unwritable(path, err) from None
         raise
     return path
 
@@ -49,6 +137,21 @@ def atomic_write_with(path: str | os.PathLike, write: Callable[[str], None]) -> 
 def atomic_torch_save(obj, path: str | os.PathLike) -> Path:
     """``torch.save`` through a temporary file and a rename."""
     return _atomic(path, lambda tmp: torch.save(obj, tmp))
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to new allocations (``MemAvailable``), or ``None`` when unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
 
 
 def seed_everything(seed: int) -> None:

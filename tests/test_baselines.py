@@ -26,6 +26,7 @@ def test_sampler(small_family):
     return EpisodeSampler(small_family, "test", EpisodeConfig(k_shot=10), seed=0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["lp", "planetoid", "deepwalk", "node2vec"])
 def test_per_graph_baseline_beats_chance(test_sampler, name):
     acc = baseline_accuracies(PER_GRAPH[name], test_sampler, episodes=1, seed=0)
@@ -140,3 +141,39 @@ def test_context_pairs_drop_padding():
     centre, context = context_pairs(traces, window=1)
     pairs = sorted(zip(centre.tolist(), context.tolist()))
     assert pairs == sorted([(0, 1), (1, 0), (1, 2), (2, 1), (3, 4), (4, 3), (4, 5), (5, 4)])
+
+
+def test_linear_classifier_reaches_the_penalised_optimum():
+    # The same objective in scikit-learn: C * sum(CE) + ||W||^2 / 2 = C * S * (mean CE + ||W||^2 / (2 C S)).
+    linear_model = pytest.importorskip("sklearn.linear_model")
+    from gflkit.models.baselines.common import fit_predict_linear
+
+    gen = torch.Generator().manual_seed(0)
+    n, f, c, wd = 300, 40, 4, 1e-3  # 40 support rows in 40 dimensions: nearly separable, slow for first-order steps
+    y = torch.arange(n) % c
+    x = torch.randn(n, f, generator=gen) + 0.8 * torch.nn.functional.one_hot(y, f).float()  # overlapping classes
+    support, query = torch.arange(40), torch.arange(40, n)
+    ours = fit_predict_linear(x, support, y[support], query, c, weight_decay=wd)
+    ref = linear_model.LogisticRegression(C=1.0 / (2 * wd * len(support)), tol=1e-12, max_iter=100_000)
+    ref.fit(x[support].double().numpy(), y[support].numpy())
+    assert 0.3 < (ours == y[query]).float().mean() < 1.0  # a hard enough problem
+    # 200 full-batch Adam steps (the former solver) disagree with the optimum on 7 of these 260 queries
+    assert int((ours != torch.as_tensor(ref.predict(x[query].double().numpy()))).sum()) <= 1
+
+
+def test_deepwalk_embedding_is_seeded_and_leaves_global_generators_alone():
+    import random
+
+    from gflkit.models.baselines.deepwalk import deepwalk_embedding
+
+    g = _path_graph()  # node 6 is isolated: its walks must not stop early
+    torch.manual_seed(123)
+    random.seed(123)
+    before = (torch.rand(1), random.random())
+    torch.manual_seed(123)
+    random.seed(123)
+    a = deepwalk_embedding(g, seed=4, dim=8, walk_length=6, window=2, walks_per_node=3)
+    assert (torch.rand(1), random.random()) == before  # no global state consumed
+    b = deepwalk_embedding(g, seed=4, dim=8, walk_length=6, window=2, walks_per_node=3)
+    c = deepwalk_embedding(g, seed=5, dim=8, walk_length=6, window=2, walks_per_node=3)
+    assert a.shape == (7, 8) and torch.equal(a, b) and not torch.equal(a, c)

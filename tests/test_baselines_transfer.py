@@ -34,6 +34,7 @@ def trained(small_family):
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["agf", "knn", "matchingnet", "maml"])
 def test_transfer_baseline_beats_chance(small_family, trained, name):
     result = trained[name]

@@ -128,6 +128,7 @@ def test_load_feat_size_differs_between_graphs(collection, tmp_path):
     graphs, _ = dgl.load_graphs(str(path / "graphs.bin"))
     graphs[2].ndata["feat"] = torch.zeros(3, 5)
     dgl.save_graphs(str(path / "graphs.bin"), graphs)
+    _edit_manifest(path, lambda m: m.pop("graphs_sha256"))  # reach the check behind the checksum
     with pytest.raises(DataFormatError) as err:
         GraphCollection.load(path)
     message = _one_line(err)
@@ -186,8 +187,9 @@ def test_failing_save_leaves_nothing_behind(collection, tmp_path, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(dgl, "save_graphs", broken)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(GFLError, match="disk full") as err:
         collection.save(tmp_path / "tiny")
+    assert str(err.value).startswith(f"cannot write {tmp_path / 'tiny'}:")  # the target, not a temporary
     assert list(tmp_path.iterdir()) == []
 
 
@@ -195,7 +197,7 @@ def test_failing_save_keeps_the_previous_collection(collection, tmp_path, monkey
     path = collection.save(tmp_path / "tiny")
     before = (path / "manifest.json").read_text()
     monkeypatch.setattr(dgl, "save_graphs", lambda *a, **k: (_ for _ in ()).throw(OSError("disk full")))
-    with pytest.raises(OSError):
+    with pytest.raises(GFLError):
         collection.save(path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny"]
     assert (path / "manifest.json").read_text() == before
@@ -216,3 +218,79 @@ def test_load_collection_unknown_name(tmp_path):
     message = _one_line(err)
     assert "'nope'" in message and str(tmp_path / "processed" / "nope") in message
     assert "gflkit preprocess" in message
+
+
+def test_manifest_records_the_checksum_of_graphs_bin(collection, tmp_path):
+    import hashlib
+
+    path = collection.save(tmp_path / "tiny")
+    manifest = json.loads((path / "manifest.json").read_text())
+    assert manifest["graphs_sha256"] == hashlib.sha256((path / "graphs.bin").read_bytes()).hexdigest()
+
+
+def test_load_refuses_a_flipped_byte(collection, tmp_path):
+    path = collection.save(tmp_path / "tiny")
+    data = bytearray((path / "graphs.bin").read_bytes())
+    data[len(data) // 2] ^= 0x01
+    (path / "graphs.bin").write_bytes(bytes(data))
+    with pytest.raises(DataFormatError, match="SHA-256") as err:
+        GraphCollection.load(path)
+    assert str(path / "graphs.bin") in _one_line(err)
+
+
+def test_collection_without_checksum_still_loads(collection, tmp_path):
+    path = collection.save(tmp_path / "tiny")
+    _edit_manifest(path, lambda m: m.pop("graphs_sha256"))
+    loaded = GraphCollection.load(path)
+    assert loaded.splits == collection.splits and loaded.classes == collection.classes
+    assert all(torch.equal(a.ndata["feat"], b.ndata["feat"]) for a, b in zip(loaded.graphs, collection.graphs))
+
+
+def test_truncated_graphs_bin_without_checksum_is_one_line(collection, tmp_path):
+    path = collection.save(tmp_path / "tiny")
+    _edit_manifest(path, lambda m: m.pop("graphs_sha256"))
+    (path / "graphs.bin").write_bytes((path / "graphs.bin").read_bytes()[:100])
+    with pytest.raises(DataFormatError) as err:
+        GraphCollection.load(path)
+    assert str(path / "graphs.bin") in _one_line(err)
+
+
+@pytest.mark.parametrize("manifest", ["[]", '{"format": "gflkit.collection", "format_version": 1, "graphs": 3}',
+                                      '{"format": "gflkit.collection", "format_version": 1, "graphs": [1]}',
+                                      '"text"', "null"])
+def test_load_manifest_of_the_wrong_shape(collection, tmp_path, manifest):
+    path = collection.save(tmp_path / "tiny")
+    (path / "manifest.json").write_text(manifest)
+    with pytest.raises(DataFormatError) as err:
+        GraphCollection.load(path)
+    assert str(path / "manifest.json") in _one_line(err)
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o077])
+def test_saved_files_respect_the_umask(collection, tmp_path, umask):
+    import os
+
+    old = os.umask(umask)
+    try:
+        path = collection.save(tmp_path / "tiny")
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o777 & ~umask
+    for name in ("graphs.bin", "manifest.json"):
+        assert (path / name).stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_save_removes_temporaries_of_dead_writers_only(collection, tmp_path):
+    import os
+    import subprocess
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = tmp_path / f".tiny.{dead.pid}.abc123.tmp"
+    stale.mkdir()
+    (stale / "graphs.bin").write_bytes(b"half")
+    live = tmp_path / f".tiny.{os.getppid()}.xyz789.tmp"
+    live.mkdir()
+    collection.save(tmp_path / "tiny")
+    assert not stale.exists() and live.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["tiny", live.name])

@@ -128,7 +128,8 @@ def _fake_setuptools(root: Path, with_extern: bool) -> Path:
 def test_setuptools_extern_registered_when_missing(tmp_path):
     root = _fake_setuptools(tmp_path, with_extern=False)
     out = _run(_SETUPTOOLS_SCRIPT, str(COMPAT_FILE), str(root), "disk")
-    assert out["patched"] == {"graphbolt": False, "setuptools_extern": True}
+    assert {k: out["patched"][k] for k in ("graphbolt", "setuptools_extern")} == {"graphbolt": False,
+                                                                                "setuptools_extern": True}
     assert out["version_is_packaging"] and out["compares"] and out["find_spec"]
     assert not out["torch_imported"] and not out["dgl_imported"]
 
@@ -137,7 +138,8 @@ def test_setuptools_extern_registered_when_missing(tmp_path):
 def test_setuptools_extern_left_alone_when_present(tmp_path, mode):
     root = _fake_setuptools(tmp_path, with_extern=mode == "disk")
     out = _run(_SETUPTOOLS_SCRIPT, str(COMPAT_FILE), str(root), mode)
-    assert out["patched"] == {"graphbolt": False, "setuptools_extern": False}
+    assert {k: out["patched"][k] for k in ("graphbolt", "setuptools_extern")} == {"graphbolt": False,
+                                                                                "setuptools_extern": False}
     assert out["untouched"]
 
 
@@ -151,3 +153,37 @@ def test_install_is_a_no_op_once_dgl_is_imported(monkeypatch):
     assert fresh == {"graphbolt": False, "setuptools_extern": False}
     assert set(sys.modules) == set(modules)
     assert all(sys.modules[k] is v for k, v in modules.items())
+
+
+@pytest.mark.parametrize("value", [None, "tensorflow", "", "pytorch"])
+def test_select_backend_sets_pytorch(value):
+    env = {} if value is None else {"DGLBACKEND": value}
+    changed = _compat.select_backend(env)
+    assert env["DGLBACKEND"] == "pytorch" and changed == (value != "pytorch")
+
+
+@pytest.mark.parametrize("home_mode", [0o755, 0o555])
+def test_first_command_under_a_new_home_prints_only_csv(small_family_dir, tmp_path, home_mode):
+    """DGL announces its default backend on stdout and writes ~/.dgl on a first import: neither may happen."""
+    import os
+
+    import pandas as pd
+
+    home = tmp_path / "home"
+    home.mkdir()
+    home.chmod(home_mode)
+    env = {k: v for k, v in os.environ.items() if k not in ("DGLBACKEND", "DGLDEFAULTDIR")}
+    env["HOME"] = str(home)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "gflkit_cli.main", "stats", str(small_family_dir)],
+                              capture_output=True, text=True, timeout=300, env=env)
+    finally:
+        home.chmod(0o755)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    import io
+
+    table = pd.read_csv(io.StringIO(proc.stdout))
+    assert proc.stdout.splitlines()[0].startswith("dataset") or "dataset" in table.columns
+    assert len(table) == 1 and "backend" not in proc.stdout
+    assert list(home.iterdir()) == []  # nothing written under HOME

@@ -21,9 +21,10 @@ import torch
 
 import gflkit
 from gflkit.config import TrainConfig
-from gflkit.distributed import DistContext, partial_dir
+from gflkit.distributed import DistContext
 from gflkit.errors import GFLError
 from gflkit.parallel import run_jobs
+from gflkit.run_folder import LAST_FILE, RunFolder, partial_path
 
 TIMEOUT = 120  # seconds: process-group timeout of the runs below, and the bound on each subprocess
 TINY = TrainConfig(steps=5, meta_batch=4, eval_every=2, patience=8)
@@ -88,7 +89,7 @@ def test_two_ranks_match_one_process(small_family, tmp_path, meta_batch, one_thr
     pd.testing.assert_frame_equal(dist_table, single_table, rtol=1e-9)
     # rank 0 wrote the run; a single process loads its checkpoint (no DDP prefix) and scores the same
     assert sorted(p.name for p in out.iterdir()) == ["best.pt", "config.json", "metrics.csv"]
-    assert not partial_dir(out).exists()
+    assert not partial_path(out).exists()
     pd.testing.assert_frame_equal(gflkit.evaluate(out, small_family), single_table, rtol=1e-9)
 
 
@@ -103,7 +104,7 @@ def _start_long_run(small_family_dir: Path, out: Path, timeout: int) -> tuple[su
     """A 2-rank CLI run that would train for long; returns it once rank 0 has started the run folder."""
     proc = subprocess.Popen(
         _cli("-v", "train", str(small_family_dir), "--steps", "100000", "--eval-every", "100000", "--nproc", "2",
-             "--timeout", str(timeout), "--out", str(out)),
+             "--timeout", str(timeout), "--checkpoint-every", "1", "--out", str(out)),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), start_new_session=True,
     )
     pids: list[int] = []
@@ -114,7 +115,7 @@ def _start_long_run(small_family_dir: Path, out: Path, timeout: int) -> tuple[su
             pids = [int(pid) for _, pid in sorted(found)]
             break
         assert time.monotonic() < end, "ranks did not start"
-    while not (partial_dir(out) / "config.json").exists():
+    while not (partial_path(out) / LAST_FILE).exists():
         assert proc.poll() is None and time.monotonic() < end, "training did not start"
         time.sleep(0.2)
     time.sleep(1.0)  # a few steps in
@@ -132,9 +133,12 @@ def test_killed_rank_ends_the_job_naming_it(small_family_dir, tmp_path):
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 1
-    assert err.strip().splitlines()[-1] == "Error: rank 1 died: killed by signal SIGKILL"
-    assert not out.exists() and not partial_dir(out).exists()
+    assert proc.returncode == 1, err
+    assert err.strip().splitlines()[-1] == "Error: rank 1 died: killed by signal SIGKILL", err
+    assert not out.exists()
+    # rank 0 left the partial run with a resume checkpoint holding every rank's generator states
+    last = torch.load(partial_path(out) / LAST_FILE, weights_only=True)
+    assert last["format"] == "gflkit.resume" and last["step"] >= 1 and len(last["rank_rng"]) == 2
     assert all(_gone(pid) for pid in pids)
 
 
@@ -143,13 +147,48 @@ def test_ctrl_c_stops_every_rank(small_family_dir, tmp_path):
     proc, pids = _start_long_run(small_family_dir, out, TIMEOUT)
     try:
         os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole foreground group
-        proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode != 0
     assert all(_gone(pid) for pid in pids)
-    assert not out.exists() and not partial_dir(out).exists()
+    assert not out.exists() and (partial_path(out) / LAST_FILE).is_file()
+    assert "gflkit train --resume" in err
+
+
+def test_existing_run_needs_force(small_family, tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    with pytest.raises(GFLError, match="exists: pass --force"):
+        gflkit.train(small_family, train_cfg=TINY, out=out, nproc=2, progress=False)
+
+
+def test_resume_over_two_ranks_matches_an_uninterrupted_run(small_family, tmp_path, monkeypatch, one_thread):
+    """A run interrupted after its step-2 checkpoint, resumed with --nproc 2, ends as if never stopped."""
+    cfg = replace(TINY, steps=6)
+    whole, whole_table = gflkit.train(small_family, train_cfg=cfg, progress=False)
+    out = tmp_path / "run"
+    save_last = RunFolder.save_last
+
+    def save_then_stop(self, ckpt):
+        save_last(self, ckpt)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(RunFolder, "save_last", save_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        gflkit.train(small_family, train_cfg=cfg, out=out, checkpoint_every=2, progress=False)
+    monkeypatch.undo()
+    assert torch.load(partial_path(out) / LAST_FILE, weights_only=True)["step"] == 2
+    resumed, table = gflkit.train(small_family, resume=out, nproc=2, threads_per_proc=1, timeout=TIMEOUT,
+                                  progress=False)
+    assert resumed.run_dir == out and not partial_path(out).exists()
+    for name, p in dict(whole.model.named_parameters()).items():
+        got = dict(resumed.model.named_parameters())[name]
+        assert float((got - p).detach().norm() / p.detach().norm().clamp_min(1e-12)) < 1e-5, name
+    assert list(resumed.history["step"]) == list(range(1, 7))
+    pd.testing.assert_frame_equal(table, whole_table, rtol=1e-9)
+    pd.testing.assert_frame_equal(gflkit.evaluate(out, small_family), whole_table, rtol=1e-9)
 
 
 def test_torchrun_prints_the_single_process_row(small_family_dir, tmp_path):
@@ -178,8 +217,19 @@ def test_compare_jobs_gives_the_same_rows(small_family_dir, one_thread):
     from gflkit.experiments import compare
 
     kwargs = dict(models=["gfl", "protonet", "knn"], aggregators=("mean",),
-                  train_cfg=replace(TINY, steps=3), progress=False)
+                  train_cfg=replace(TINY, steps=3), seeds=(0, 1), progress=False)
     one = compare(str(small_family_dir), jobs=1, **kwargs)
     two = compare(str(small_family_dir), jobs=2, **kwargs)
-    assert list(two["model"]) == ["gfl", "protonet", "knn"]
+    assert list(two["model"]) == ["gfl", "protonet", "knn", "majority"]
+    assert list(two["seed"]) == ["0,1"] * 4 and two["delta"].notna().all()
+    pd.testing.assert_frame_equal(two, one)
+
+
+def test_ablate_jobs_gives_the_same_rows(small_family_dir, one_thread):
+    from gflkit.experiments import ablate
+
+    kwargs = dict(drop=["gate"], seeds=(0, 1), train_cfg=replace(TINY, steps=2), progress=False)
+    one = ablate(str(small_family_dir), jobs=1, **kwargs)
+    two = ablate(str(small_family_dir), jobs=2, **kwargs)
+    assert list(two["variant"]) == ["full", "gate"]
     pd.testing.assert_frame_equal(two, one)

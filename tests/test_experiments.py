@@ -2,20 +2,27 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from click.testing import CliRunner
 
 from gflkit.config import EpisodeConfig, TrainConfig
+from gflkit.data import SMALL_SPEC, GraphCollection, make_synthetic_family
 from gflkit.episodes import EpisodeSampler
+from gflkit.experiments import compare
 from gflkit.metrics import baseline_accuracies, transfer_accuracies
 from gflkit.models.baselines import PER_GRAPH, TRANSFER
+from gflkit.refine import RefineConfig
 from gflkit.training import fit_transfer
 from gflkit_cli.main import cli
 
-RESULT = ["model", "aggregator", "dataset", "split", "n_graphs", "k_shot", "episodes", "accuracy", "ci95", "std", "seed"]
+RESULT = ["model", "aggregator", "dataset", "split", "n_graphs", "k_shot", "episodes", "refine", "accuracy", "ci95",
+          "ci_over", "std", "balanced_accuracy", "macro_f1"]
+PAIRED = ["reference", "delta", "delta_lo", "delta_hi", "p_value", "n_pairs"]
 FAST = ["--steps", "4", "--eval-every", "2", "--k-shot", "5"]
 
 
@@ -36,33 +43,57 @@ def root(tmp_path_factory):
 
 def test_ablate_drop_gate_rows(root):
     df = _csv("ablate", "tiny", "--drop", "gate", *FAST, "--data-root", root)
-    assert list(df.columns) == ["variant", "description"] + RESULT[:-1] + ["delta", "seed"]
-    assert list(df.variant) == ["full", "gate"]
-    assert df.delta[0] == 0
+    assert list(df.columns) == ["variant", "description"] + RESULT + PAIRED + ["seed"]
+    assert list(df.variant) == ["full", "gate"] and set(df.reference) == {"full"}
+    assert (df.delta[0], df.delta_lo[0], df.delta_hi[0]) == (0, 0, 0)
+    # the mean paired difference is the difference of the means (same episodes, one per graph)
     assert df.delta[1] == pytest.approx(df.accuracy[1] - df.accuracy[0], abs=1e-3)
+    assert df.delta_lo[1] <= df.delta[1] <= df.delta_hi[1] and df.n_pairs[1] == 2
     assert df.description[1].startswith("M2a")
+    assert set(df.ci_over) == {"graphs"}
 
 
 def test_ablate_all_with_seeds(root):
-    df = _csv("ablate", "tiny", "--all", "--seeds", "0,1", *FAST, "--data-root", root)
-    assert len(df) == 2 * 5
-    assert sorted(set(df.variant)) == ["full", "gate", "hierarchy", "recon", "structure"]
-    assert sorted(set(df.seed)) == [0, 1]
+    df = _csv("ablate", "tiny", "--all", "--seeds", "0,1", "--episodes", "2", *FAST, "--data-root", root)
+    assert len(df) == 5 and list(df.variant) == ["full", "structure", "gate", "hierarchy", "recon"]
+    assert set(df.seed) == {"0,1"} and "seed_std" in df.columns
+    # seeds are averaged within each (graph, episode): 2 graphs x 2 episodes
+    assert set(df.n_pairs) == {4}
 
 
 def test_sweep_mu_and_k_shot(root):
     df = _csv("sweep", "tiny", "--param", "mu", "--values", "0.5,0.9", *FAST, "--data-root", root)
-    assert list(df.columns) == ["param", "value"] + RESULT
+    assert list(df.columns) == ["param", "value"] + RESULT + PAIRED + ["seed"]
     assert list(df.value) == [0.5, 0.9] and set(df.model) == {"gfl"}
+    assert list(df.reference) == ["gfl@0.5"] * 2 and df.delta[0] == 0  # one model: paired with the first value
     df = _csv("sweep", "tiny", "--param", "k-shot", "--values", "1,3", "--models", "gfl,protonet",
               "--steps", "2", "--eval-every", "2", "--data-root", root)
     assert list(df.k_shot) == [1, 1, 3, 3] and list(df.model) == ["gfl", "protonet"] * 2
+    assert list(df.reference) == ["gfl@1", "gfl@1", "gfl@3", "gfl@3"]  # several models: the first, same value
 
 
 def test_compare_rows(root):
     df = _csv("compare", "tiny", "--models", "gfl,protonet,lp", *FAST, "--data-root", root)
-    assert list(df.columns) == RESULT
-    assert list(zip(df.model, df.aggregator)) == [("gfl", "mean"), ("gfl", "att"), ("protonet", ""), ("lp", "")]
+    assert list(df.columns) == RESULT + PAIRED + ["seed"]
+    assert list(zip(df.model, df.aggregator)) == [("gfl", "mean"), ("gfl", "att"), ("protonet", ""), ("lp", ""),
+                                                  ("majority", "")]
+    assert set(df.reference) == {"gfl-mean"} and df.delta[0] == 0
+    assert df.delta[3] == pytest.approx(df.accuracy[3] - df.accuracy[0], abs=1e-3)
+
+
+def test_compare_refine_seeds_and_reference(root):
+    df = _csv("compare", "tiny", "--models", "protonet,transfer-head,lp", "--refine", "none,lp,cs",
+              "--seeds", "0,1", "--reference", "lp", "--no-majority", "--ci", "paper", *FAST, "--data-root", root)
+    assert list(zip(df.model, df.refine)) == [("protonet", "none"), ("protonet", "lp"), ("protonet", "cs"),
+                                              ("transfer-head", "none"), ("transfer-head", "lp"),
+                                              ("transfer-head", "cs"), ("lp", "none")]
+    assert set(df.reference) == {"lp"} and set(df.seed) == {"0,1"}
+    assert df.delta.iloc[-1] == 0 and (df.seed_std >= 0).all()
+    by_refine = _csv("compare", "tiny", "--models", "protonet,lp", "--refine", "none,cs", "--reference", "+none",
+                     *FAST, "--data-root", root)
+    assert list(by_refine.reference) == ["protonet", "protonet", "lp", "majority"]
+    assert by_refine.delta[1] == pytest.approx(by_refine.accuracy[1] - by_refine.accuracy[0], abs=1e-3)
+    assert list(by_refine.delta[[0, 2, 3]]) == [0, 0, 0]
 
 
 def test_bad_experiment_options_exit_cleanly(root):
@@ -73,8 +104,13 @@ def test_bad_experiment_options_exit_cleanly(root):
     assert result.exit_code == 1 and "Traceback" not in result.output
     result = runner.invoke(cli, ["compare", "tiny", "--models", "nope", "--data-root", str(root)])
     assert result.exit_code == 1 and "unknown models" in result.output
+    result = runner.invoke(cli, ["compare", "tiny", "--models", "lp", "--reference", "gfl", "--data-root", str(root)])
+    assert result.exit_code == 1 and "--reference 'gfl'" in result.output and "Traceback" not in result.output
+    result = runner.invoke(cli, ["compare", "tiny", "--models", "lp", "--refine", "none,xx", "--data-root", str(root)])
+    assert result.exit_code == 2 and "--refine" in result.output
 
 
+@pytest.mark.slow
 def test_transfer_baselines_beat_non_transfer_gcn(small_family):
     """On the small seeded family, learning from the train graphs pays off over a
     GCN trained on each test graph's support set alone (same episodes)."""
@@ -85,3 +121,56 @@ def test_transfer_baselines_beat_non_transfer_gcn(small_family):
                               progress=False)
         acc = np.mean(list(transfer_accuracies(result.model, sampler).values()))
         assert acc > gcn + 0.01, f"{name}: {acc:.3f} vs non-transfer GCN {gcn:.3f}"
+
+
+def _no_signal_family(seed: int = 3) -> GraphCollection:
+    """The small family with every label redrawn at random (class 0 twice as likely as the others)."""
+    family = make_synthetic_family(SMALL_SPEC, seed=seed, name="noise")
+    rng = np.random.default_rng(seed)
+    p = np.array([2.0] + [1.0] * (family.num_classes - 1))
+    for g in family.graphs:
+        label = g.ndata["label"]
+        labelled = label >= 0
+        drawn = rng.choice(family.num_classes, size=int(labelled.sum()), p=p / p.sum())
+        label[labelled] = torch.from_numpy(drawn).to(label.dtype)
+    return GraphCollection(family.graphs, family.splits, family.classes, name="noise", source="synthetic")
+
+
+def test_no_model_beats_majority_without_label_signal():
+    """On random labels no model is reported above the majority row with a paired interval excluding 0."""
+    df = compare(_no_signal_family(), ["gfl", "protonet", "transfer-head", "lp"], aggregators=("mean",),
+                 episode_cfg=EpisodeConfig(k_shot=5), train_cfg=TrainConfig(steps=30, eval_every=10), episodes=3,
+                 refines=(RefineConfig(), RefineConfig("cs")), reference="majority", progress=False)
+    majority = df[df.model == "majority"].iloc[0]
+    assert majority.accuracy > 100 / 4 + 5  # the majority rate exceeds chance: the row has something to beat
+    models = df[df.model != "majority"]
+    assert len(models) == 7 and (models.n_pairs == 8 * 3).all()
+    assert not (models.delta_lo > 0).any(), models[["model", "refine", "delta", "delta_lo", "delta_hi"]]
+
+
+def test_train_and_evaluate_with_refinement_and_paper_interval(root, tmp_path):
+    run = tmp_path / "run"
+    df = _csv("train", "tiny", "--model", "protonet", *FAST, "--out", run, "--refine", "cs", "--ci", "paper",
+              "--data-root", root)
+    assert (df.refine[0], df.ci_over[0]) == ("cs", "graphs")
+    # the paper's interval over 2 graphs is 1.96 * std(ddof=0) / sqrt(2)
+    assert df.ci95[0] == pytest.approx(1.96 * df["std"][0] / np.sqrt(2), abs=2e-4)
+    plain = _csv("evaluate", run, "tiny", "--episodes", "3", "--data-root", root)
+    refined = _csv("evaluate", run, "tiny", "--episodes", "3", "--refine", "lp", "--refine-steps", "5",
+                   "--data-root", root)
+    assert (plain.refine[0], refined.refine[0]) == ("none", "lp") and plain.ci95[0] > 0
+    result = CliRunner().invoke(cli, ["evaluate", "lp", "tiny", "--refine", "lp", "--data-root", str(root)])
+    assert result.exit_code == 2 and "--refine applies to trained runs" in result.output
+
+
+def test_one_test_graph_gives_an_interval_over_episodes(tmp_path):
+    sample = Path(__file__).resolve().parents[1] / "data" / "samples" / "tables"
+    result = CliRunner().invoke(cli, ["preprocess", "tables", str(sample), "--graph-col", "graph", "--feature-cols",
+                                      "f0,f1,f2", "--graphs", "4,1,1", "--out", str(tmp_path / "one")])
+    assert result.exit_code == 0, result.output
+    df = _csv("compare", tmp_path / "one", "--models", "protonet,lp", "--k-shot", "2", "--episodes", "6",
+              "--steps", "2", "--eval-every", "2")
+    assert set(df.n_graphs) == {1} and set(df.ci_over) == {"episodes"}
+    assert (df.ci95[:2] > 0).all() and set(df.n_pairs) == {6}
+    # every episode leaves the same number of queries per class: the majority rate does not vary
+    assert df.ci95[2] == 0

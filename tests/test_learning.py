@@ -6,6 +6,7 @@ per graph) the numbers measured when this test was written were: trained GFL
 """
 from __future__ import annotations
 
+import pytest
 import torch
 
 import gflkit
@@ -13,6 +14,7 @@ from gflkit.config import TrainConfig
 from gflkit.models.gfl import GFL
 
 
+@pytest.mark.slow
 def test_meta_training_transfers(small_family):
     result, _ = gflkit.train(small_family, train_cfg=TrainConfig(steps=100, eval_every=10, seed=0),
                              eval_split=None, progress=False)

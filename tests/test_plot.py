@@ -78,14 +78,65 @@ def test_plot_tables_write_png(plot_libraries, tmp_path, command, csv_text):
     _check_png(out)
 
 
-def test_series_label_names_gfl_by_aggregator():
+def test_series_key_and_paper_label():
     import pandas as pd
 
-    from gflkit.plotting import series_label
+    from gflkit.plotting import series_key, series_label
 
-    assert series_label(pd.Series({"model": "gfl", "aggregator": "att"})) == "gfl-att"
-    assert series_label(pd.Series({"model": "protonet", "aggregator": float("nan")})) == "protonet"
-    assert series_label(pd.Series({"model": "gfl", "aggregator": "mean", "variant": "no-gate"})) == "no-gate"
+    assert series_key(pd.Series({"model": "gfl", "aggregator": "att"})) == "gfl-att"
+    assert series_label(pd.Series({"model": "gfl", "aggregator": "att"})) == "GFL-att"
+    assert series_label(pd.Series({"model": "matchingnet", "aggregator": float("nan")})) == "Matching Network"
+    assert series_label(pd.Series({"model": "agf"})) == "All-Graph-Finetune"
+    # the variant named "gate" is the model without the gate
+    assert series_label(pd.Series({"model": "gfl", "variant": "gate"})) == "M2a: no hierarchical representation gate"
+    assert series_label(pd.Series({"model": "gfl", "variant": "gate", "description": "no gate"})) == "no gate"
+    assert series_label(pd.Series({"model": "mine", "variant": "no-gate"})) == "no-gate"  # unknown: kept
+
+
+def test_colours_are_fixed_per_model_and_distinct():
+    from gflkit.plotting import MODEL_NAMES, color_of
+
+    models = [m for m in MODEL_NAMES if m != "gfl"]  # "gfl" is GFL-mean's colour
+    assert len({color_of(m) for m in models}) == len(models)
+    assert color_of("full") == color_of("gfl-mean") and color_of("structure") == color_of("protonet")
+    assert color_of("something-new") == color_of("something-new")
+
+
+def test_several_seeds_are_averaged_with_an_interval_over_seeds():
+    import pandas as pd
+
+    from gflkit.plotting import _aggregate
+    from gflkit.results import mean_ci
+
+    rows = [("gfl", "mean", s, acc) for s, acc in ((0, 60.0), (1, 64.0), (2, 65.0))] + [("protonet", "", 0, 55.0)]
+    df = pd.DataFrame(rows, columns=["model", "aggregator", "seed", "accuracy"]).assign(ci95=1.0, dataset="d")
+    out, note = _aggregate(df, "t.csv", ["dataset"])
+    gfl = out[out.key == "gfl-mean"].iloc[0]
+    mean, ci, _ = mean_ci([60.0, 64.0, 65.0])
+    assert (gfl.accuracy, gfl.ci95, gfl.n_seeds) == pytest.approx((mean, ci, 3))
+    assert out[out.key == "protonet"].iloc[0].ci95 == 1.0  # one seed: its own CI over graphs
+    assert "seeds (0, 1, 2)" in note and "over seeds" in note
+
+
+def test_plot_averages_several_seed_files(plot_libraries, tmp_path):
+    other_seed = COMPARE_CSV.replace(",0\n", ",1\n").replace("61.8", "63.0")
+    (tmp_path / "s1.csv").write_text(other_seed)
+    (tmp_path / "s0.csv").write_text(COMPARE_CSV)
+    out = tmp_path / "c.png"
+    result = CliRunner().invoke(cli, ["plot", "bars", str(tmp_path / "s0.csv"), str(tmp_path / "s1.csv"),
+                                      "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    _check_png(out)
+
+
+def test_axis_starts_above_zero_only_for_small_differences():
+    import numpy as np
+
+    from gflkit.plotting import _value_limits
+
+    low, high = _value_limits(np.array([69.0, 70.5]), np.array([72.0, 73.0]))
+    assert 60 <= low < 69 and low % 5 == 0 and high > 73
+    assert _value_limits(np.array([40.0, 90.0]), np.array([45.0, 95.0])) is None
 
 
 def test_plot_missing_column_is_one_line_error(plot_libraries, tmp_path):
@@ -96,17 +147,43 @@ def test_plot_missing_column_is_one_line_error(plot_libraries, tmp_path):
 
 
 def test_plot_duplicate_rows_are_rejected(plot_libraries, tmp_path):
-    result, _ = _plot(tmp_path, "bars", COMPARE_CSV + "gfl,mean,small,test,8,10,1,60.0,2.0,2.9,1\n")
+    result, _ = _plot(tmp_path, "bars", COMPARE_CSV + "gfl,mean,small,test,8,10,1,60.0,2.0,2.9,0\n")
     assert result.exit_code == 1
     assert "several rows for gfl-mean" in result.output
 
 
-def test_plot_output_must_be_png(tmp_path):
+def _png_size(path) -> tuple[int, int]:
+    data = path.read_bytes()
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def test_plot_formats_and_dpi(plot_libraries, tmp_path):
     src = tmp_path / "r.csv"
     src.write_text(SHOTS_CSV)
-    result = CliRunner().invoke(cli, ["plot", "shots", str(src), "-o", str(tmp_path / "fig.pdf")])
+    for name, magic in (("f.pdf", b"%PDF"), ("f.svg", b"<?xml")):
+        result = CliRunner().invoke(cli, ["plot", "shots", str(src), "-o", str(tmp_path / name)])
+        assert result.exit_code == 0, result.output
+        assert (tmp_path / name).read_bytes().startswith(magic)
+    first = (tmp_path / "f.pdf").read_bytes()
+    CliRunner().invoke(cli, ["plot", "shots", str(src), "-o", str(tmp_path / "f.pdf"), "--format", "pdf"])
+    assert (tmp_path / "f.pdf").read_bytes() == first  # no creation date: the same bytes again
+    sizes = []
+    for dpi in ("60", "120"):
+        out = tmp_path / f"d{dpi}.png"
+        assert CliRunner().invoke(cli, ["plot", "shots", str(src), "-o", str(out), "--dpi", dpi]).exit_code == 0
+        sizes.append(_png_size(out))
+    assert sizes[1][0] == pytest.approx(2 * sizes[0][0], abs=2)
+
+
+def test_plot_output_name_and_format_must_agree(tmp_path):
+    src = tmp_path / "r.csv"
+    src.write_text(SHOTS_CSV)
+    result = CliRunner().invoke(cli, ["plot", "shots", str(src), "-o", str(tmp_path / "fig.txt")])
     assert result.exit_code == 2
-    assert "ending in .png" in result.output
+    assert "ending in .png, .pdf or .svg" in result.output
+    result = CliRunner().invoke(cli, ["plot", "shots", str(src), "-o", str(tmp_path / "fig.png"), "--format", "svg"])
+    assert result.exit_code == 1 and "--format is svg" in result.output
+    assert not (tmp_path / "fig.png").exists()
 
 
 def test_missing_plot_package_is_one_line(monkeypatch, tmp_path):
@@ -156,7 +233,7 @@ def test_plot_tsne_two_rows(plot_libraries, tiny_runs, small_family_dir, tmp_pat
 def test_tsne_panels_are_seeded(plot_libraries, small_family):
     import numpy as np
 
-    from gflkit.plotting import tsne_panels
+    from gflkit.tsne import tsne_panels
 
     g = small_family.graphs[small_family.graph_ids("test")[0]]
     label = g.ndata["label"].numpy()[:120]

@@ -7,13 +7,14 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 import pytest
 import torch
 
 import gflkit  # noqa: F401  (before dgl)
 from gflkit.data import GraphCollection
 from gflkit.data.sources.aminer import read_aminer
-from gflkit.data.sources.text_features import HashedText, randomized_svd, tokenize
+from gflkit.data.sources.text_features import HashedText, tokenize, truncated_svd
 from gflkit.data.sources.venues import VenueMap
 from gflkit.errors import GFLError
 
@@ -115,14 +116,28 @@ def test_features_are_deterministic(tmp_path):
     assert m[0, zlib.crc32(b"graph") % 64] >= 2  # crc32 buckets, stable across runs
 
 
-def test_randomized_svd_matches_exact_top_component():
+def test_truncated_svd_matches_exact_top_component():
     rng = np.random.default_rng(0)
     x = rng.random((40, 30)) * (rng.random((40, 30)) < 0.2)
     x[:, 0] += 5.0  # a dominant direction
-    emb = randomized_svd(x, 4, seed=1, n_iter=6)
+    emb = truncated_svd(sp.csr_matrix(x), 4, seed=1)
     u, s, _ = np.linalg.svd(x, full_matrices=False)
     np.testing.assert_allclose(np.abs(emb[:, 0]), np.abs(u[:, 0] * s[0]), rtol=1e-4, atol=1e-4)
-    assert randomized_svd(x[:2], 4).shape == (2, 4)  # fewer components than asked: zero columns
+    np.testing.assert_array_equal(emb, truncated_svd(sp.csr_matrix(x), 4, seed=1))  # reproducible
+    assert truncated_svd(x[:2], 4).shape == (2, 4)  # fewer components than asked: zero columns
+    assert not truncated_svd(x[:2], 4)[:, 2:].any()
+
+
+def test_truncated_svd_keeps_small_singular_values():
+    # Singular values from 1 down to 1e-9: squaring them (eigenvalues of X^T X)
+    # would push the smallest below double precision and lose them.
+    rng = np.random.default_rng(0)
+    u, _ = np.linalg.qr(rng.standard_normal((80, 12)))
+    v, _ = np.linalg.qr(rng.standard_normal((60, 12)))
+    s = np.logspace(0, -9, 12)
+    emb = truncated_svd((u * s) @ v.T, 12, seed=1).astype(np.float64)
+    np.testing.assert_allclose(np.linalg.norm(emb, axis=0), s, rtol=1e-6)
+    np.testing.assert_allclose(np.abs(u.T @ (emb / s)), np.eye(12), atol=1e-6)
 
 
 def test_venue_matching_is_lenient(tmp_path):

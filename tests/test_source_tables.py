@@ -104,7 +104,7 @@ def test_feature_files(tiny, tmp_path, kind):
         sp.save_npz(path, sp.csr_matrix(dense[:5]))
     else:
         path.write_text(json.dumps({str(i): np.flatnonzero(dense[i]).tolist() for i in range(5)} | {"bad": [1]}))
-    s = read_table_graph(*tiny, features=path)
+    s = read_table_graph(*tiny, features=path, columns=TableColumns(feature_key="node"))
     want = (dense > 0).astype(np.float32) if kind == "json" else dense
     want[5] = 0
     assert np.allclose(s.g.ndata["feat"].numpy(), want)
@@ -141,3 +141,120 @@ def test_facebook_pages(shared_data):
     assert s.report.counts == {"self-loop (dropped)": 179}
     c = sample_family(s, n_graphs=(3, 1, 1), walk_length=(300, 600), min_degree=20, disjoint=True, seed=0)
     assert c.feat_size == 16 and c.meta["node_overlap"]["test"] == 0.0
+
+
+@pytest.fixture()
+def per_graph(tmp_path):
+    """Three graphs whose node ids restart at 0, one feature row per node-table row, -1 = unlabelled."""
+    rows, feats = [], []
+    for gi, name in enumerate(["A", "B", "C"]):
+        for i in range(4):
+            label = "-1" if i == 3 else "xy"[i % 2]
+            rows.append(f"{name},{i},{label}\n")
+            feats.append([10.0 * gi + i, -gi])
+    nodes = _write(tmp_path / "nodes.csv", "graph,id,label\n" + "".join(rows))
+    edges = _write(tmp_path / "edges.csv", "graph,src,dst\n" + "".join(
+        f"{g},{i},{(i + 1) % 4}\n" for g in "ABC" for i in range(4)))
+    np.save(tmp_path / "feat.npy", np.asarray(feats, dtype=np.float32))
+    return edges, nodes, tmp_path / "feat.npy"
+
+
+def test_per_graph_ids_get_their_own_feature_rows(per_graph):
+    edges, nodes, feat = per_graph
+    c, report = read_table_collection(edges, nodes, features=feat, columns=TableColumns(graph="graph"),
+                                      n_graphs=(1, 1, 1))
+    assert c.classes == ["x", "y"] and not report  # -1 is no class
+    for g, extra in zip(c.graphs, c.graph_extra):
+        gi = "ABC".index(extra["graph_name"])
+        assert g.ndata["feat"][:, 0].tolist() == [10.0 * gi + i for i in range(4)]
+        assert g.ndata["feat"][:, 1].tolist() == [-gi] * 4
+        assert g.ndata["label"].tolist() == [0, 1, 0, -1]
+
+
+def test_id_keyed_features_with_per_graph_ids_are_refused(per_graph):
+    edges, nodes, feat = per_graph
+    with pytest.raises(GFLError) as err:
+        read_table_collection(edges, nodes, features=feat, columns=TableColumns(graph="graph", feature_key="node"))
+    message = str(err.value)
+    assert "ambiguous" in message and "--feature-key row" in message and "\n" not in message
+
+
+def test_features_keyed_by_graph_and_node(per_graph, tmp_path):
+    edges, nodes, _ = per_graph
+    path = tmp_path / "by_graph.npz"
+    np.savez(path, A=np.full((4, 3), 1.0), B=np.full((4, 3), 2.0), C=np.arange(12.0).reshape(4, 3))
+    c, _ = read_table_collection(edges, nodes, features=path,
+                                 columns=TableColumns(graph="graph", feature_key="graph-node"), n_graphs=(1, 1, 1))
+    by_name = {e["graph_name"]: g for g, e in zip(c.graphs, c.graph_extra)}
+    assert (by_name["B"].ndata["feat"] == 2.0).all()
+    assert by_name["C"].ndata["feat"][2].tolist() == [6.0, 7.0, 8.0]
+    np.savez(path, A=np.ones((4, 3)))
+    with pytest.raises(GFLError, match="no array for graph"):
+        read_table_collection(edges, nodes, features=path,
+                              columns=TableColumns(graph="graph", feature_key="graph-node"))
+
+
+def test_row_aligned_features_stay_aligned_past_a_skipped_row(tmp_path):
+    nodes = _write(tmp_path / "n.csv", "id,label\n5,a\n7,b,extra\n9,b\n2,a\n")
+    edges = _write(tmp_path / "e.csv", "src,dst\n5,9\n9,2\n")
+    np.save(tmp_path / "f.npy", np.arange(4, dtype=np.float32)[:, None] * [1.0, 1.0])
+    s = read_table_graph(edges, nodes, features=tmp_path / "f.npy")
+    assert s.report.counts == {"ragged row": 1}
+    # ids sorted: 2 (row 3), 5 (row 0), 9 (row 2); row 1 was skipped, its features unused
+    assert s.g.ndata["orig_id"].tolist() == [2, 5, 9]
+    assert s.g.ndata["feat"][:, 0].tolist() == [3.0, 0.0, 2.0]
+    np.save(tmp_path / "short.npy", np.zeros((3, 2), np.float32))
+    with pytest.raises(GFLError, match="--feature-key node"):
+        read_table_graph(edges, nodes, features=tmp_path / "short.npy")
+
+
+def test_unlabelled_markers(tmp_path):
+    nodes = _write(tmp_path / "n.csv", "id,label,f\n0,a,1\n1,-1,1\n2,,1\n3,NaN,1\n4,unknown,1\n5,-1.0,1\n6,b,1\n")
+    edges = _write(tmp_path / "e.csv", "src,dst\n0,1\n")
+    s = read_table_graph(edges, nodes, columns=TableColumns(features="f"))
+    assert s.classes == ["a", "b", "unknown"] and s.g.ndata["label"].tolist() == [0, -1, -1, -1, 2, -1, 1]
+    s = read_table_graph(edges, nodes, columns=TableColumns(features="f", unlabelled=("unknown",)))
+    assert s.classes == ["-1", "-1.0", "a", "b"]
+    assert s.g.ndata["label"].tolist() == [2, 0, -1, -1, -1, 1, 3]
+
+
+def test_a_class_too_small_everywhere_is_named_once(per_graph, caplog):
+    edges, nodes, feat = per_graph
+    with caplog.at_level("WARNING"):
+        read_table_collection(edges, nodes, features=feat, columns=TableColumns(graph="graph"), k_shot=1)
+    lines = [r.getMessage() for r in caplog.records if "labelled nodes in every graph" in r.getMessage()]
+    assert len(lines) == 1 and "'y' (at most 1)" in lines[0] and "'x'" not in lines[0]
+
+
+def test_features_from_a_saved_transform(tiny, tmp_path):
+    from gflkit.data.sources.table_io import fit_svd
+
+    x = sp.random(6, 30, density=0.3, random_state=0, format="csr", dtype=np.float32)
+    sp.save_npz(tmp_path / "x.npz", x)
+    first = read_table_graph(*tiny, features=tmp_path / "x.npz", feat_size=3)
+    assert first.transform is not None and first.meta["feature_transform"]["id"] == first.transform.id
+    again = read_table_graph(*tiny, features=tmp_path / "x.npz", transform=first.transform, seed=9)
+    assert torch.equal(again.g.ndata["feat"], first.g.ndata["feat"])
+    other = fit_svd(x, 3, seed=9)
+    assert np.allclose(np.abs(other.components), np.abs(first.transform.components), atol=1e-3)
+    with pytest.raises(GFLError, match="fitted on 30"):
+        read_table_graph(*tiny, columns=FEATS, transform=first.transform)
+
+
+def test_cli_reads_per_graph_tables(per_graph, tmp_path):
+    from click.testing import CliRunner
+
+    from gflkit.data import GraphCollection
+    from gflkit_cli.main import cli
+
+    edges, nodes, feat = per_graph
+    base = ["preprocess", "tables", "--edges", edges, "--nodes", nodes, "--features", feat, "--graph-col", "graph",
+            "--graphs", "1,1,1", "--k-shot", "1"]
+    result = CliRunner().invoke(cli, [str(a) for a in base + ["--out", tmp_path / "c"]])
+    assert result.exit_code == 0, result.output
+    assert "'y' (at most 1)" in result.stderr
+    c = GraphCollection.load(tmp_path / "c")
+    assert c.classes == ["x", "y"] and len({float(g.ndata["feat"][0, 0]) for g in c.graphs}) == 3
+    refused = CliRunner().invoke(cli, [str(a) for a in base + ["--feature-key", "node", "--out", tmp_path / "d"]])
+    assert refused.exit_code == 1 and "--feature-key row" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1 and not (tmp_path / "d").exists()

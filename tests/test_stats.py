@@ -83,3 +83,32 @@ def test_missing_input_is_one_line_exit_1(run, tmp_path):
     assert r.exit_code == 1 and "gfl_release" in r.stderr
     r = run("stats", tmp_path / "nothing")
     assert r.exit_code == 1 and "nothing" in r.stderr
+
+
+def test_stats_without_data_lists_every_collection(run, small_family, tmp_path):
+    for name in ("beta", "alpha"):
+        small_family.save(tmp_path / "processed" / name)
+    (tmp_path / "processed" / "not-a-collection").mkdir()
+    df = _table(run("stats", "--data-root", tmp_path))
+    assert df.dataset.tolist() == ["small", "small"] and len(df) == 2  # names come from the manifests
+    r = run("stats", "--data-root", tmp_path / "empty")
+    assert r.exit_code == 1 and "preprocess" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_folder_in_working_directory_does_not_shadow_a_collection(run, small_family, tmp_path, monkeypatch,
+                                                                  caplog):
+    from gflkit.data import SMALL_SPEC, make_synthetic_family
+    from gflkit.paths import resolve_collection
+
+    small_family.save(tmp_path / "root" / "processed" / "fam")
+    other = make_synthetic_family(SMALL_SPEC, seed=1, name="local")
+    other.save(tmp_path / "cwd" / "fam")
+    monkeypatch.chdir(tmp_path / "cwd")
+    with caplog.at_level("WARNING", logger="gflkit.paths"):
+        assert resolve_collection("fam", tmp_path / "root") == tmp_path / "root" / "processed" / "fam"
+    assert len(caplog.records) == 1 and "./fam" in caplog.text
+    assert resolve_collection("./fam", tmp_path / "root").resolve() == (tmp_path / "cwd" / "fam").resolve()
+    assert resolve_collection("fam", tmp_path / "elsewhere") == Path("fam")  # no collection: the folder
+    assert resolve_collection("nothing", tmp_path / "root") is None
+    assert _table(run("stats", "fam", "--data-root", tmp_path / "root")).dataset.tolist() == ["small"]
+    assert _table(run("stats", "./fam", "--data-root", tmp_path / "root")).dataset.tolist() == ["local"]

@@ -80,7 +80,15 @@ def test_cli_preprocess_small_writes_a_loadable_collection(tmp_path):
     assert result.exit_code == 0, result.output
     assert result.stdout == ""  # progress and "wrote ..." go to stderr
     assert "wrote" in result.stderr
-    loaded = GraphCollection.load(tmp_path / "processed" / "synthetic")
-    assert len(loaded) == 28 and loaded.feat_size == 32
+    assert not (tmp_path / "processed" / "synthetic").exists()  # the default family is never overwritten
+    loaded = GraphCollection.load(tmp_path / "processed" / "synthetic-small")
+    assert loaded.name == "synthetic-small" and len(loaded) == 28 and loaded.feat_size == 32
     fresh = make_synthetic_family(SMALL_SPEC, seed=0)
     assert _same_graph(loaded.graphs[5], fresh.graphs[5])
+
+
+def test_cli_preprocess_small_refuses_the_default_name(tmp_path):
+    result = CliRunner().invoke(cli, ["preprocess", "synthetic", "--small", "--name", "synthetic",
+                                      "--data-root", str(tmp_path)])
+    assert result.exit_code == 2 and "--name" in result.stderr
+    assert not (tmp_path / "processed").exists()

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import logging
 import os
-from pathlib import Path
 
 from ..errors import GFLError
-from ..paths import processed_dir
+from ..paths import processed_dir, resolve_collection
 from .collection import SPLITS, GraphCollection, build_graph
 from .synthetic import SMALL_SPEC, SyntheticSpec, make_synthetic_family
 
@@ -43,12 +42,10 @@ def load_collection(
             log.info("building the default synthetic family into %s (first use)", path)
             make_synthetic_family(progress=True).save(path)
         return GraphCollection.load(path)
-    path = Path(data)
-    if path.is_dir():
+    path = resolve_collection(data, root)
+    if path is not None:
         return GraphCollection.load(path)
     named = processed_dir(str(data), root)
-    if named.is_dir():
-        return GraphCollection.load(named)
     if str(data) == DEFAULT_COLLECTION:
         return load_collection(None, root)
     raise GFLError(

@@ -8,19 +8,27 @@ A collection is a folder with two files:
   ``ndata["label"]`` (int64, ``-1`` for unlabelled nodes).
 * ``manifest.json``: the shared class names, the split of each graph
   (``train``/``val``/``test``), per-graph counts, and where the family came from
-  (source, sampler, seed, gflkit version).
+  (source, sampler, seed, gflkit version), and the feature fingerprint.
+* ``transform.npz`` (optional): the feature transform the features went through
+  (:mod:`gflkit.data.transform`).
 
 :meth:`GraphCollection.load` checks the manifest against the graphs and raises
 :class:`~gflkit.errors.DataFormatError` naming the graph and field on any mismatch.
 :meth:`GraphCollection.save` writes into a temporary folder and renames it into
-place, so an interrupted run never leaves a half-written collection.
+place, so an interrupted run never leaves a half-written collection; the next
+save to the same place removes the temporaries a killed writer left. The
+manifest records the SHA-256 of ``graphs.bin`` (``graphs_sha256``) and
+:meth:`GraphCollection.load` checks it before reading the graphs, so a changed
+or damaged file is named instead of read (collections written before the
+checksum existed still load).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -29,6 +37,8 @@ import dgl
 import torch
 
 from ..errors import DataFormatError, GFLError
+from ..utils import apply_umask, make_temp, unwritable
+from .validate import reading
 
 __all__ = ["GraphCollection", "build_graph", "SPLITS", "FORMAT", "FORMAT_VERSION"]
 
@@ -37,6 +47,17 @@ FORMAT = "gflkit.collection"
 FORMAT_VERSION = 1
 GRAPHS_FILE = "graphs.bin"
 MANIFEST_FILE = "manifest.json"
+TRANSFORM_FILE = "transform.npz"
+CHECKSUM_KEY = "graphs_sha256"
+
+
+def file_sha256(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    """Hex SHA-256 of a file's bytes, read in chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(chunk), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _class_counts(label: torch.Tensor, num_classes: int) -> list[int]:
@@ -71,6 +92,8 @@ class GraphCollection:
     meta: dict[str, Any] = field(default_factory=dict)
     #: Folder the collection was loaded from or saved to (``None`` if in memory only).
     path: str | None = field(default=None, compare=False, repr=False)
+    #: The fitted feature transform (:mod:`gflkit.data.transform`), saved as ``transform.npz``.
+    transform: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.graph_extra:
@@ -175,6 +198,9 @@ class GraphCollection:
             "seed": self.seed,
             "gflkit_version": __version__,
             "meta": self.meta,
+            "feature_fingerprint": {
+                "transform": (self.meta.get("feature_transform") or {}).get("id", "none"), "feat_size": self.feat_size,
+            },
             "graphs": graphs,
         }
 
@@ -182,16 +208,30 @@ class GraphCollection:
     def save(self, path: str | os.PathLike) -> Path:
         """Write the collection to the folder ``path`` atomically; returns it."""
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+        _restore_previous(path)
+        try:
+            tmp = make_temp(path, directory=True)
+        except OSError as err:
+            raise unwritable(path, err) from None
         try:
             dgl.save_graphs(str(tmp / GRAPHS_FILE), self.graphs)
+            if self.transform is not None:
+                self.transform.save(tmp / TRANSFORM_FILE)
+            elif self.path and (Path(self.path) / TRANSFORM_FILE).is_file():
+                shutil.copy2(Path(self.path) / TRANSFORM_FILE, tmp / TRANSFORM_FILE)
+            manifest = {**self.manifest(), CHECKSUM_KEY: file_sha256(tmp / GRAPHS_FILE)}
             with open(tmp / MANIFEST_FILE, "w", encoding="utf-8") as f:
-                json.dump(self.manifest(), f, indent=1)
+                json.dump(manifest, f, indent=1)
                 f.write("\n")
+            for name in (GRAPHS_FILE, MANIFEST_FILE, TRANSFORM_FILE):
+                if (tmp / name).exists():
+                    apply_umask(tmp / name)
+            apply_umask(tmp, directory=True)
             _replace_dir(tmp, path)
-        except BaseException:
+        except BaseException as err:
             shutil.rmtree(tmp, ignore_errors=True)
+            if isinstance(err, OSError):
+                raise unwritable(path, err) from None
             raise
         self.path = str(path.resolve())
         return path
@@ -200,6 +240,7 @@ class GraphCollection:
     def load(cls, path: str | os.PathLike) -> "GraphCollection":
         """Read a collection written by :meth:`save`, checking it on the way."""
         path = Path(path)
+        _restore_previous(path)
         manifest_path = path / MANIFEST_FILE
         graphs_path = path / GRAPHS_FILE
         if not manifest_path.is_file():
@@ -209,20 +250,35 @@ class GraphCollection:
         try:
             with open(manifest_path, encoding="utf-8") as f:
                 manifest = json.load(f)
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            raise DataFormatError(f"{manifest_path}: not valid JSON ({err}); rebuild the collection") from None
-        if manifest.get("format") != FORMAT:
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError, ValueError) as err:
+            reason = str(err).splitlines()[0][:200] if str(err) else type(err).__name__
+            raise DataFormatError(f"{manifest_path}: not valid JSON ({reason}); rebuild the collection") from None
+        except OSError as err:
+            raise DataFormatError(f"{manifest_path}: cannot be read ({err.strerror})") from None
+        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
             raise DataFormatError(f"{manifest_path}: not a gflkit collection manifest")
         if manifest.get("format_version") != FORMAT_VERSION:
             raise DataFormatError(
                 f"{manifest_path}: format version {manifest.get('format_version')} is not supported "
                 f"(this gflkit reads {FORMAT_VERSION}); rebuild the collection"
             )
+        _check_fields(manifest, manifest_path)
+        want = manifest.get(CHECKSUM_KEY)
+        if want is not None:
+            with reading(graphs_path):
+                have = file_sha256(graphs_path)
+            if have != want:
+                raise DataFormatError(
+                    f"{graphs_path}: content does not match the SHA-256 in {MANIFEST_FILE} (changed or damaged); "
+                    "rebuild the collection with gflkit preprocess"
+                )
         try:
             graphs, _ = dgl.load_graphs(str(graphs_path))
-        except Exception as err:  # DGL raises DGLError with no common base
-            raise DataFormatError(f"{graphs_path}: cannot be read ({err}); rebuild the collection") from None
-        entries = manifest.get("graphs", [])
+        except Exception as err:  # DGL raises DGLError with no common base; keep its first line, not its C++ trace
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            first = re.sub(r"^\[[\d:]+\] \S+:\d+: ", "", first)[:200]  # DGL's "[time] file.cc:line: " prefix
+            raise DataFormatError(f"{graphs_path}: cannot be read ({first}); rebuild the collection") from None
+        entries = manifest["graphs"]
         if len(entries) != len(graphs):
             raise DataFormatError(
                 f"{manifest_path}: lists {len(entries)} graphs but {graphs_path.name} holds {len(graphs)}"
@@ -256,12 +312,45 @@ class GraphCollection:
         return collection
 
 
+def _check_fields(manifest: dict, path: Path) -> None:
+    """Raise :class:`DataFormatError` naming ``path`` unless the manifest's fields have the right types."""
+    expect = {"graphs": list, "classes": list, "meta": (dict, type(None)), "sampler": (dict, type(None)),
+              "name": (str, type(None)), "source": (str, type(None)), "seed": (int, type(None)),
+              CHECKSUM_KEY: (str, type(None))}
+    for key, kind in expect.items():
+        if key in manifest and not isinstance(manifest[key], kind) or (key == "graphs" and key not in manifest):
+            raise DataFormatError(f"{path}: field {key!r} has the wrong type or is missing; rebuild the collection")
+    if not all(isinstance(e, dict) for e in manifest["graphs"]):
+        raise DataFormatError(f"{path}: every entry of 'graphs' must be an object; rebuild the collection")
+    if not all(isinstance(c, str) for c in manifest.get("classes", [])):
+        raise DataFormatError(f"{path}: 'classes' must be a list of names; rebuild the collection")
+
+
+def _previous(path: Path) -> Path:
+    return path.with_name(f".{path.name}.old")
+
+
+def _restore_previous(path: Path) -> None:
+    """Put back the collection that a save killed between its two renames had moved aside."""
+    old = _previous(path)
+    if not path.exists() and (old / MANIFEST_FILE).is_file() and (old / GRAPHS_FILE).is_file():
+        try:
+            os.replace(old, path)
+        except OSError:
+            pass  # read-only place or a concurrent writer: load reports what it finds
+
+
 def _replace_dir(src: Path, dst: Path) -> None:
-    """Move the finished folder ``src`` to ``dst``, replacing what was there."""
+    """Move the finished folder ``src`` to ``dst``, replacing what was there.
+
+    The previous folder is first renamed to ``.<name>.old``; a process killed
+    before the second rename leaves it there, and the next load or save of
+    ``dst`` puts it back (:func:`_restore_previous`).
+    """
     if dst.exists():
-        old = dst.with_name(f".{dst.name}.old")
+        old = _previous(dst)
         if old.exists():
-            shutil.rmtree(old)
+            shutil.rmtree(old, ignore_errors=True)
         os.replace(dst, old)
         os.replace(src, dst)
         shutil.rmtree(old, ignore_errors=True)

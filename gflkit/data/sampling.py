@@ -201,9 +201,9 @@ def sample_family(
 
 
 def _progress(total: int, enabled: bool):
-    from tqdm import tqdm
+    from ..progress import progress_bar
 
-    return tqdm(total=total, disable=not enabled, desc="sampling graphs", unit="graph")
+    return progress_bar(total=total, enabled=enabled, desc="sampling graphs", unit="graph")
 
 
 def node_overlap(data: GraphCollection | Mapping[str, Sequence]) -> dict[str, float | None]:

@@ -27,9 +27,12 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
+from ..errors import GFLError
+from ..utils import available_memory
 from .collection import GraphCollection, build_graph
+from ..progress import progress_enabled
 
-__all__ = ["SyntheticSpec", "make_synthetic_family", "SMALL_SPEC"]
+__all__ = ["SyntheticSpec", "make_synthetic_family", "SMALL_SPEC", "check_memory"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,45 @@ class SyntheticSpec:
     outlier_links: float = 1.0  # share of outliers that also link like their profile class
     n_types: int = 1  # graph types, each with its own informative feature block
     type_offset: float = 0.5  # spread of the per-type feature offsets
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.n_train < 1 or self.n_val < 0 or self.n_test < 0:
+            problems.append(f"graphs per split {self.n_train},{self.n_val},{self.n_test} (need train >= 1, "
+                            "val and test >= 0)")
+        if self.num_classes < 2:
+            problems.append(f"num_classes {self.num_classes} (need >= 2)")
+        if self.feat_size < 1 or self.n_types < 1:
+            problems.append(f"feat_size {self.feat_size} / n_types {self.n_types} (need >= 1)")
+        if not 1 <= self.min_nodes <= self.max_nodes:
+            problems.append(f"nodes {self.min_nodes},{self.max_nodes} (need 1 <= min <= max)")
+        rates = (self.outlier_rate, self.unlabelled_rate, self.outlier_links, self.min_homophily, self.max_homophily)
+        if not all(0.0 <= r <= 1.0 for r in rates):  # also false for NaN
+            problems.append("rates and homophily must lie in [0, 1]")
+        numbers = (self.min_degree, self.max_degree, self.center_scale, self.graph_shift, self.class_jitter,
+                   self.noise, self.type_offset)
+        if not all(np.isfinite(x) and x >= 0 for x in numbers) or self.min_degree > self.max_degree:
+            problems.append("degrees, scales and noise must be finite and >= 0 (min_degree <= max_degree)")
+        if problems:
+            raise GFLError(f"synthetic family: invalid {'; '.join(problems)}")
+
+    def estimated_bytes(self) -> int:
+        """Memory the family needs while it is built: float32 features of every graph kept,
+        plus float64 temporaries of the largest graph."""
+        n_graphs = self.n_train + self.n_val + self.n_test
+        kept = n_graphs * (self.min_nodes + self.max_nodes) // 2 * (4 * self.feat_size + 64)
+        centres = 8 * (2 * self.num_classes + self.n_types) * self.feat_size
+        return int(kept + 4 * 8 * self.max_nodes * self.feat_size + centres)
+
+
+def check_memory(spec: SyntheticSpec) -> None:
+    """Raise :class:`GFLError` when ``spec`` needs more memory than is available."""
+    need, have = spec.estimated_bytes(), available_memory()
+    if have is not None and need > have:
+        raise GFLError(
+            f"synthetic family: needs about {need / 2**30:.1f} GiB of memory but {have / 2**30:.1f} GiB are "
+            "available; ask for fewer graphs, nodes or features"
+        )
 
 
 #: A family small enough for unit tests and quick trials (``--small``).
@@ -108,7 +150,8 @@ def _make_graph(spec: SyntheticSpec, centers: np.ndarray, offsets: np.ndarray, r
         sel = from_k & intra
         dst[sel] = _weighted_choice(rng, members, theta, int(sel.sum()))
         sel = from_k & ~intra
-        dst[sel] = _weighted_choice(rng, others, theta, int(sel.sum()))
+        # a tiny graph may hold one community only: its "outside" edges stay inside
+        dst[sel] = _weighted_choice(rng, others if others.size else members, theta, int(sel.sum()))
 
     # Features: shared centres, perturbed per graph; noisier on the periphery.
     graph_centers = (centers + spec.class_jitter * rng.standard_normal(centers.shape)) * mask + offsets[kind]
@@ -137,15 +180,17 @@ def make_synthetic_family(
     """Build the seeded synthetic family described in the module docstring.
 
     Graph ``i`` is drawn from ``np.random.default_rng([seed, 1, i])``, so it does
-    not depend on how many graphs are drawn before it.
+    not depend on how many graphs are drawn before it. A family that would not
+    fit in the available memory is refused before anything is allocated.
     """
+    check_memory(spec)
     family_rng = np.random.default_rng([seed, 0])
     centers = spec.center_scale * family_rng.standard_normal((spec.num_classes, spec.feat_size))
     offsets = spec.type_offset * family_rng.standard_normal((spec.n_types, spec.feat_size))
     splits = ["train"] * spec.n_train + ["val"] * spec.n_val + ["test"] * spec.n_test
     graphs, extras = [], []
     ids = range(len(splits))
-    if progress:
+    if progress and progress_enabled():
         from tqdm.auto import tqdm
 
         ids = tqdm(ids, desc=f"generating {name}", unit="graph")

@@ -39,6 +39,7 @@ import torch
 
 from ...errors import GFLError
 from ..collection import build_graph
+from ..validate import guard_reader, reading
 from .base import BadInputReport, SourceGraph
 from .aminer_dump import DumpParser
 from .common import missing_file, select_classes
@@ -73,6 +74,7 @@ def find_aminer_dump(path: str | os.PathLike) -> Path:
     raise missing_file(path / DUMP_NAMES[0], "aminer", path)
 
 
+@guard_reader
 def read_aminer(
     path: str | os.PathLike,
     task: str = "collaboration",
@@ -95,13 +97,17 @@ def read_aminer(
         num_classes: how many of the most frequent fields to keep.
         feat_size: text-embedding size (default 128 / 100 as in Table 1).
         n_buckets: hashed vocabulary size of the text features.
-        seed: seed of the randomized SVD.
+        seed: seed of the SVD's start vector.
         progress: progress bar by bytes read, on stderr.
     """
     if task not in TASKS:
         raise GFLError(f"unknown AMiner task {task!r}: choose one of {', '.join(TASKS)}")
     dump = find_aminer_dump(path)
-    venues = venue_map if isinstance(venue_map, VenueMap) else VenueMap.load(venue_map)
+    if isinstance(venue_map, VenueMap):
+        venues = venue_map
+    else:
+        with reading(venue_map or "the venue map", "give a CSV with columns venue,field"):
+            venues = VenueMap.load(venue_map)
     report = BadInputReport(str(dump))
     parser = DumpParser(task, venues, report, n_buckets)
     parser.parse(dump, progress)
@@ -138,7 +144,7 @@ def read_aminer(
     meta = {
         "dump": str(dump), "task": task, "lines": parser.lines, "papers": n_papers,
         "papers_unmapped_venue": int((field < 0).sum()), "unmapped_venues_top": dict(parser.unmapped.most_common(10)),
-        "venue_map": venues.origin, "features": f"hashed TF-IDF ({n_buckets} buckets) + randomized SVD to {dim}, seed {seed}",
+        "venue_map": venues.origin, "features": f"hashed TF-IDF ({n_buckets} buckets) + truncated SVD to {dim}, seed {seed}",
     }
     if task == "collaboration":
         meta["authors"] = n

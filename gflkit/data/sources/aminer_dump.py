@@ -106,6 +106,8 @@ class DumpParser:
             except UnicodeDecodeError:
                 line = raw.decode("utf-8", errors="replace")
                 self.report.add("bad encoding (bytes replaced)", lineno)
+            if lineno == 1:
+                line = line.lstrip("\ufeff")  # a byte-order mark
             line = line.strip()
             if not line:
                 if rec:

@@ -71,6 +71,8 @@ class SourceGraph:
         source: the raw format it was read from.
         report: what was malformed in the raw files.
         meta: facts kept in the collection manifest (files read, counts...).
+        transform: the fitted feature transform the features went through, if any
+            (:class:`gflkit.data.transform.FeatureTransform`).
     """
 
     g: dgl.DGLGraph
@@ -79,3 +81,4 @@ class SourceGraph:
     source: str
     report: BadInputReport = field(default_factory=BadInputReport)
     meta: dict[str, Any] = field(default_factory=dict)
+    transform: Any = None

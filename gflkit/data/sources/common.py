@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -78,11 +77,10 @@ def select_classes(
 
 def byte_lines(path: Path, progress: bool = False, desc: str | None = None) -> Iterator[bytes]:
     """The lines of ``path`` as bytes, with a tqdm bar by bytes read on stderr."""
-    from tqdm import tqdm
+    from ...progress import progress_bar
 
-    with open(path, "rb") as f, tqdm(
-        total=path.stat().st_size, unit="B", unit_scale=True, desc=desc or path.name,
-        disable=not progress, file=sys.stderr,
+    with open(path, "rb") as f, progress_bar(
+        total=path.stat().st_size, enabled=progress, unit="B", unit_scale=True, desc=desc or path.name,
     ) as bar:
         done = 0
         for line in f:

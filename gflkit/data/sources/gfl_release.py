@@ -25,6 +25,7 @@ import torch
 from ...errors import GFLError
 from ..collection import GraphCollection, build_graph
 from ..sampling import node_overlap
+from ..validate import INT64_MAX, finite_features, guard_reader, reading
 from .base import BadInputReport
 from .table_io import existing_file, sorted_classes
 
@@ -40,7 +41,7 @@ def _lines(path: Path, report: BadInputReport):
     with open(path, "rb") as f:
         for number, raw in enumerate(f, 1):
             try:
-                fields = raw.decode("utf-8").split()
+                fields = raw.decode("utf-8-sig" if number == 1 else "utf-8").split()  # drop a byte-order mark
             except UnicodeDecodeError:
                 report.add("bad encoding", f"{path.name}:{number}")
                 continue
@@ -51,12 +52,15 @@ def _lines(path: Path, report: BadInputReport):
 def _read_features(path: Path, report: BadInputReport) -> tuple[np.ndarray, np.ndarray]:
     """Sorted node ids and their feature rows (float32)."""
     try:  # fast path for a clean file
-        table = pd.read_csv(path, sep=r"\s+", header=None, dtype=np.float64, engine="c").to_numpy()
-        if table.size and np.isfinite(table).all() and (table[:, 0] == np.round(table[:, 0])).all():
-            ids = table[:, 0].astype(np.int64)
+        table = pd.read_csv(path, sep=r"\s+", header=None, dtype=np.float64, engine="c",
+                            encoding="utf-8-sig").to_numpy()
+        first = table[:, 0] if table.ndim == 2 and table.shape[1] >= 2 else np.empty(0)
+        if first.size and np.isfinite(first).all() and (first == np.round(first)).all() \
+                and first.min() >= 0 and first.max() < 2**53:  # exact as float64
+            ids = first.astype(np.int64)
             if np.unique(ids).size == ids.size:
                 order = np.argsort(ids)
-                return ids[order], table[order, 1:].astype(np.float32)
+                return ids[order], finite_features(table[order, 1:], report, path.name)
     except (ValueError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError):
         pass
     width, rows = None, {}
@@ -71,13 +75,19 @@ def _read_features(path: Path, report: BadInputReport) -> tuple[np.ndarray, np.n
         except ValueError:
             report.add("malformed feature row", where)
             continue
+        if not 0 <= node <= INT64_MAX:
+            report.add("node id out of range 0..2**63-1", where)
+            continue
         if node in rows:
             report.add("duplicate feature row (first kept)", where)
             continue
         rows[node] = values
+    if not rows or (width or 0) < 2:
+        raise GFLError(f"{path}: no feature row ('id f1 ... fd' per line) could be read; "
+                       "check that it is the release's feature.txt")
     ids = np.array(sorted(rows), dtype=np.int64)
-    feat = np.array([rows[i] for i in ids], dtype=np.float32).reshape(len(ids), max((width or 1) - 1, 0))
-    return ids, feat
+    feat = np.array([rows[i] for i in ids.tolist()], dtype=np.float64).reshape(len(ids), width - 1)
+    return ids, finite_features(feat, report, path.name)
 
 
 def _read_graph(path: Path, label_path: Path, report: BadInputReport):
@@ -90,16 +100,20 @@ def _read_graph(path: Path, label_path: Path, report: BadInputReport):
         except ValueError:
             report.add("malformed edge line", f"{path.name}:{number}")
             continue
+        if not (0 <= u <= INT64_MAX and 0 <= v <= INT64_MAX):
+            report.add("node id out of range 0..2**63-1", f"{path.name}:{number}")
+            continue
         pairs.append((u, v))
     labels = {}
     for number, fields in _lines(label_path, report):
-        if len(fields) != 2 or not fields[0].lstrip("-").isdigit():
+        if len(fields) != 2 or not (fields[0].isascii() and fields[0].isdigit()) or int(fields[0]) > INT64_MAX:
             report.add("malformed label line", f"{label_path.name}:{number}")
         elif labels.setdefault(int(fields[0]), fields[1]) != fields[1]:
             report.add("conflicting label (first kept)", f"{label_path.name}:{number}")
     return np.array(pairs, dtype=np.int64).reshape(-1, 2), labels, steps
 
 
+@guard_reader
 def read_gfl_release(root: str | Path, *, n_val: int = 0, seed: int = 0,
                      name: str = "gfl_release") -> tuple[GraphCollection, BadInputReport]:
     """The release's graphs: ``graph_<i>`` -> train, ``test_graph_<i>`` -> test.
@@ -119,7 +133,9 @@ def read_gfl_release(root: str | Path, *, n_val: int = 0, seed: int = 0,
     if not root.is_dir():
         raise GFLError(f"no GFL release folder {root}: {hint}")
     report = BadInputReport()
-    ids, feat = _read_features(existing_file(root / "feature.txt", "feature file", hint), report)
+    feature_path = existing_file(root / "feature.txt", "feature file", hint)
+    with reading(feature_path):
+        ids, feat = _read_features(feature_path, report)
     files = sorted((p for p in (root / "graph").glob("*graph_*.txt") if _GRAPH_FILE.match(p.name)),
                    key=lambda p: (p.name.startswith("test_"), int(_GRAPH_FILE.match(p.name).group(2))))
     if not files:
@@ -128,7 +144,8 @@ def read_gfl_release(root: str | Path, *, n_val: int = 0, seed: int = 0,
     for path in files:
         label_path = existing_file(path.with_name(f"{path.stem}_label.txt"), "label file",
                                   f"each graph file needs its labels beside it; {hint}")
-        raw.append((path, *_read_graph(path, label_path, report)))
+        with reading(path):
+            raw.append((path, *_read_graph(path, label_path, report)))
     classes = sorted_classes({lab for *_, labels, _ in raw for lab in labels.values()})
     if not classes:
         raise GFLError(f"{root / 'graph'}: no label in any *_label.txt file; {hint}")

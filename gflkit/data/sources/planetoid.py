@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import logging
 import os
-import pickle
-import warnings
 from pathlib import Path
 from typing import Sequence
 
@@ -31,8 +29,10 @@ import torch
 
 from ...errors import DataFormatError, GFLError
 from ..collection import build_graph
+from ..validate import finite_features, guard_reader, reading
 from .base import BadInputReport, SourceGraph
 from .common import DOWNLOADS, missing_file, require_file, select_classes
+from .safe_pickle import load_planetoid_pickle
 
 __all__ = ["read_planetoid", "read_linqs_pubmed", "read_pubmed", "PLANETOID_NAMES", "LINQS_FILES"]
 
@@ -43,14 +43,43 @@ LINQS_FILES = ("Pubmed-Diabetes.NODE.paper.tab", "Pubmed-Diabetes.DIRECTED.cites
 
 
 def _load_pickle(path: Path):
-    with open(path, "rb") as f, warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # old scipy module paths inside the pickles
-        try:
-            return pickle.load(f, encoding="latin1")  # written by Python 2
-        except Exception as err:  # pickle raises many unrelated types on bad files
-            raise DataFormatError(f"{path}: cannot be unpickled ({err}); download it again") from None
+    return load_planetoid_pickle(path)
 
 
+def _matrix(obj, path: Path, ndim: int = 2) -> np.ndarray:
+    """A pickled array or sparse matrix as a dense numeric array, checked."""
+    try:
+        arr = obj.toarray() if sp.issparse(obj) else np.asarray(obj)
+    except Exception:  # noqa: BLE001 - any object that is not array-like
+        arr = None
+    if arr is None or arr.ndim != ndim or arr.dtype.kind not in "biuf":
+        raise DataFormatError(f"{path}: expected a {ndim}-D numeric array; download the file again")
+    return arr
+
+
+def _read_test_index(path: Path, report: BadInputReport) -> np.ndarray:
+    """Node ids of ``ind.<name>.test.index``; non-numeric lines are counted."""
+    ids = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        if line.strip():
+            try:
+                ids.append(int(line))
+            except ValueError:
+                report.add("non-numeric test index", lineno)
+                continue
+            if ids[-1] < 0 or ids[-1] > 2**62:
+                raise DataFormatError(
+                    f"{path}, line {lineno}: test index {line.strip()} is negative or too large; "
+                    "download the file again"
+                )
+    ids = np.asarray(ids, dtype=np.int64)
+    if np.unique(ids).size != ids.size:
+        raise DataFormatError(f"{path}: a test index is listed twice, so two test rows would land on one node; "
+                              "download the file again")
+    return ids
+
+
+@guard_reader
 def read_planetoid(
     folder: str | os.PathLike, name: str = "pubmed", classes: Sequence[str] | None = None,
     num_classes: int | None = None,
@@ -60,37 +89,35 @@ def read_planetoid(
     files = {k: require_file(folder / f"ind.{name}.{k}", "planetoid") for k in
              ("x", "y", "tx", "ty", "allx", "ally", "graph", "test.index")}
     report = BadInputReport(str(folder / f"ind.{name}.*"))
-    allx, ally, tx, ty = (_load_pickle(files[k]) for k in ("allx", "ally", "tx", "ty"))
+    allx, ally, tx, ty = (_matrix(_load_pickle(files[k]), files[k]) for k in ("allx", "ally", "tx", "ty"))
     adjacency = _load_pickle(files["graph"])
-    test_ids = []
-    for lineno, line in enumerate(files["test.index"].read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-        if line.strip():
-            try:
-                test_ids.append(int(line))
-            except ValueError:
-                report.add("non-numeric test index", lineno)
-    test_ids = np.asarray(test_ids, dtype=np.int64)
+    if not isinstance(adjacency, dict):
+        raise DataFormatError(f"{files['graph']}: expected a dict of neighbour lists; download the file again")
+    test_ids = _read_test_index(files["test.index"], report)
     if allx.shape[1] != tx.shape[1] or len(test_ids) != tx.shape[0] or len(ally) != allx.shape[0] or len(ty) != tx.shape[0]:
         raise DataFormatError(
             f"{folder}/ind.{name}.*: allx {allx.shape}, ally {np.shape(ally)}, tx {tx.shape}, ty {np.shape(ty)} and "
             f"{len(test_ids)} test ids do not fit together; download the files again"
         )
     n_train = allx.shape[0]
+    limit = n_train + 2 * tx.shape[0] + 1000  # Citeseer leaves 15 gaps; anything far beyond is not a node id
+    if len(test_ids) and (test_ids.min() < n_train or test_ids.max() >= limit):
+        raise DataFormatError(
+            f"{files['test.index']}: test indices must lie in {n_train}..{limit - 1} (after the {n_train} allx "
+            f"rows), found {int(test_ids.min())}..{int(test_ids.max())}; download the file again"
+        )
     n = max(n_train + tx.shape[0], int(test_ids.max()) + 1 if len(test_ids) else 0)
     feat = np.zeros((n, allx.shape[1]), dtype=np.float32)
     onehot = np.zeros((n, np.shape(ally)[1]), dtype=np.float32)
-    feat[:n_train] = sp.csr_matrix(allx).toarray()
+    feat[:n_train] = finite_features(allx, report, files["allx"].name)
     onehot[:n_train] = ally
-    feat[test_ids] = sp.csr_matrix(tx).toarray()
+    feat[test_ids] = finite_features(tx, report, files["tx"].name)
     onehot[test_ids] = ty
     filled = np.zeros(n, dtype=bool)
     filled[:n_train] = filled[test_ids] = True
     label = np.where(onehot.sum(axis=1) > 0, onehot.argmax(axis=1), -1)
-    src, dst = [], []
-    for u, neighbours in adjacency.items():
-        src.extend([u] * len(neighbours))
-        dst.extend(neighbours)
-    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    with reading(files["graph"]):
+        src, dst = _adjacency_edges(adjacency)
     outside = (src < 0) | (src >= n) | (dst < 0) | (dst >= n)
     if outside.any():
         report.add("edge to a node outside the feature table", int(src[outside][0]), int(outside.sum()))
@@ -104,6 +131,17 @@ def read_planetoid(
     return SourceGraph(g=g, classes=names, name=name, source="planetoid", report=report, meta=meta)
 
 
+def _adjacency_edges(adjacency: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(src, dst) of a node -> neighbours dict; entries that are not integers raise."""
+    src, dst = [], []
+    for u, neighbours in adjacency.items():
+        neighbours = list(neighbours)
+        src.extend([int(u)] * len(neighbours))
+        dst.extend(int(v) for v in neighbours)
+    return np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+
+
+@guard_reader
 def read_linqs_pubmed(
     folder: str | os.PathLike, classes: Sequence[str] | None = None, num_classes: int | None = None
 ) -> SourceGraph:
@@ -167,7 +205,8 @@ def read_linqs_pubmed(
                 src.append(ids[ends[0]])
                 dst.append(ids[ends[1]])
     label, names = select_classes(np.asarray(label), names, classes, num_classes)
-    g = build_graph(src, dst, len(rows), torch.from_numpy(np.stack(rows)), torch.from_numpy(label))
+    feat = finite_features(np.stack(rows), report, node_path.name)
+    g = build_graph(src, dst, len(rows), torch.from_numpy(feat), torch.from_numpy(label))
     report.log(log)
     meta = {"files": [str(node_path), str(cites_path)], "layout": "linqs", "citations": len(src)}
     return SourceGraph(g=g, classes=names, name="pubmed", source="linqs", report=report, meta=meta)

@@ -33,6 +33,7 @@ import torch
 
 from ...errors import DataFormatError, GFLError
 from ..collection import build_graph
+from ..validate import dense_class_ids, finite_features, guard_reader, int_ids, reading
 from .base import BadInputReport, SourceGraph
 from .common import missing_file, require_file, select_classes
 
@@ -80,6 +81,37 @@ def _scan_node_link(path: Path, chunk: int = 1 << 24) -> tuple[list, np.ndarray,
     return ids, np.frombuffer(src, dtype=np.int64), np.frombuffer(dst, dtype=np.int64)
 
 
+def _json_mapping(path: Path) -> dict:
+    """A JSON object read from ``path``; anything else is a one-line error."""
+    with reading(path, "it must be a JSON object"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise DataFormatError(f"{path}: expected a JSON object mapping node id -> value, found a {type(data).__name__}")
+    return data
+
+
+def _feature_table(path: Path) -> np.ndarray:
+    """The ``(rows, d)`` numeric array of a ``.npy`` file (memory-mapped, never unpickled)."""
+    with reading(path, "it must be a 2-D numeric array saved with numpy.save"):
+        feats = np.load(path, mmap_mode="r", allow_pickle=False)
+    if not isinstance(feats, np.ndarray) or feats.ndim != 2 or feats.dtype.kind not in "biuf":
+        raise DataFormatError(f"{path}: expected a 2-D numeric array of features, found shape "
+                              f"{getattr(feats, 'shape', '?')} and dtype {getattr(feats, 'dtype', '?')}")
+    return feats
+
+
+def _class_ids(class_map: dict, ids: list, report: BadInputReport) -> np.ndarray:
+    """One class id per node (``-1`` when missing or not a single non-negative integer)."""
+    raw = [class_map.get(str(i)) for i in ids]
+    label, ok = int_ids([c if isinstance(c, int) and not isinstance(c, bool) else None for c in raw])
+    for k in np.flatnonzero(~ok)[: report.keep]:
+        report.add("node without a single class id", str(ids[k]))
+    if (~ok).sum() > report.keep:
+        report.add("node without a single class id", None, int((~ok).sum()) - report.keep)
+    return label
+
+
+@guard_reader
 def read_graphsage(
     folder: str | os.PathLike, prefix: str | None = None, classes: Sequence[str] | None = None,
     num_classes: int | None = NUM_CLASSES,
@@ -96,7 +128,8 @@ def read_graphsage(
     prefix = prefix or find_prefix(folder)
     paths = {k: require_file(folder / f"{prefix}-{k}", "reddit") for k in ("G.json", "feats.npy", "id_map.json", "class_map.json")}
     report = BadInputReport(str(paths["G.json"]))
-    ids, src, dst = _scan_node_link(paths["G.json"])
+    with reading(paths["G.json"], "it must be a networkx node-link JSON file"):
+        ids, src, dst = _scan_node_link(paths["G.json"])
     n = len(ids)
     if n == 0:
         raise DataFormatError(f"{paths['G.json']}: no nodes found; is it a node-link JSON file?")
@@ -104,23 +137,19 @@ def read_graphsage(
     if bad.any():
         report.add("link to a position outside the node list", f"link {int(np.flatnonzero(bad)[0])}", int(bad.sum()))
         src, dst = src[~bad], dst[~bad]
-    feats = np.load(paths["feats.npy"], mmap_mode="r")
-    id_map = json.loads(paths["id_map.json"].read_text(encoding="utf-8"))
-    class_map = json.loads(paths["class_map.json"].read_text(encoding="utf-8"))
-    rows = np.array([id_map.get(str(i), -1) for i in ids], dtype=np.int64)
+    feats = _feature_table(paths["feats.npy"])
+    id_map = _json_mapping(paths["id_map.json"])
+    class_map = _json_mapping(paths["class_map.json"])
+    rows, _ = int_ids([_as_row(id_map.get(str(i))) for i in ids])
     missing = (rows < 0) | (rows >= len(feats))
     if missing.any():
         report.add("node without a feature row", str(ids[int(np.flatnonzero(missing)[0])]), int(missing.sum()))
     feat = np.zeros((n, feats.shape[1]), dtype=np.float32)
-    feat[~missing] = feats[rows[~missing]]
-    raw = [class_map.get(str(i)) for i in ids]
-    label = np.full(n, -1, dtype=np.int64)
-    for k, c in enumerate(raw):
-        if isinstance(c, int) and c >= 0:
-            label[k] = c
-        else:
-            report.add("node without a single class id", str(ids[k]))
-    names = [str(c) for c in range(int(label.max()) + 1)]
+    with reading(paths["feats.npy"]):
+        feat[~missing] = finite_features(feats[rows[~missing]], report, paths["feats.npy"].name)
+    label, names = dense_class_ids(_class_ids(class_map, ids, report))
+    if not names:
+        raise DataFormatError(f"{paths['class_map.json']}: no node has a single non-negative integer class id")
     label, names = select_classes(label, names, classes, None if classes else num_classes)
     g = build_graph(torch.from_numpy(src), torch.from_numpy(dst), n, torch.from_numpy(feat), torch.from_numpy(label))
     report.log(log)
@@ -129,6 +158,11 @@ def read_graphsage(
                        report=report, meta=meta)
 
 
+def _as_row(value):
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@guard_reader
 def read_dgl_reddit(
     folder: str | os.PathLike, classes: Sequence[str] | None = None, num_classes: int | None = NUM_CLASSES
 ) -> SourceGraph:
@@ -137,21 +171,23 @@ def read_dgl_reddit(
     data_path = require_file(folder / "reddit_data.npz", "reddit")
     graph_path = require_file(folder / "reddit_graph.npz", "reddit")
     report = BadInputReport(str(data_path))
-    with np.load(data_path) as data:
+    with reading(data_path), np.load(data_path, allow_pickle=False) as data:
         for key in ("feature", "label"):
             if key not in data:
                 raise DataFormatError(f"{data_path}: no array {key!r}; is it DGL's reddit_data.npz?")
-        feat, label = data["feature"].astype(np.float32), data["label"].astype(np.int64)
-    if feat.ndim != 2 or len(feat) != len(label):
-        raise DataFormatError(f"{data_path}: {feat.shape} features for {len(label)} labels")
-    adj = sp.load_npz(graph_path).tocoo()
+        feat, label = data["feature"], data["label"]
+    if feat.ndim != 2 or label.ndim != 1 or len(feat) != len(label) or label.dtype.kind not in "iu":
+        raise DataFormatError(f"{data_path}: {feat.shape} features for {label.shape} integer labels")
+    feat, label = finite_features(feat, report, data_path.name), label.astype(np.int64)
+    with reading(graph_path, "it must be a SciPy sparse matrix saved with scipy.sparse.save_npz"):
+        adj = sp.load_npz(graph_path).tocoo()
     n = len(label)
     if adj.shape != (n, n):
         raise DataFormatError(f"{graph_path}: adjacency of shape {adj.shape} but {n} nodes in {data_path.name}")
     if (label < 0).any():
         report.add("negative class id", int(np.flatnonzero(label < 0)[0]), int((label < 0).sum()))
         label[label < 0] = -1
-    names = [str(c) for c in range(int(label.max()) + 1)]
+    label, names = dense_class_ids(label)
     label, names = select_classes(label, names, classes, None if classes else num_classes)
     g = build_graph(torch.from_numpy(adj.row.astype(np.int64)), torch.from_numpy(adj.col.astype(np.int64)), n,
                     torch.from_numpy(feat), torch.from_numpy(label))

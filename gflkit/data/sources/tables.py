@@ -3,19 +3,32 @@
 Two tables: edges (``src``, ``dst``, optional ``graph``) and nodes (``id``,
 optional ``graph``, ``label``, feature columns). Features come from feature
 columns (a name prefix or a list) or from a separate file: ``.npy`` /
-scipy-sparse ``.npz`` (row = node id) or ``.json`` (node id -> active feature
-ids). Sparse or wide features are reduced with a seeded randomized SVD.
+scipy-sparse ``.npz`` / ``.json`` (node id -> active feature ids). How a
+feature file's rows map to nodes is the *feature key*:
+
+* ``row``: row ``i`` belongs to the node of the node table's ``i``-th data row
+  (the default when a node table is given and the file is ``.npy``/``.npz``);
+* ``node``: row ``i`` (or JSON key ``i``) is node id ``i`` (the default for
+  JSON and without a node table). Refused when ids restart in every graph;
+* ``graph-node``: an ``.npz`` archive of one dense array per graph name, row =
+  node id inside that graph.
+
+Sparse or wide features are reduced with a seeded randomized SVD, fitted once
+and kept as a :class:`~gflkit.data.transform.FeatureTransform`; a transform
+given by the caller (``--features-from``, ``predict``) is applied instead.
 
 Without a graph column the tables describe one large graph
 (:func:`read_table_graph`, cut into a family by
 :func:`gflkit.data.sampling.sample_family`); with one, every graph is kept as
 it is (:func:`read_table_collection`). Node ids are non-negative integers,
 unique within a graph. Labels map to classes sorted by name (by value when all
-labels are integers); empty labels mean unlabelled. Malformed rows are counted
-in the returned report, never fatal.
+labels are integers); an empty cell, ``NaN`` and the ``unlabelled`` markers
+(default ``-1``) mean unlabelled. Malformed rows are counted in the returned
+report, never fatal.
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -27,35 +40,53 @@ import torch
 from ...errors import GFLError
 from ..collection import SPLITS, GraphCollection, build_graph
 from ..sampling import node_overlap
+from ..transform import FeatureTransform, attach_transform
+from ..validate import finite_features, guard_reader
 from .base import BadInputReport, SourceGraph
-from .table_io import (add_lines, column, existing_file, int_column, read_feature_file, read_table, reduce_features,
-                       sorted_classes)
+from .table_io import (add_lines, column, existing_file, fit_svd, int_column, read_feature_file,
+                       read_graph_feature_file, read_table, sorted_classes)
 
-__all__ = ["TableColumns", "read_table_graph", "read_table_collection"]
+__all__ = ["TableColumns", "FEATURE_KEYS", "read_table_graph", "read_table_collection", "small_classes"]
+
+log = logging.getLogger(__name__)
+
+#: Without a node table, ids may exceed twice the edge count by this much (isolated nodes) before
+#: they are taken for a numbering that is not 0..n-1.
+_SPARE_IDS = 1 << 20
 
 #: Features are reduced to this many dimensions when they come as a sparse bag.
 SPARSE_FEAT_SIZE = 128
+#: How rows of a feature file map to nodes (see the module docstring).
+FEATURE_KEYS = ("row", "node", "graph-node")
 
 
 @dataclass(frozen=True)
 class TableColumns:
-    """Column names; ``features`` is a prefix, or a list of names."""
+    """How to read the tables: column names, feature layout, unlabelled markers.
+
+    ``features`` is a prefix, or a list of names. ``label=None`` reads no labels.
+    ``feature_key`` is one of :data:`FEATURE_KEYS` (``None``: chosen as the
+    module docstring says). ``unlabelled`` lists label values that mean "no
+    label", besides an empty cell and ``NaN``.
+    """
 
     src: str = "src"
     dst: str = "dst"
     id: str = "id"
-    label: str = "label"
+    label: str | None = "label"
     graph: str | None = None
     split: str | None = None
     features: str | Sequence[str] | None = None
+    feature_key: str | None = None
+    unlabelled: Sequence[str] = ("-1",)
 
 
 @dataclass
 class _Tables:
-    keys: np.ndarray  # (n,) sorted node keys: graph code * span + id
+    code: np.ndarray  # (n,) graph code of each node, sorted; nodes sorted by (code, id)
+    node_id: np.ndarray  # (n,) the node ids as given
     graph_names: list[str]
-    span: int
-    feat: torch.Tensor  # (n, d)
+    feat: object  # (n, d) raw features, dense or scipy sparse
     label: torch.Tensor  # (n,)
     classes: list[str]
     src: np.ndarray  # (E,) node positions
@@ -64,67 +95,202 @@ class _Tables:
     report: BadInputReport
 
 
-def _read(edges, nodes, features, cols: TableColumns, classes, feat_size, seed) -> _Tables:
+@dataclass
+class _Nodes:
+    """Node rows: id, graph code, row in the node table and line, per data row."""
+
+    ids: np.ndarray
+    code: np.ndarray
+    record: np.ndarray  # data-row index in the node table
+    lines: np.ndarray
+    names: list[str]
+    frame: object = None  # the node table (None without one)
+    path: Path | None = None
+    records: int = 0  # data rows in the node table, skipped ones included
+
+
+def _numeric_equal(values: np.ndarray, marker: str) -> np.ndarray:
+    """Where ``values`` equal ``marker``, as text or as numbers (``-1.0`` is ``-1``)."""
+    hit = values == marker
+    try:
+        target = float(marker)
+    except ValueError:
+        return hit
+    import pandas as pd
+
+    num = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    return hit | (num == target)
+
+
+def unlabelled_mask(raw: np.ndarray, markers: Sequence[str]) -> np.ndarray:
+    """True where a label cell means "no label": empty, ``NaN`` or one of ``markers``."""
+    raw = np.asarray(raw, dtype=object).astype(str)
+    mask = (raw == "") | (np.char.lower(raw.astype(str)) == "nan")
+    for marker in markers:
+        mask |= _numeric_equal(raw, str(marker).strip())
+    return mask
+
+
+def _node_table(nodes: Path, cols: TableColumns, report) -> _Nodes:
+    """The rows of the node table."""
+    ndf, nlines = read_table(nodes, report)
+    ids = int_column(column(ndf, cols.id, nodes, "--id-col"), nlines, "non-numeric node id", report, nodes.name)
+    record = np.asarray(ndf.index, dtype=np.int64)
+    records = int(ndf.attrs.get("records", len(ndf)))
+    if cols.graph:
+        ngraph = column(ndf, cols.graph, nodes, "--graph-col").str.strip().to_numpy()
+        names = sorted(set(ngraph[ids >= 0]))
+        index = {g: i for i, g in enumerate(names)}
+        code = np.array([index.get(g, -1) for g in ngraph], dtype=np.int64)
+    else:
+        names, code = [""], np.zeros(len(ids), np.int64)
+    return _Nodes(ids, code, record, nlines, names, ndf, nodes, records)
+
+
+def _implicit_nodes(src, dst, cols: TableColumns, features, report) -> _Nodes:
+    """Without a node table: nodes ``0..n-1``, ``n`` from the feature file's rows or the edges."""
+    if cols.graph:
+        raise GFLError("reading many graphs needs a node table (--nodes) with the graph column")
+    n = _feature_rows(features, report) if features is not None else None
+    if n is None:
+        n = int(max(src.max(initial=-1), dst.max(initial=-1))) + 1
+        if n > 2 * len(src) + _SPARE_IDS:
+            raise GFLError(f"node ids run up to {n - 1} for {len(src)} edges: without a node table the nodes are "
+                           f"0..n-1; pass a node table (--nodes) or renumber the ids")
+    ids = np.arange(n, dtype=np.int64)
+    return _Nodes(ids, np.zeros(n, np.int64), ids, ids + 1, [""], None, None, n)
+
+
+def _feature_rows(path: Path, report) -> int | None:
+    """Rows of a dense or sparse feature file (``None`` for a JSON bag: ids come from the edges)."""
+    if path.suffix.lower() == ".json":
+        return None
+    return read_feature_file(path, np.zeros(0, np.int64), report, shape_only=True)[0]
+
+
+def _read(edges, nodes, features, cols: TableColumns, classes) -> _Tables:
     edges = existing_file(edges, "edge table", f"put your edges (columns {cols.src},{cols.dst}) there or pass --edges")
-    nodes = existing_file(nodes, "node table",
-                          f"put your nodes (columns {cols.id},{cols.label},...) there or pass --nodes")
+    if nodes is not None:
+        nodes = existing_file(nodes, "node table",
+                              f"put your nodes (columns {cols.id},{cols.label},...) there or pass --nodes")
     if features is not None:
         features = existing_file(features, "feature file", "check --features")
     report = BadInputReport()
-    ndf, nlines = read_table(nodes, report)
+    nd = _node_table(nodes, cols, report) if nodes is not None else None
     edf, elines = read_table(edges, report)
-    ids = int_column(column(ndf, cols.id, nodes, "--id-col"), nlines, "non-numeric node id", report, nodes.name)
     src = int_column(column(edf, cols.src, edges, "--src-col"), elines, "non-numeric node id", report, edges.name)
     dst = int_column(column(edf, cols.dst, edges, "--dst-col"), elines, "non-numeric node id", report, edges.name)
-    span = int(max(ids.max(initial=0), src.max(initial=0), dst.max(initial=0))) + 1
+    nd = nd or _implicit_nodes(src, dst, cols, features, report)
     if cols.graph:
-        ngraph = column(ndf, cols.graph, nodes, "--graph-col").str.strip().to_numpy()
         egraph = column(edf, cols.graph, edges, "--graph-col").str.strip().to_numpy()
-        names = sorted(set(ngraph[ids >= 0]))
-        code = {g: i for i, g in enumerate(names)}
-        ncode = np.array([code[g] for g in ngraph], dtype=np.int64)
-        ecode = np.array([code.get(g, -1) for g in egraph], dtype=np.int64)
+        index = {g: i for i, g in enumerate(nd.names)}
+        ecode = np.array([index.get(g, -1) for g in egraph], dtype=np.int64)
     else:
-        names, ncode, ecode = [""], np.zeros(len(ids), np.int64), np.zeros(len(src), np.int64)
-    key = np.where(ids >= 0, ncode * span + ids, -1)
-    uniq, first = np.unique(key, return_index=True)
-    rows = first[uniq >= 0]  # first row of every valid node, in key order
-    dup = np.setdiff1d(np.flatnonzero(ids >= 0), rows)
-    add_lines(report, "duplicate node id", nodes.name, nlines[np.sort(dup)])
+        ecode = np.zeros(len(src), np.int64)
+    rows = _node_rows(nd, report)
+    label, class_list = _labels(nd, rows, cols, classes, report)
+    feat = _features(nd, rows, features, cols, report)
 
-    raw = column(ndf, cols.label, nodes, "--label-col").str.strip().to_numpy()[rows]
-    class_list = sorted_classes(raw, classes)
-    index = {c: i for i, c in enumerate(class_list)}
-    label = np.array([index.get(v, -1) if v else -1 for v in raw], dtype=np.int64)
-    add_lines(report, "label outside class set", nodes.name, nlines[rows][(label < 0) & (raw != "")])
-    if not class_list:
-        raise GFLError(f"{nodes}: no labelled node in column {cols.label!r}; set --label-col")
-
-    feat = _features(ndf, nlines, rows, ids, nodes, features, cols, report)
-    if feat_size is None and sp.issparse(feat):
-        feat_size = SPARSE_FEAT_SIZE
-    if feat_size and feat.shape[1] > feat_size:
-        feat = reduce_features(feat, feat_size, seed)
-    feat = np.asarray(feat.todense() if sp.issparse(feat) else feat, dtype=np.float32)
-
-    keys = uniq[uniq >= 0]
-    ekeys = [np.where((ecode >= 0) & (e >= 0), ecode * span + e, -1) for e in (src, dst)]
-    pos = [np.minimum(np.searchsorted(keys, k), max(len(keys) - 1, 0)) for k in ekeys]
-    known = (ekeys[0] >= 0) & (ekeys[1] >= 0)
-    known &= (keys[pos[0]] == ekeys[0]) & (keys[pos[1]] == ekeys[1]) if len(keys) else False
+    code, node_id = nd.code[rows], nd.ids[rows]
+    if nd.frame is None:  # nodes 0..n-1: an id is its node's position
+        pos = [np.where((e >= 0) & (e < len(node_id)), e, -1) for e in (src, dst)]
+    else:
+        pos = [_positions(code, node_id, ecode, e) for e in (src, dst)]
+    known = (pos[0] >= 0) & (pos[1] >= 0)
     valid_ids = (src >= 0) & (dst >= 0)
     add_lines(report, "edge to unknown node", edges.name, elines[valid_ids & ~known])
     add_lines(report, "self-loop (dropped)", edges.name, elines[known & (pos[0] == pos[1])])
-    split = column(ndf, cols.split, nodes, "--split-col").str.strip().to_numpy()[rows] if cols.split else []
-    return _Tables(keys, names, span, torch.from_numpy(feat), torch.from_numpy(label), class_list,
+    split = column(nd.frame, cols.split, nodes, "--split-col").str.strip().to_numpy()[rows] if cols.split else []
+    return _Tables(code, node_id, nd.names, feat, torch.from_numpy(label), class_list,
                    pos[0][known], pos[1][known], list(split), report)
 
 
-def _features(ndf, nlines, rows, ids, nodes: Path, features, cols: TableColumns, report):
+def _node_rows(nd: _Nodes, report) -> np.ndarray:
+    """Row of the first occurrence of every valid node, in (graph, id) order; repeats are counted."""
+    if nd.frame is None:
+        return nd.ids
+    rows = _first_rows(nd.code, nd.ids)
+    dup = np.setdiff1d(np.flatnonzero(nd.ids >= 0), rows)
+    add_lines(report, "duplicate node id", nd.path.name, nd.lines[np.sort(dup)])
+    return rows
+
+
+def _first_rows(code: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Row of the first occurrence of every valid ``(code, id)`` pair, sorted by pair.
+
+    Pairs are compared as pairs (a stable lexicographic sort), never packed into
+    one integer, so ids up to ``2**63 - 1`` cannot overflow.
+    """
+    valid = np.flatnonzero((ids >= 0) & (code >= 0))
+    order = valid[np.lexsort((ids[valid], code[valid]))]  # stable: equal pairs keep their row order
+    c, i = code[order], ids[order]
+    new = np.ones(len(order), dtype=bool)
+    new[1:] = (c[1:] != c[:-1]) | (i[1:] != i[:-1])
+    return order[new]
+
+
+def _positions(code: np.ndarray, node_id: np.ndarray, ecode: np.ndarray, eid: np.ndarray) -> np.ndarray:
+    """Position of each ``(ecode, eid)`` among the nodes ``(code, node_id)``, ``-1`` when unknown."""
+    import pandas as pd
+
+    index = pd.MultiIndex.from_arrays([code, node_id])
+    pos = index.get_indexer(pd.MultiIndex.from_arrays([ecode, eid])) if len(index) else np.full(len(eid), -1)
+    return np.where((ecode >= 0) & (eid >= 0), pos, -1).astype(np.int64)
+
+
+def _labels(nd: _Nodes, rows, cols: TableColumns, classes, report) -> tuple[np.ndarray, list[str]]:
+    """Class index per node (``-1`` unlabelled) and the class names."""
+    if nd.frame is None or cols.label is None:
+        return np.full(len(rows), -1, dtype=np.int64), [str(c) for c in classes or []]
+    raw = column(nd.frame, cols.label, nd.path, "--label-col").str.strip().to_numpy()[rows]
+    raw = np.where(unlabelled_mask(raw, cols.unlabelled), "", raw)
+    class_list = sorted_classes(raw, classes)
+    index = {c: i for i, c in enumerate(class_list)}
+    label = np.array([index.get(v, -1) if v else -1 for v in raw], dtype=np.int64)
+    add_lines(report, "label outside class set", nd.path.name, nd.lines[rows][(label < 0) & (raw != "")])
+    if not class_list:
+        raise GFLError(f"{nd.path}: no labelled node in column {cols.label!r}; set --label-col")
+    return label, class_list
+
+
+def _feature_key(nd: _Nodes, features: Path, cols: TableColumns) -> str:
+    key = cols.feature_key
+    if key is None:
+        key = "row" if nd.frame is not None and features.suffix.lower() != ".json" else "node"
+    if key not in FEATURE_KEYS:
+        raise GFLError(f"unknown feature key {key!r}: choose one of {', '.join(FEATURE_KEYS)} (--feature-key)")
+    if key == "node" and cols.graph:
+        valid = nd.ids >= 0
+        if len(np.unique(nd.ids[valid])) < int(valid.sum()):
+            raise GFLError(
+                f"{features}: features keyed by node id are ambiguous because node ids repeat across graphs "
+                f"({cols.graph!r}); use --feature-key row (row i = node-table row i) or --feature-key graph-node "
+                f"(an .npz with one array per graph)"
+            )
+    if key == "row" and nd.frame is None:
+        raise GFLError(f"{features}: --feature-key row needs a node table (--nodes); use --feature-key node")
+    return key
+
+
+def _features(nd: _Nodes, rows, features, cols: TableColumns, report):
     if features is not None:
-        return read_feature_file(features, ids[rows], report)
-    if cols.features is None:
-        raise GFLError(f"{nodes}: no node features; pass feature columns (--feature-cols) or a file (--features)")
+        key = _feature_key(nd, features, cols)
+        if key == "graph-node":
+            return read_graph_feature_file(features, [nd.names[c] for c in nd.code[rows]], nd.ids[rows], report)
+        if key == "row":
+            n_rows = _feature_rows(features, report)
+            if n_rows is not None and n_rows != nd.records:
+                raise GFLError(
+                    f"{features}: {n_rows} feature rows but {nd.path.name} has {nd.records} data rows; with "
+                    f"--feature-key row (the default with a node table) row i holds the node of table row i; "
+                    f"pass --feature-key node if rows are node ids"
+                )
+            return read_feature_file(features, nd.record[rows], report)
+        return read_feature_file(features, nd.ids[rows], report)
+    if cols.features is None or nd.frame is None:
+        raise GFLError(f"{nd.path or 'the graph'}: no node features; pass feature columns (--feature-cols) "
+                       f"of a node table or a file (--features)")
+    ndf, nodes = nd.frame, nd.path
     names = [cols.features] if isinstance(cols.features, str) else list(cols.features)
     chosen = [c for c in ndf.columns if c in names] or [c for c in ndf.columns if str(c).startswith(names[0])]
     if len(names) > 1 and len(chosen) != len(names):
@@ -136,45 +302,103 @@ def _features(ndf, nlines, rows, ids, nodes: Path, features, cols: TableColumns,
     block = ndf[chosen].iloc[rows].apply(lambda c: pd.to_numeric(c.str.strip(), errors="coerce"))
     values = block.to_numpy(dtype=np.float64, na_value=np.nan)
     bad = ~np.isfinite(values).all(axis=1)
-    add_lines(report, "non-numeric feature value (set to 0)", nodes.name, nlines[rows][bad])
-    return np.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0).astype(np.float32)
+    add_lines(report, "non-numeric feature value (set to 0)", nodes.name, nd.lines[rows][bad])
+    return finite_features(values)  # counted above by line, with the non-numeric values
 
 
-def read_table_graph(edges, nodes, *, features=None, columns: TableColumns = TableColumns(), classes=None,
-                     feat_size: int | None = None, seed: int = 0, name: str = "tables") -> SourceGraph:
+def _finish_features(feat, feat_size: int | None, seed: int, transform: FeatureTransform | None,
+                     fit: bool, what: str, optional: bool = False) -> tuple[torch.Tensor, FeatureTransform | None]:
+    """Dense float32 features: ``transform`` applied, or a reduction fitted (``fit``), or kept.
+
+    With ``optional`` the transform is applied only to features of its input size."""
+    if transform is not None and not (optional and feat.shape[1] != transform.in_feats):
+        return torch.from_numpy(transform.apply(feat, what)), transform
+    if transform is not None:
+        fit = False
+    fitted = None
+    if fit:
+        if feat_size is None and sp.issparse(feat):
+            feat_size = SPARSE_FEAT_SIZE
+        if feat_size and feat.shape[1] > feat_size:
+            fitted = fit_svd(feat, feat_size, seed)
+            feat = fitted.apply(feat, what)
+    return torch.from_numpy(np.asarray(feat.todense() if sp.issparse(feat) else feat, dtype=np.float32)), fitted
+
+
+@guard_reader
+def read_table_graph(edges, nodes=None, *, features=None, columns: TableColumns = TableColumns(), classes=None,
+                     feat_size: int | None = None, seed: int = 0, name: str = "tables",
+                     transform: FeatureTransform | None = None, fit: bool = True,
+                     optional_transform: bool = False) -> SourceGraph:
     """One large graph from an edge table and a node table (see module docstring).
 
     Args:
-        edges, nodes: CSV/TSV or Parquet files.
-        features: optional ``.npy``/``.npz``/``.json`` feature file (row = node id).
-        columns: column names.
+        edges, nodes: CSV/TSV or Parquet files. Without a node table the nodes
+            are ``0..n-1``: ``n`` rows of the feature file, else the largest id
+            of the edges (and JSON keys) plus one.
+        features: optional ``.npy``/``.npz``/``.json`` feature file.
+        columns: column names and layout.
         classes: the class list; labels outside it are counted and unlabelled.
         feat_size: reduce features to this many dimensions (default: 128 for
             sparse features, else keep them).
         seed: seed of the feature reduction.
         name: default name of the collections cut from it.
+        transform: a saved transform to apply instead of fitting one.
+        fit: fit a reduction when ``transform`` is ``None`` (else keep raw features).
+        optional_transform: apply ``transform`` only when the features have its
+            input size, else keep them (the caller checks them).
+
+    Returns:
+        The graph; ``source.transform`` is the transform its features went through.
     """
-    t = _read(edges, nodes, features, columns, classes, feat_size, seed)
-    g = build_graph(t.src, t.dst, len(t.keys), t.feat, t.label)
-    g.ndata["orig_id"] = torch.from_numpy(t.keys % t.span)
-    meta = {"files": [str(edges), str(nodes)] + ([str(features)] if features else [])}
-    return SourceGraph(g, t.classes, name, "tables", t.report, meta)
+    t = _read(edges, nodes, features, columns, classes)
+    feat, used = _finish_features(t.feat, feat_size, seed, transform, fit, str(features or nodes),
+                                  optional_transform)
+    g = build_graph(t.src, t.dst, len(t.node_id), feat, t.label)
+    g.ndata["orig_id"] = torch.from_numpy(t.node_id)
+    meta = {"files": [str(f) for f in (edges, nodes, features) if f]}
+    if used is not None:
+        meta["feature_transform"] = used.describe()
+    return SourceGraph(g, t.classes, name, "tables", t.report, meta, transform=used)
 
 
+def small_classes(collection: GraphCollection, k_shot: int = 10) -> str | None:
+    """One line naming the classes with fewer than ``k_shot + 1`` labelled nodes in every graph, or ``None``.
+
+    Episodes need ``k_shot`` support nodes and one query per class, so every
+    graph is skipped for such a class.
+    """
+    most = np.zeros(collection.num_classes, dtype=np.int64)
+    for g in collection.graphs:
+        label = g.ndata["label"].numpy()
+        most = np.maximum(most, np.bincount(label[label >= 0], minlength=collection.num_classes))
+    few = [f"{collection.classes[c]!r} (at most {int(most[c])})" for c in np.flatnonzero(most < k_shot + 1)]
+    if not few:
+        return None
+    return (f"class(es) {', '.join(few)} have fewer than k_shot + 1 = {k_shot + 1} labelled nodes in every graph: "
+            f"episodes with --k-shot {k_shot} skip every graph for them; lower --k-shot or drop them with --classes")
+
+
+@guard_reader
 def read_table_collection(edges, nodes, *, features=None, columns: TableColumns, classes=None,
                           feat_size: int | None = None, n_graphs: Sequence[int] | None = None, seed: int = 0,
-                          name: str = "tables") -> tuple[GraphCollection, BadInputReport]:
+                          name: str = "tables", transform: FeatureTransform | None = None, fit: bool = True,
+                          k_shot: int = 10) -> tuple[GraphCollection, BadInputReport]:
     """Many graphs (one per value of ``columns.graph``), kept as they are.
 
     Splits come from ``columns.split`` (per graph, its first node's value), else
     graphs sorted by name are shuffled with ``default_rng([seed, 5])`` and the
     first ``n_graphs[0]`` go to train, the next ``n_graphs[1]`` to val, then
-    ``n_graphs[2]`` to test (default about 70/10/20 %).
+    ``n_graphs[2]`` to test (default about 70/10/20 %). Features go through
+    ``transform`` when given, else through a reduction fitted once on all
+    graphs. Classes with fewer than ``k_shot + 1`` labelled nodes in every graph
+    are named in one logged warning (:func:`small_classes`).
     """
     if not columns.graph:
         raise GFLError("reading many graphs needs a graph column (--graph-col)")
-    t = _read(edges, nodes, features, columns, classes, feat_size, seed)
-    code = t.keys // t.span
+    t = _read(edges, nodes, features, columns, classes)
+    feat, used = _finish_features(t.feat, feat_size, seed, transform, fit, str(features or nodes))
+    code = t.code
     bounds = np.searchsorted(code, np.arange(len(t.graph_names) + 1))
     esort = np.argsort(code[t.src], kind="stable")
     ebounds = np.searchsorted(code[t.src][esort], np.arange(len(t.graph_names) + 1))
@@ -183,15 +407,19 @@ def read_table_collection(edges, nodes, *, features=None, columns: TableColumns,
     for split, i in order:
         lo, hi = bounds[i], bounds[i + 1]
         e = esort[ebounds[i]:ebounds[i + 1]]
-        g = build_graph(t.src[e] - lo, t.dst[e] - lo, hi - lo, t.feat[lo:hi], t.label[lo:hi])
-        g.ndata["orig_id"] = torch.from_numpy(t.keys[lo:hi] % t.span)
+        g = build_graph(t.src[e] - lo, t.dst[e] - lo, hi - lo, feat[lo:hi], t.label[lo:hi])
+        g.ndata["orig_id"] = torch.from_numpy(t.node_id[lo:hi])
         graphs.append(g)
         extras.append({"graph_name": t.graph_names[i]})
     if not graphs:
         raise GFLError(f"{nodes}: no graph left to keep; check --graph-col and --graphs")
     collection = GraphCollection(graphs, [s for s, _ in order], t.classes, name=name, source="tables", seed=seed,
-                                 graph_extra=extras, meta={"files": [str(edges), str(nodes)]},
+                                 graph_extra=extras, meta={"files": [str(f) for f in (edges, nodes, features) if f]},
                                  sampler={"method": "given", "split_col": columns.split, "seed": seed})
+    attach_transform(collection, used)
+    warning = small_classes(collection, k_shot)
+    if warning:
+        log.warning("%s", warning)
     collection.meta.update(node_overlap=node_overlap(collection), bad_input=t.report.as_dict())
     return collection, t.report
 

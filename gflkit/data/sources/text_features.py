@@ -1,4 +1,4 @@
-"""Deterministic text embeddings: hashed TF-IDF reduced by a seeded randomized SVD.
+"""Deterministic text embeddings: hashed TF-IDF reduced by a truncated SVD.
 
 The GFL paper embeds paper titles into 100 features (Citation) and authors into
 128 features (Collaboration) without saying how. gflkit computes them offline and
@@ -9,8 +9,8 @@ reproducibly, with no fitted vocabulary:
    with :func:`zlib.crc32` (stable across runs, unlike Python's ``hash``);
 2. TF-IDF: ``(1 + log tf) * (1 + log((1 + n) / (1 + df)))``, rows scaled to unit
    length (as scikit-learn's ``TfidfVectorizer(sublinear_tf=True)``);
-3. a randomized SVD (Halko et al., 2011) with a seeded Gaussian sketch; each
-   component's sign is fixed so its largest entry in ``U`` is positive. Row ``i`` of the
+3. a truncated SVD (:func:`scipy.sparse.linalg.svds`, ARPACK from a seeded start
+   vector); each component's sign is fixed so its largest entry in ``U`` is positive. Row ``i`` of the
    result is ``U[i] * S``. When fewer components exist than asked for (tiny
    inputs) the remaining columns are zero.
 """
@@ -23,7 +23,7 @@ from array import array
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["HashedText", "tokenize", "tfidf", "randomized_svd", "embed_counts"]
+__all__ = ["HashedText", "tokenize", "tfidf", "truncated_svd", "randomized_svd", "embed_counts", "fit_text_transform"]
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
@@ -82,8 +82,22 @@ class HashedText:
         )
 
 
-def tfidf(counts: sp.spmatrix) -> sp.csr_matrix:
+def document_frequency_idf(counts: sp.spmatrix) -> np.ndarray:
+    """Smoothed IDF of every column: ``1 + log((1 + n) / (1 + df))``, shape ``(m,)``."""
+    x = sp.csr_matrix(counts)
+    if not x.has_canonical_format:
+        x = x.copy()
+        x.sum_duplicates()
+    df = np.bincount(x.indices, minlength=x.shape[1])
+    return 1.0 + np.log((1.0 + x.shape[0]) / (1.0 + df))
+
+
+def tfidf(counts: sp.spmatrix, idf: np.ndarray | None = None) -> sp.csr_matrix:
     """Sublinear TF-IDF with smoothed IDF and unit-length rows.
+
+    Args:
+        counts: term counts.
+        idf: a fitted IDF per column (default: from ``counts`` itself).
 
     Shapes:
         counts: ``(n, m)``; returns ``(n, m)`` float64 CSR.
@@ -91,41 +105,78 @@ def tfidf(counts: sp.spmatrix) -> sp.csr_matrix:
     x = sp.csr_matrix(counts, dtype=np.float64, copy=True)
     x.sum_duplicates()
     x.data = 1.0 + np.log(np.maximum(x.data, 1.0))
-    df = np.bincount(x.indices, minlength=x.shape[1])
-    idf = 1.0 + np.log((1.0 + x.shape[0]) / (1.0 + df))
+    idf = document_frequency_idf(counts) if idf is None else idf
     x.data *= idf[x.indices]
     norms = np.sqrt(np.asarray(x.multiply(x).sum(axis=1)).ravel())
     norms[norms == 0] = 1.0
     return sp.csr_matrix(sp.diags(1.0 / norms) @ x)
 
 
-def randomized_svd(x: sp.spmatrix, dim: int, seed: int = 0, n_iter: int = 4, oversample: int = 10) -> np.ndarray:
+def truncated_svd(x: sp.spmatrix | np.ndarray, dim: int, seed: int = 0, components: bool = False):
     """Row embeddings ``U * S`` of the top ``dim`` singular triplets of ``x``.
 
+    Computed by :func:`scipy.sparse.linalg.svds` (ARPACK, started from a seeded
+    vector, so the result is reproducible), which takes the singular values from
+    an SVD of ``X V`` rather than from the eigenvalues of ``X^T X``: the condition
+    number is not squared and small components stay accurate. Inputs with at most
+    ``dim + 1`` rows or columns take a dense SVD. Each component's sign is fixed
+    so that its largest entry in ``U`` is positive; components beyond the rank of
+    ``x`` are zero columns.
+
+    With ``components`` also the ``(m, dim)`` matrix ``V`` (signs fixed like
+    ``U``) that maps rows of ``x`` to the embedding: ``x @ V == U * S``.
+
     Shapes:
-        x: ``(n, m)``; returns ``(n, dim)`` float32.
+        x: ``(n, m)``; returns ``(n, dim)`` float32 (and ``(m, dim)`` float32).
     """
+    from scipy.sparse.linalg import svds
+
     n, m = x.shape
-    k = min(dim + oversample, n, m)
     out = np.zeros((n, dim), dtype=np.float32)
-    if k == 0 or (x.nnz if sp.issparse(x) else np.count_nonzero(x)) == 0:
-        return out
-    rng = np.random.default_rng([seed, dim])
-    q, _ = np.linalg.qr(x @ rng.standard_normal((m, k)))  # (n, k)
-    for _ in range(n_iter):  # power iterations sharpen the spectrum; only the n-side is orthonormalised
-        q, _ = np.linalg.qr(x @ np.asarray(x.T @ q))
-    bt = np.asarray(x.T @ q)  # B^T = X^T Q, (m, k)
-    evals, ub = np.linalg.eigh(bt.T @ bt)  # B B^T = Ub S^2 Ub^T, ascending
-    evals, ub = evals[::-1], ub[:, ::-1]
-    s = np.sqrt(np.clip(evals, 0.0, None))
-    r = min(dim, int((s > 1e-7 * max(s[0], 1e-300)).sum()))
-    u = q @ ub[:, :r]  # (n, r)
+    v = np.zeros((m, dim), dtype=np.float32)
+    if min(n, m, dim) == 0 or (x.nnz if sp.issparse(x) else np.count_nonzero(x)) == 0:
+        return (out, v) if components else out
+    if min(n, m) <= dim + 1:  # ARPACK needs k < min(n, m)
+        dense = x.toarray() if sp.issparse(x) else np.asarray(x)
+        u, s, vt = np.linalg.svd(dense.astype(np.float64), full_matrices=False)
+    else:
+        v0 = np.random.default_rng([seed, dim]).standard_normal(min(n, m))
+        u, s, vt = svds(sp.csr_matrix(x, dtype=np.float64), k=dim, v0=v0, solver="arpack")
+        order = np.argsort(s)[::-1]  # svds returns ascending singular values
+        u, s, vt = u[:, order], s[order], vt[order]
+    r = min(dim, int((s > s[0] * max(n, m) * np.finfo(np.float64).eps).sum()))  # numerical rank
+    u = u[:, :r]
     signs = np.sign(u[np.abs(u).argmax(axis=0), np.arange(r)])
     signs[signs == 0] = 1.0
     out[:, :r] = u * (s[:r] * signs)
-    return out
+    if not components:
+        return out
+    v[:, :r] = vt[:r].T * signs
+    return out, v
+
+
+#: The former name, kept for callers (the SVD is no longer randomized).
+randomized_svd = truncated_svd
 
 
 def embed_counts(counts: sp.spmatrix, dim: int, seed: int = 0) -> np.ndarray:
-    """TF-IDF then randomized SVD of hashed term counts: ``(n, dim)`` float32."""
-    return randomized_svd(tfidf(counts), dim, seed=seed)
+    """TF-IDF then truncated SVD of hashed term counts: ``(n, dim)`` float32."""
+    return truncated_svd(tfidf(counts), dim, seed=seed)
+
+
+def fit_text_transform(counts: sp.spmatrix, dim: int, seed: int = 0):
+    """Fit TF-IDF + SVD once on ``counts``; the rows' embedding and the reusable transform.
+
+    The returned rows are the transform applied to ``counts``, so new documents
+    land in the same space as the fitted ones. They match :func:`embed_counts`
+    up to rounding.
+
+    Returns:
+        ``(n, dim)`` float32 and a :class:`~gflkit.data.transform.FeatureTransform` (kind ``tfidf-svd``).
+    """
+    from ..transform import FeatureTransform
+
+    idf = document_frequency_idf(counts)
+    _, v = truncated_svd(tfidf(counts, idf), dim, seed=seed, components=True)
+    transform = FeatureTransform("tfidf-svd", v, idf, params={"seed": int(seed), "n_buckets": int(counts.shape[1])})
+    return transform.apply(counts), transform

@@ -67,7 +67,7 @@ class VenueMap:
             path = Path(path)
             if not path.is_file():
                 raise GFLError(f"{path}: no such venue map; give a CSV file with columns venue,field")
-            text, origin = path.read_text(encoding="utf-8", errors="replace"), str(path)
+            text, origin = path.read_text(encoding="utf-8-sig", errors="replace"), str(path)
         rows = list(csv.reader(text.splitlines()))
         if not rows or [c.strip().lower() for c in rows[0][:2]] != ["venue", "field"]:
             raise DataFormatError(f"{origin}: line 1 must be the header 'venue,field'")

@@ -6,7 +6,8 @@ Two kinds, by what they learn from:
   ``fit_predict(g, episode, *, num_classes, seed) -> (Q,) predictions``
   (Label Propagation, Planetoid, DeepWalk, node2vec, Non-transfer GCN);
 * transfer baselines (:class:`TransferBaseline`) learn from the meta-training
-  graphs first, then predict each test graph (possibly adapting on its support set).
+  graphs first, then predict each test graph (possibly adapting on its support set;
+  Transfer-Head does not: it is zero-shot).
   Protonet is a GFL configuration (:data:`gflkit.config.PRESETS`), not a baseline here.
 """
 from .agf import AllGraphFinetune, GCNClassifier
@@ -19,6 +20,7 @@ from .maml import MAML
 from .matchingnet import MatchingNetwork
 from .node2vec import fit_predict_node2vec
 from .planetoid import fit_predict_planetoid
+from .transfer_head import TransferHead
 
 #: Per-graph baselines by model name.
 PER_GRAPH = {
@@ -31,11 +33,11 @@ PER_GRAPH = {
 
 #: Transfer baselines by model name.
 TRANSFER: dict[str, type[TransferBaseline]] = {
-    cls.name: cls for cls in (AllGraphFinetune, KNearestNeighbours, MatchingNetwork, MAML)
+    cls.name: cls for cls in (AllGraphFinetune, KNearestNeighbours, MatchingNetwork, MAML, TransferHead)
 }
 
 __all__ = [
     "PER_GRAPH", "TRANSFER", "TransferBaseline", "GCNClassifier", "AllGraphFinetune", "KNearestNeighbours",
-    "MatchingNetwork", "MAML", "fit_predict_deepwalk", "fit_predict_gcn",
+    "MatchingNetwork", "MAML", "TransferHead", "fit_predict_deepwalk", "fit_predict_gcn",
     "fit_predict_lp", "fit_predict_node2vec", "fit_predict_planetoid",
 ]

@@ -95,6 +95,14 @@ class AllGraphFinetune(GCNClassifier):
         Shapes:
             returns ``(Q,)`` predicted classes.
         """
+        return self.node_scores(g, episode)[episode.query].argmax(1)
+
+    def node_scores(self, g: dgl.DGLGraph, episode: Episode) -> torch.Tensor:
+        """Class logits of every node after fine-tuning a copy on the support set.
+
+        Shapes:
+            returns ``(N, num_classes)``.
+        """
         tuned = copy.deepcopy(self)
         tuned.train()
         opt = torch.optim.Adam(tuned.parameters(), lr=self.options["finetune_lr"])
@@ -106,4 +114,4 @@ class AllGraphFinetune(GCNClassifier):
             opt.step()
         tuned.eval()
         with torch.no_grad():
-            return tuned(g)[episode.query].argmax(1)
+            return tuned(g)

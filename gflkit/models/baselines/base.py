@@ -44,14 +44,15 @@ class TransferBaseline(nn.Module):
         raise NotImplementedError
 
     def fit(self, collection: GraphCollection, episode_cfg: EpisodeConfig, train_cfg: TrainConfig,
-            progress: bool = False) -> dict[str, Any]:
+            progress: bool = False, **loop_options: Any) -> dict[str, Any]:
         """Learn from ``collection``'s train graphs, keeping the weights best on its val graphs.
 
         As :func:`gflkit.training.meta_train`: each step draws ``meta_batch`` train
         graphs and one episode each (seeded from ``(seed, graph_id, step)``),
         takes an Adam step on :meth:`step_loss`, and every ``eval_every``
         steps scores :meth:`predict` on the val graphs; training stops after
-        ``patience`` rounds without gain.
+        ``patience`` rounds without gain. ``loop_options`` (``resume``,
+        ``save``, ``checkpoint_every``) go to :func:`gflkit.loop.fit_loop`.
 
         Returns:
             ``step`` and ``val_accuracy`` (fraction; NaN without val graphs) of
@@ -64,7 +65,7 @@ class TransferBaseline(nn.Module):
 
         rows, best_step, best_val = fit_loop(
             self, collection, episode_cfg, train_cfg, step_loss=step_loss, score=transfer_accuracies,
-            name=self.name, progress=progress,
+            name=self.name, progress=progress, **loop_options,
         )
         return {"step": best_step, "val_accuracy": best_val, "history": rows}
 

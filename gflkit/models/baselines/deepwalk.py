@@ -1,8 +1,9 @@
 """DeepWalk (Perozzi et al. 2014): uniform random walks, skip-gram, then a linear classifier.
 
-As in the paper's appendix B, the unsupervised embedding is concatenated with
-the node features and a multiclass logistic regression is fitted on the
-support nodes of the test graph.
+The embedding is :class:`dgl.nn.DeepWalk` (walks by :func:`dgl.sampling.random_walk`,
+skip-gram with negatives drawn from the degree distribution to the power 3/4).
+As in the paper's appendix B, it is concatenated with the node features and a
+multiclass logistic regression is fitted on the support nodes of the test graph.
 """
 from __future__ import annotations
 
@@ -13,7 +14,23 @@ from ...episodes import Episode
 from .common import dgl_walks, episode_seed, fit_predict_linear, standardise, support_targets, undirected
 from .skipgram import train_skipgram
 
-__all__ = ["fit_predict_deepwalk", "classify_with_walks"]
+__all__ = ["fit_predict_deepwalk", "deepwalk_embedding", "classify_embedding", "classify_with_walks"]
+
+
+def classify_embedding(g: dgl.DGLGraph, episode: Episode, emb: torch.Tensor, *, num_classes: int,
+                       feat: bool = True) -> torch.Tensor:
+    """Node embedding ``emb`` joined to the features, classified linearly on the support set.
+
+    Both blocks are standardised so neither dominates the L2 penalty.
+
+    Shapes:
+        emb ``(N, d)`` -> ``(Q,)`` predicted classes of ``episode.query``.
+    """
+    x = standardise(emb)
+    if feat:
+        x = torch.cat([standardise(g.ndata["feat"].float()), x], 1)  # (N, F + d)
+    support, target = support_targets(episode)
+    return fit_predict_linear(x, support, target, episode.query, num_classes)
 
 
 def classify_with_walks(
@@ -26,20 +43,65 @@ def classify_with_walks(
     feat: bool = True,
     **skipgram,
 ) -> torch.Tensor:
-    """Skip-gram embedding of ``traces``, joined to the features, classified linearly.
+    """Skip-gram embedding of ``traces`` (:func:`~.skipgram.train_skipgram`), then :func:`classify_embedding`.
 
-    Both blocks are standardised so neither dominates the L2 penalty;
-    ``skipgram`` holds the keyword options of :func:`train_skipgram`.
+    ``skipgram`` holds the keyword options of :func:`~.skipgram.train_skipgram`.
 
     Shapes:
         traces ``(W, L)`` -> ``(Q,)`` predicted classes of ``episode.query``.
     """
     emb = train_skipgram(traces, g.num_nodes(), generator=generator, **skipgram)
-    x = standardise(emb)
-    if feat:
-        x = torch.cat([standardise(g.ndata["feat"].float()), x], 1)  # (N, F + dim)
-    support, target = support_targets(episode)
-    return fit_predict_linear(x, support, target, episode.query, num_classes)
+    return classify_embedding(g, episode, emb, num_classes=num_classes, feat=feat)
+
+
+def deepwalk_embedding(
+    h: dgl.DGLGraph,
+    *,
+    seed: int,
+    dim: int = 32,
+    walk_length: int = 20,
+    walks_per_node: int = 4,
+    window: int = 5,
+    negatives: int = 5,
+    epochs: int = 1,
+    batch_size: int = 64,
+    lr: float = 0.05,
+) -> torch.Tensor:
+    """Train :class:`dgl.nn.DeepWalk` on ``h`` and return its node embedding.
+
+    Reproducible for a given ``seed``, and the global torch and Python
+    generators are left as they were: the initial embedding and the walk
+    order come from a seeded :class:`torch.Generator`; the walks and the negatives (``fast_neg=False``:
+    :func:`dgl.random.choice`) come from DGL's generator, seeded and run on one
+    thread by :func:`~.common.dgl_walks`. Isolated nodes get a self-loop, so
+    no walk stops early (``DeepWalk`` cannot take padded walks).
+
+    Shapes:
+        returns ``(N, dim)``.
+    """
+    from dgl.nn import DeepWalk
+
+    gen = torch.Generator().manual_seed(seed)
+    isolated = torch.nonzero(h.in_degrees() == 0).flatten()
+    h = dgl.add_edges(h, isolated, isolated)
+
+    def train() -> torch.Tensor:
+        with torch.random.fork_rng(devices=[]):  # DeepWalk's own init draws from the global generator
+            model = DeepWalk(h, emb_dim=dim, walk_length=walk_length + 1, window_size=window,
+                             negative_size=negatives, fast_neg=False, sparse=True)
+        with torch.no_grad():  # so it is drawn again, from ours
+            model.node_embed.weight.uniform_(-1.0 / dim, 1.0 / dim, generator=gen)
+        opt = torch.optim.SparseAdam(list(model.parameters()), lr=lr)
+        starts = torch.arange(h.num_nodes()).repeat(walks_per_node)
+        for _ in range(epochs):
+            for batch in starts[torch.randperm(starts.numel(), generator=gen)].split(batch_size):
+                loss = model(model.sample(batch))  # walks (B, walk_length + 1)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        return model.node_embed.weight.detach().clone()
+
+    return dgl_walks(train, seed)
 
 
 def fit_predict_deepwalk(
@@ -54,24 +116,19 @@ def fit_predict_deepwalk(
     window: int = 5,
     negatives: int = 5,
     epochs: int = 1,
-    pairs_per_node: int | None = 200,
+    batch_size: int = 64,
     lr: float = 0.05,
     feat: bool = True,
 ) -> torch.Tensor:
     """DeepWalk embedding + features, logistic regression on the support set.
 
-    Walks come from :func:`dgl.sampling.random_walk`, which draws from DGL's
-    own generator: it is seeded with :func:`dgl.seed` from ``(seed, graph_id)``
-    and run on one thread (:func:`~.common.dgl_walks`), so a run is
-    reproducible. The walks do not depend on the support set.
+    The embedding (:func:`deepwalk_embedding`) is seeded from ``(seed,
+    graph_id)`` and does not depend on the support set.
 
     Shapes:
         returns ``(Q,)`` predicted classes of ``episode.query``.
     """
-    s = episode_seed(seed, episode.graph_id)
-    h = undirected(g)
-    starts = torch.arange(h.num_nodes()).repeat(walks_per_node)
-    traces, _ = dgl_walks(lambda: dgl.sampling.random_walk(h, starts, length=walk_length), s)  # (N * walks, L + 1)
-    gen = torch.Generator().manual_seed(s)
-    return classify_with_walks(g, episode, traces, num_classes=num_classes, generator=gen, feat=feat, dim=dim,
-                               window=window, negatives=negatives, epochs=epochs, pairs_per_node=pairs_per_node, lr=lr)
+    emb = deepwalk_embedding(undirected(g), seed=episode_seed(seed, episode.graph_id), dim=dim,
+                             walk_length=walk_length, walks_per_node=walks_per_node, window=window,
+                             negatives=negatives, epochs=epochs, batch_size=batch_size, lr=lr)
+    return classify_embedding(g, episode, emb, num_classes=num_classes, feat=feat)

@@ -103,6 +103,10 @@ class MAML(TransferBaseline):
 
     def predict(self, g: dgl.DGLGraph, episode: Episode) -> torch.Tensor:
         """Adapt on the support set, classify the queries. Shapes: returns ``(Q,)``."""
+        return self.node_scores(g, episode)[episode.query].argmax(1)
+
+    def node_scores(self, g: dgl.DGLGraph, episode: Episode) -> torch.Tensor:
+        """Adapt on the support set; class logits of every node. Shapes: returns ``(N, num_classes)``."""
         params, _ = self.adapt(g, episode)
         with torch.no_grad():
-            return functional_call(self, params, (g,))[episode.query].argmax(1)
+            return functional_call(self, params, (g,))

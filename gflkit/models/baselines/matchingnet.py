@@ -89,6 +89,22 @@ class MatchingNetwork(TransferBaseline):
         return torch.stack(losses).mean()
 
     @torch.no_grad()
+    def node_scores(self, g: dgl.DGLGraph, episode: Episode) -> torch.Tensor:
+        """Class scores of every node: ``log P(y | v)`` (``attention``), or ``scale``
+        times the cosine to the class's most similar support (``nearest``: its
+        argmax is the nearest support's class).
+
+        Shapes:
+            returns ``(N, num_classes)``.
+        """
+        z = self.embed(g)
+        support = z[episode.support]  # (C, K, d)
+        if self.options["predict"] == "nearest":
+            c, k, _ = support.shape
+            return self.options["scale"] * _cosine(z, support).view(-1, c, k).amax(2)
+        return matching_log_probs(z, support, self.options["scale"])
+
+    @torch.no_grad()
     def predict(self, g: dgl.DGLGraph, episode: Episode) -> torch.Tensor:
         """Shapes: returns ``(Q,)`` classes of ``episode.query``."""
         z = self.embed(g)

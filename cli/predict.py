@@ -1,0 +1,141 @@
+"""``gflkit predict``, ``gflkit embed`` and ``gflkit export-graph``: a trained run on a new graph."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from .options import data_root_option, seed_option
+from .preprocess_tables import graph_table_options, table_columns
+
+
+def _graph_source(f):
+    f = click.option("--force", is_flag=True,
+                     help="Use a collection graph even when its feature fingerprint differs from the run's.")(f)
+    f = click.option("--graph", default=None, metavar="COLLECTION:GRAPH_ID",
+                     help="A graph of a collection instead of tables (node ids as export-graph writes them: the "
+                          "graph's orig_id, else positions).")(f)
+    return graph_table_options(f)
+
+
+def _graph_kwargs(kw: dict) -> dict:
+    columns = table_columns(kw, label=False)
+    return dict(edges=kw.pop("edges"), nodes=kw.pop("nodes"), features=kw.pop("features"), graph=kw.pop("graph"),
+                columns=columns, root=kw.pop("data_root"), force=kw.pop("force"))
+
+
+def _write_frame(df, output: str | None, fmt: str) -> None:
+    from gflkit.utils import atomic_write_with
+
+    from .options import emit
+
+    if fmt != "parquet":
+        return emit(df, output, fmt)
+    if not output:
+        raise click.UsageError("--format parquet needs -o FILE")
+    atomic_write_with(output, lambda tmp: df.to_parquet(tmp, index=False))
+    click.echo(f"wrote {output}", err=True)
+
+
+@click.command()
+@click.argument("run", type=click.Path(exists=True))
+@_graph_source
+@click.option("--labels", required=True, type=click.Path(dir_okay=False),
+              help="Table node,label of the labelled nodes (CSV/TSV/Parquet); every other node is predicted.")
+@click.option("--classes", default=None, metavar="NAME,...",
+              help="Classes to predict (default: the labels' classes); each needs a labelled node.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Write the table to this file instead of stdout.")
+@click.option("--format", "fmt", type=click.Choice(["csv", "json", "parquet"]), default="csv", show_default=True,
+              help="Format of the table (parquet needs -o).")
+@data_root_option
+def predict(run, labels, classes, output, fmt, **kw):
+    """Label every node of a new graph from a few labelled ones, with RUN's model.
+
+    The graph is an edge table with node features (a .npy with one row per
+    node and an edge table over ids 0..n-1 is enough; or a node table, feature
+    columns, .npz, JSON; the options of 'preprocess tables'), or --graph
+    COLLECTION:GRAPH_ID. Raw features go through the saved feature transform
+    of the run's collection. The classes need not be the training classes:
+    GFL, protonet, knn and matchingnet take any classes with at least one
+    labelled node each (maml and agf at most the run's number of classes); a
+    warning names classes with fewer labelled nodes than the run's k_shot.
+
+    Prints one row per node: node (its id in the tables), label, score_<class>
+    (softmax over the class scores), is_support (the given labels, kept).
+    """
+    import gflkit
+
+    names = [c.strip() for c in classes.split(",") if c.strip()] if classes else None
+    label_col = kw["label_col"]
+    table = gflkit.predict(run, labels=labels, classes=names, label_col=label_col, **_graph_kwargs(kw))
+    _write_frame(table, output, fmt)
+
+
+@click.command()
+@click.argument("run", type=click.Path(exists=True))
+@_graph_source
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Output file: .npy (rows follow the sorted node ids), .parquet or .csv (node, z_0, ...); "
+                   "default: CSV on stdout.")
+@data_root_option
+def embed(run, output, **kw):
+    """Node embeddings Z of RUN's encoder on a graph (same graph options as predict)."""
+    import numpy as np
+    import pandas as pd
+
+    import gflkit
+    from gflkit.utils import atomic_write_with
+
+    ids, z = gflkit.embed(run, **_graph_kwargs(kw))
+    suffix = Path(output).suffix.lower() if output else ".csv"
+    if suffix == ".npy":
+        def write(tmp: str) -> None:
+            with open(tmp, "wb") as f:
+                np.save(f, z)
+
+        atomic_write_with(output, write)
+    else:
+        df = pd.DataFrame(z, columns=[f"z_{i}" for i in range(z.shape[1])])
+        df.insert(0, "node", ids)
+        if suffix in (".parquet", ".pq"):
+            atomic_write_with(output, lambda tmp: df.to_parquet(tmp, index=False))
+        elif suffix in (".csv", ".tsv"):
+            text = df.to_csv(index=False, sep="\t" if suffix == ".tsv" else ",", float_format="%.6g")
+            if not output:
+                sys.stdout.write(text)
+                return
+            from gflkit.utils import atomic_write_text
+
+            atomic_write_text(output, text)
+        else:
+            raise click.BadParameter("write .npy, .parquet or .csv", param_hint="-o")
+    click.echo(f"wrote {z.shape[0]} x {z.shape[1]} embeddings to {output}", err=True)
+
+
+@click.command("export-graph")
+@click.argument("graph", metavar="COLLECTION:GRAPH_ID")
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("--labels-per-class", type=click.IntRange(1), default=10, show_default=True,
+              help="Labelled nodes per class in labels.csv: the support set of evaluation episode 0 with --seed.")
+@seed_option()
+@data_root_option
+def export_graph(graph, folder, labels_per_class, seed, data_root):
+    """Write a collection graph as tables, e.g. a held-out test graph to try predict on.
+
+    FOLDER gets edges.csv (src,dst), nodes.csv (id,label: the truth, empty when
+    unlabelled) and labels.csv (node,label: --labels-per-class nodes per class,
+    the support nodes 'gflkit evaluate --seed SEED' draws). Ids are the graph's
+    ndata orig_id: the node ids of a --graph-col table, or for a graph sampled
+    from one large graph its position among the source's sorted ids (the ids
+    themselves when they run 0..n-1, as in MUSAE), so the source's raw feature
+    file applies to them.
+    """
+    from gflkit.prediction import export_tables
+
+    written = export_tables(graph, folder, labels_per_class, seed, data_root)
+    click.echo(f"wrote {', '.join(map(str, written))}", err=True)
+
+
+COMMANDS = [predict, embed, export_graph]

@@ -1,0 +1,421 @@
+"""Few-shot prediction and node embeddings on a user's new graph.
+
+A trained run classifies the nodes of a graph it has never seen, from a few
+labelled nodes per class. Because GFL (and Protonet, K-NN, Matching Network)
+classify by comparing embeddings with the labelled nodes, the classes need not
+be the training classes: any classes with at least one labelled node each
+work. MAML and All-Graph-Finetune adapt their classifier head on the labelled
+nodes, so they take at most as many classes as the run was trained on.
+
+Memory is linear in nodes + edges: the encoder is a sparse GCN, support
+similarities are computed among support nodes only (by message passing from
+them), and query scores are computed in chunks (:mod:`gflkit.scoring`).
+
+:func:`load` returns a :class:`Predictor`; :func:`predict` and :func:`embed`
+are what ``gflkit predict`` and ``gflkit embed`` run.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Hashable, Mapping, Sequence
+
+import dgl
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+from .batching import prepare_graph
+from .data.transform import FeatureTransform, check_fingerprint, feature_fingerprint, load_transform
+from .errors import GFLError
+from .runs import load_checkpoint, training_collection
+from .scoring import class_scores, embeddings
+
+__all__ = [
+    "Predictor", "load", "predict", "embed", "read_graph", "read_labels", "graph_from_collection",
+    "support_from_labels", "export_tables",
+]
+
+log = logging.getLogger(__name__)
+
+
+# -- the loaded run ------------------------------------------------------------------------------------------------
+@dataclass
+class Predictor:
+    """A trained run, ready to predict on new graphs.
+
+    Attributes:
+        module: the model (:class:`~gflkit.models.gfl.GFL` or a transfer baseline), in eval mode.
+        meta: the checkpoint's settings (model name, episode config, classes, dataset...).
+        transform: the feature transform of the run's collection (``None``: features kept as read).
+        fingerprint: the run's feature fingerprint (``None`` when unknown).
+    """
+
+    module: nn.Module
+    meta: dict[str, Any]
+    transform: FeatureTransform | None = None
+    fingerprint: dict[str, Any] | None = None
+
+    @property
+    def name(self) -> str:
+        return str(self.meta.get("model", "gfl"))
+
+    @property
+    def in_feats(self) -> int:
+        return int(self.module.in_feats)
+
+    @property
+    def k_shot(self) -> int:
+        return int((self.meta.get("episode_config") or {}).get("k_shot", 10))
+
+    def model_features(self, feat, what: str = "the graph") -> torch.Tensor:
+        """Features as the model takes them: raw features go through the run's transform.
+
+        Raises:
+            GFLError: the size fits neither the model nor the transform, or a value is NaN/inf.
+        """
+        width = int(feat.shape[1])
+        if self.transform is not None and width == self.transform.in_feats and width != self.in_feats:
+            feat = self.transform.apply(feat, what)
+        elif width != self.in_feats:
+            raw = f" (or {self.transform.in_feats} raw ones)" if self.transform is not None else ""
+            hint = ""
+            if self.transform is None and (self.fingerprint or {}).get("transform", "none") != "none":
+                hint = (f" (the run's collection {self.meta.get('dataset')!r}, whose feature transform turns raw "
+                        f"features into these, was not found: pass --data-root)")
+            raise GFLError(f"the run expects {self.in_feats} features per node{raw}; {what} has {width}{hint}")
+        feat = torch.as_tensor(np.asarray(feat), dtype=torch.float32)
+        check_finite(feat, what)
+        return feat
+
+    def prepare(self, g: dgl.DGLGraph, what: str = "the graph") -> dgl.DGLGraph:
+        """The model-ready copy of ``g`` (features transformed and checked, self-loops)."""
+        if g.num_nodes() == 0:
+            raise GFLError(f"{what}: the graph has no nodes")
+        if "feat" not in g.ndata:
+            raise GFLError(f"{what}: the graph has no node features (ndata['feat'])")
+        h = dgl.graph(g.edges(), num_nodes=g.num_nodes())
+        h.ndata["feat"] = self.model_features(g.ndata["feat"], what)
+        return prepare_graph(h)
+
+    def embed(self, g: dgl.DGLGraph, what: str = "the graph") -> torch.Tensor:
+        """Node embeddings of ``g``: ``(N, d)``."""
+        return embeddings(self.module, self.prepare(g, what))
+
+    def predict(self, g: dgl.DGLGraph, support: Mapping[Hashable, Sequence[int]], *,
+                node_ids: Sequence[int] | None = None, what: str = "the graph") -> pd.DataFrame:
+        """Classify every node of ``g`` from a few labelled ones.
+
+        Args:
+            g: a DGLGraph with ``ndata["feat"]`` (raw or already transformed).
+            support: class label -> node ids of ``g`` (positions) labelled with it.
+            node_ids: the ids to report per node (default: positions ``0..N-1``).
+            what: the graph's name in messages.
+
+        Returns:
+            One row per node: ``node``, ``label`` (the most probable class),
+            ``score_<class>`` (softmax over the model's class scores) and
+            ``is_support`` (labelled nodes keep their given label).
+        """
+        names, ids = check_support(support, g.num_nodes(), self.k_shot, what)
+        prepared = self.prepare(g, what)
+        self.module.eval()
+        probs = torch.softmax(class_scores(self.module, prepared, ids), dim=1)  # (N, C)
+        return prediction_frame(probs, names, ids, node_ids)
+
+
+def check_finite(feat: torch.Tensor, what: str) -> None:
+    """One-line error when a feature value is NaN or infinite."""
+    bad = ~torch.isfinite(feat).all(1)
+    if bad.any():
+        first = int(torch.nonzero(bad)[0])
+        raise GFLError(f"{what}: {int(bad.sum())} node(s) have NaN or infinite features (first at node position "
+                       f"{first}); fix or drop them")
+
+
+def check_support(support: Mapping[Hashable, Sequence[int]], num_nodes: int, k_shot: int,
+                  what: str) -> tuple[list[str], list[torch.Tensor]]:
+    """Class names (sorted) and id tensors of a ``{label: ids}`` mapping, checked."""
+    if not support:
+        raise GFLError(f"{what}: no labelled nodes; give at least one labelled node per class")
+    from .data.sources.table_io import sorted_classes
+
+    names = sorted_classes([str(k) for k in support])
+    by_name = {str(k): v for k, v in support.items()}
+    ids, seen = [], {}
+    for name in names:
+        t = torch.as_tensor(np.asarray(list(by_name[name]), dtype=np.int64))
+        if t.numel() == 0:
+            raise GFLError(f"{what}: class {name!r} has no labelled node; give at least one or drop the class")
+        out = t[(t < 0) | (t >= num_nodes)]
+        if out.numel():
+            raise GFLError(f"{what}: labelled node {int(out[0])} (class {name!r}) is not in the graph "
+                           f"({num_nodes} nodes)")
+        for i in t.tolist():
+            if i in seen:
+                raise GFLError(f"{what}: node {i} is labelled twice ({seen[i]!r} and {name!r}); keep one label")
+            seen[i] = name
+        ids.append(t)
+    few = [f"{n!r} ({len(t)})" for n, t in zip(names, ids) if len(t) < k_shot]
+    if few:
+        log.warning("%s: class(es) %s have fewer labelled nodes than the run's k_shot = %d; predictions may be "
+                    "less accurate", what, ", ".join(few), k_shot)
+    return names, ids
+
+
+def prediction_frame(probs: torch.Tensor, names: list[str], support: Sequence[torch.Tensor],
+                     node_ids: Sequence[int] | None = None) -> pd.DataFrame:
+    """The output table: ``node, label, score_<class>..., is_support``."""
+    n = probs.shape[0]
+    label = probs.argmax(1).numpy().copy()
+    is_support = np.zeros(n, dtype=bool)
+    for c, ids in enumerate(support):
+        label[ids.numpy()] = c
+        is_support[ids.numpy()] = True
+    frame = {"node": np.arange(n) if node_ids is None else np.asarray(node_ids),
+             "label": np.asarray(names, dtype=object)[label]}
+    for c, name in enumerate(names):
+        frame[f"score_{name}"] = probs[:, c].numpy()
+    frame["is_support"] = is_support
+    return pd.DataFrame(frame)
+
+
+def load(run: str | os.PathLike, root: str | os.PathLike | None = None) -> Predictor:
+    """The model of a run folder (or ``best.pt``), with its collection's feature transform.
+
+    The transform is looked up in the collection the run was trained on (by
+    name under ``root``, else the recorded path). When it cannot be found,
+    prediction works on features of the model's size only.
+    """
+    module, meta = load_checkpoint(run)
+    folder = training_collection(meta, root)
+    transform = fingerprint = None
+    if folder is not None:
+        from .data.transform import collection_folder
+
+        path = collection_folder(folder, root)
+        transform = load_transform(path)
+        fingerprint = feature_fingerprint(path)
+    fingerprint = meta.get("feature_fingerprint") or fingerprint
+    if transform is not None and fingerprint and fingerprint.get("transform") != transform.id:
+        log.warning("the run's collection %s now holds another feature transform than the run was trained with; "
+                    "raw features cannot be used", folder)
+        transform = None
+    return Predictor(module, meta, transform, fingerprint)
+
+
+# -- graphs and labels from files ----------------------------------------------------------------------------------
+def graph_from_collection(spec: str, root=None) -> tuple[dgl.DGLGraph, dict[str, Any], str]:
+    """``COLLECTION:GRAPH_ID`` -> the graph, the collection's fingerprint and a name for messages."""
+    from .data import load_collection
+
+    name, sep, gid = str(spec).rpartition(":")
+    if not sep or not name or not gid.strip().isdigit():
+        raise GFLError(f"--graph {spec!r}: expected COLLECTION:GRAPH_ID, e.g. facebook:25")
+    collection = load_collection(name, root)
+    gid = int(gid)
+    if not 0 <= gid < len(collection):
+        raise GFLError(f"--graph {spec}: collection {collection.name!r} has graphs 0..{len(collection) - 1}")
+    return collection.graphs[gid], feature_fingerprint(collection), f"{collection.name}:{gid}"
+
+
+def read_labels(path: str | os.PathLike, node_ids: np.ndarray, *, node_col: str = "node", label_col: str = "label",
+                unlabelled: Sequence[str] = ("-1",)) -> dict[str, list[int]]:
+    """A ``node,label`` table -> ``{label: positions}`` (positions of the ids in ``node_ids``).
+
+    Rows whose label is empty, NaN or an ``unlabelled`` marker are ignored.
+    Unknown and repeated ids are one-line errors.
+    """
+    from .data.sources.base import BadInputReport
+    from .data.sources.table_io import existing_file, read_table
+    from .data.sources.tables import unlabelled_mask
+
+    path = existing_file(path, "labels table", "give a CSV/TSV/Parquet file with columns node,label (--labels)")
+    report = BadInputReport()
+    df, lines = read_table(path, report)
+    if report:
+        raise GFLError(f"{path}: {report.summary()[0]}")
+    col = node_col if node_col in df.columns else ("id" if "id" in df.columns else None)
+    if col is None or label_col not in df.columns:
+        raise GFLError(f"{path}: needs columns {node_col},{label_col} (has {', '.join(map(str, df.columns))})")
+    raw = df[label_col].str.strip().to_numpy()
+    keep = ~unlabelled_mask(raw, unlabelled)
+    ids = pd.to_numeric(df[col].str.strip(), errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    bad = ~np.isfinite(ids) | (ids != np.round(ids))
+    if (bad & keep).any():
+        line = int(lines[np.flatnonzero(bad & keep)[0]])
+        raise GFLError(f"{path}:{line}: node id {df[col].iloc[np.flatnonzero(bad & keep)[0]]!r} is not an integer")
+    ids, raw, lines = ids[keep].astype(np.int64), raw[keep], lines[keep]
+    uniq, first, counts = np.unique(ids, return_index=True, return_counts=True)
+    if (counts > 1).any():
+        dup = uniq[counts > 1][0]
+        at = lines[ids == dup]
+        raise GFLError(f"{path}: node {dup} is listed {int(counts[counts > 1][0])} times (lines "
+                       f"{', '.join(map(str, at[:3]))}); keep one row per node")
+    pos, missing = _lookup(node_ids, ids)
+    if np.any(missing):
+        j = int(np.flatnonzero(missing)[0])
+        raise GFLError(f"{path}:{int(lines[j])}: node {ids[j]} is not in the graph ({int(np.sum(missing))} "
+                       f"labelled id(s) are not); check the ids against the edge/node tables")
+    support: dict[str, list[int]] = {}
+    for p, label in zip(pos.tolist(), raw.tolist()):
+        support.setdefault(str(label), []).append(p)
+    return support
+
+
+def support_from_labels(labels: Mapping[Hashable, Sequence[int]], classes: Sequence[str] | None, what: str):
+    """``labels`` restricted to / completed with ``classes`` (a listed class without nodes is an error)."""
+    if not classes:
+        return dict(labels)
+    out = {str(c): list(labels.get(str(c), [])) for c in classes}
+    extra = sorted(set(map(str, labels)) - set(out))
+    if extra:
+        raise GFLError(f"{what}: labels {', '.join(map(repr, extra[:5]))} are not among --classes")
+    return out
+
+
+def read_graph(predictor: Predictor, *, edges=None, nodes=None, features=None, graph: str | None = None,
+               columns=None, root=None, force: bool = False) -> tuple[dgl.DGLGraph, np.ndarray, str]:
+    """The graph to predict on, from tables or ``COLLECTION:GRAPH_ID``.
+
+    Tables are read by the same reader as ``preprocess tables``; their raw
+    features go through the run's saved transform. A collection graph's
+    features were transformed when it was built, so its collection's feature
+    fingerprint must equal the run's (unless ``force``).
+
+    Returns:
+        The graph, each node's id as the user knows it and a name for messages.
+    """
+    from .data.sources.tables import TableColumns, read_table_graph
+
+    if graph is not None:
+        if edges is not None or nodes is not None or features is not None:
+            raise GFLError("give either --graph COLLECTION:GRAPH_ID or tables (--edges ...), not both")
+        g, fingerprint, what = graph_from_collection(graph, root)
+        check_fingerprint(predictor.fingerprint, fingerprint, f"collection graph {what}", force)
+        ids = g.ndata["orig_id"].numpy() if "orig_id" in g.ndata else np.arange(g.num_nodes(), dtype=np.int64)
+        return g, ids, what
+    if edges is None:
+        raise GFLError("give the graph: --edges FILE [--nodes FILE] [--features FILE], or --graph COLLECTION:ID")
+    columns = columns or TableColumns(label=None)
+    source = read_table_graph(edges, nodes, features=features, columns=columns, transform=predictor.transform,
+                              fit=False, optional_transform=True)
+    for line in source.report.summary():
+        log.warning("%s", line)
+    for kind in ("non-finite feature value (set to 0)", "non-numeric feature value (set to 0)"):
+        bad = source.report.counts.get(kind)
+        if bad:  # a prediction would silently score zeroed nodes
+            raise GFLError(f"{features or nodes}: {bad} node(s) have NaN or infinite (or non-numeric) features (first at "
+                           f"{source.report.examples[kind][0]}); fix or drop them")
+    dup = source.report.counts.get("duplicate node id")
+    if dup:
+        raise GFLError(f"{nodes}: {dup} duplicate node id(s) (first at {source.report.examples['duplicate node id'][0]}"
+                       f"); keep one row per node")
+    what = str(nodes or features or edges)
+    if source.g.num_nodes() == 0:
+        raise GFLError(f"{what}: the graph has no nodes")
+    return source.g, source.g.ndata["orig_id"].numpy(), what
+
+
+def predict(run: str | os.PathLike | Predictor, *, labels: str | os.PathLike | Mapping[Hashable, Sequence[int]],
+            edges=None, nodes=None, features=None, graph: str | None = None, columns=None,
+            classes: Sequence[str] | None = None, label_col: str = "label", root=None,
+            force: bool = False) -> pd.DataFrame:
+    """``gflkit predict`` as a function: classify every node of a new graph.
+
+    Args:
+        run: a run folder, its ``best.pt``, or a loaded :class:`Predictor`.
+        labels: a ``node,label`` table, or ``{label: node ids}`` (ids as in the tables).
+        edges, nodes, features, columns: the graph's tables (as ``preprocess tables`` reads them).
+        graph: instead of tables, ``COLLECTION:GRAPH_ID`` (node ids: the graph's ``orig_id``
+            when it has one, as :func:`export_tables` writes them, else positions).
+        classes: the classes to predict (default: those of the labels).
+        label_col: the label column of the labels table (its node column is ``node`` or ``id``).
+        root: data root for collection names.
+        force: predict even when the collection graph's feature fingerprint differs from the run's.
+
+    Returns:
+        One row per node: ``node, label, score_<class>..., is_support``.
+    """
+    predictor = run if isinstance(run, Predictor) else load(run, root)
+    g, ids, what = read_graph(predictor, edges=edges, nodes=nodes, features=features, graph=graph,
+                              columns=columns, root=root, force=force)
+    if isinstance(labels, Mapping):
+        support = {str(k): _positions(ids, v, what) for k, v in labels.items()}
+    else:
+        unlabelled = columns.unlabelled if columns is not None else ("-1",)
+        support = read_labels(labels, ids, label_col=label_col, unlabelled=unlabelled)
+    support = support_from_labels(support, classes, str(labels) if not isinstance(labels, Mapping) else what)
+    return predictor.predict(g, support, node_ids=ids, what=what)
+
+
+def _lookup(node_ids: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of ``wanted`` in ``node_ids`` (any order) and where they are missing."""
+    if len(node_ids) == 0:
+        return np.zeros(len(wanted), np.int64), np.ones(len(wanted), bool)
+    order = np.argsort(node_ids, kind="stable")
+    at = np.minimum(np.searchsorted(node_ids, wanted, sorter=order), len(node_ids) - 1)
+    pos = order[at]
+    return pos, node_ids[pos] != wanted
+
+
+def _positions(ids: np.ndarray, wanted: Sequence[int], what: str) -> list[int]:
+    wanted = np.asarray(list(wanted), dtype=np.int64)
+    pos, missing = _lookup(ids, wanted)
+    if missing.any():
+        raise GFLError(f"{what}: labelled node {int(wanted[missing][0])} is not in the graph")
+    return pos.tolist()
+
+
+def embed(run: str | os.PathLike | Predictor, *, edges=None, nodes=None, features=None, graph: str | None = None,
+          columns=None, root=None, force: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """``gflkit embed`` as a function: the run encoder's node embeddings of a graph.
+
+    Returns:
+        The node ids ``(N,)`` (sorted) and the embeddings ``(N, d)`` float32, row ``i`` for ``ids[i]``.
+    """
+    predictor = run if isinstance(run, Predictor) else load(run, root)
+    g, ids, what = read_graph(predictor, edges=edges, nodes=nodes, features=features, graph=graph,
+                              columns=columns, root=root, force=force)
+    return ids, predictor.embed(g, what).numpy()
+
+
+def export_tables(graph: str, folder: str | os.PathLike, labels_per_class: int = 10, seed: int = 0,
+                  root=None) -> list[Path]:
+    """A collection graph as ``edges.csv``, ``nodes.csv`` (truth) and ``labels.csv`` (a few per class).
+
+    Ids are ``ndata["orig_id"]`` when the graph has it (the table's ids for a
+    ``--graph-col`` collection; for a sampled graph, positions in the source
+    graph, which are the source's ids when those run ``0..n-1``), else positions.
+    ``labels.csv`` holds ``labels_per_class`` nodes of each class: the support set of evaluation episode 0 with ``seed``
+    (:func:`gflkit.episodes.sample_episode`), so predicting from it scores the
+    nodes ``gflkit evaluate --seed SEED`` scores.
+    """
+    from .config import EpisodeConfig
+    from .data import load_collection
+    from .episodes import sample_episode
+    from .utils import atomic_write_text
+
+    name, _, gid = str(graph).rpartition(":")
+    g, _, what = graph_from_collection(graph, root)
+    classes = load_collection(name, root).classes
+    ids = g.ndata["orig_id"].numpy() if "orig_id" in g.ndata else np.arange(g.num_nodes())
+    src, dst = g.edges()
+    keep = (src < dst).numpy()  # each undirected edge once
+    edges = pd.DataFrame({"src": ids[src.numpy()[keep]], "dst": ids[dst.numpy()[keep]]})
+    label = g.ndata["label"].numpy()
+    names = np.asarray(list(classes) + [""], dtype=object)[np.where(label >= 0, label, len(classes))]
+    nodes = pd.DataFrame({"id": ids, "label": names})
+    episode = sample_episode(label, len(classes), EpisodeConfig(k_shot=labels_per_class), seed=seed,
+                             graph_id=int(gid), episode=0)
+    chosen = episode.support.reshape(-1).numpy()
+    labels = pd.DataFrame({"node": ids[chosen], "label": names[chosen]})
+    folder = Path(folder)
+    out = []
+    for file, df in (("edges.csv", edges), ("nodes.csv", nodes), ("labels.csv", labels)):
+        out.append(atomic_write_text(folder / file, df.to_csv(index=False)))
+    log.info("%s: %d nodes, %d edges, %d labelled for prediction", what, len(nodes), len(edges), len(labels))
+    return out
