@@ -6,8 +6,13 @@ averaged by :class:`~torch.nn.parallel.DistributedDataParallel`. Each rank's
 loss is scaled by ``world_size * share / meta_batch``, so the averaged gradient
 is the gradient of the whole meta-batch's loss (a mean over graphs), as in a
 single process, also when ``meta_batch`` is not a multiple of the number of
-ranks. Validation and test graphs are split the same way and the per-graph
+ranks. Validation graphs are split the same way and the per-graph
 accuracies gathered, so every rank selects the same step.
+
+Rank 0 writes the run folder through :class:`gflkit.run_folder.RunFolder`
+(partial folder, lock, ``last.pt``); the other ranks write nothing. A resumed
+run starts every rank from rank 0's ``last.pt``, which holds the random
+generator states of all ranks (:meth:`DistContext.follow_main`).
 
 Ranks come from :func:`gflkit.parallel.launch` (``gflkit train --nproc N``:
 processes spawned on this machine) or from ``torchrun``, whose ``RANK``, ``WORLD_SIZE``,
