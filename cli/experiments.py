@@ -16,6 +16,8 @@ def _common(f):
     """Options every experiment shares: episodes, training, seeds, output."""
     f = output_options(f)
     f = data_root_option(f)
+    f = click.option("--jobs", type=click.IntRange(1), default=1, show_default=True,
+                     help="Processes to spread the independent runs over (each gets cores / jobs threads).")(f)
     f = click.option("--runs", "runs_root", type=click.Path(file_okay=False), default=None,
                      help="Keep every trained run under this folder (default: keep none).")(f)
     f = click.option("--episodes", type=click.IntRange(1), default=1, show_default=True,
@@ -51,7 +53,7 @@ def _split_names(text: str | None) -> list[str] | None:
 @refine_options(several=True)
 @model_options
 @_common
-def compare(data, models, seed, seeds, majority, reference, ci, runs_root, episodes, data_root, output, fmt,
+def compare(data, models, seed, seeds, majority, reference, ci, runs_root, jobs, episodes, data_root, output, fmt,
             **kwargs):
     """Table 2: GFL against the baselines on DATA's test graphs, as CSV.
 
@@ -68,7 +70,7 @@ def compare(data, models, seed, seeds, majority, reference, ci, runs_root, episo
         data, _split_names(models), aggregators=(aggregator,) if aggregator else ("mean", "att"),
         model_overrides=overrides, episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed),
         episodes=episodes, seeds=_seeds(seed, seeds), refines=refines, reference=reference, majority=majority,
-        ci=ci, root=data_root, runs_root=runs_root,
+        ci=ci, root=data_root, runs_root=runs_root, jobs=jobs,
     )
     emit(table, output, fmt)
 
@@ -82,7 +84,7 @@ def compare(data, models, seed, seeds, majority, reference, ci, runs_root, episo
               help="Seeds, one run per seed and variant.")
 @model_options
 @_common
-def ablate(data, drop, all_, seeds, reference, ci, runs_root, episodes, data_root, output, fmt, **kwargs):
+def ablate(data, drop, all_, seeds, reference, ci, runs_root, jobs, episodes, data_root, output, fmt, **kwargs):
     """Table 3: the full model against variants without a component, as CSV.
 
     One row per variant (seeds aggregated) with accuracy, interval and the
@@ -97,7 +99,7 @@ def ablate(data, drop, all_, seeds, reference, ci, runs_root, episodes, data_roo
     table = experiments.ablate(
         data, list(ABLATIONS) if all_ else list(drop), base=base, seeds=seed_list,
         episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed_list[0]),
-        episodes=episodes, reference=reference or "full", ci=ci, root=data_root, runs_root=runs_root,
+        episodes=episodes, reference=reference or "full", ci=ci, root=data_root, runs_root=runs_root, jobs=jobs,
     )
     emit(table, output, fmt)
 
@@ -115,7 +117,7 @@ def ablate(data, drop, all_, seeds, reference, ci, runs_root, episodes, data_roo
               help="Several seeds, aggregated in each row (overrides --seed).")
 @model_options
 @_common
-def sweep(data, param, values, models, seed, seeds, reference, ci, runs_root, episodes, data_root, output, fmt,
+def sweep(data, param, values, models, seed, seeds, reference, ci, runs_root, jobs, episodes, data_root, output, fmt,
           **kwargs):
     """Sensitivity (Tables 4-6, Figure 3): one CSV row per (value, model).
 
@@ -127,7 +129,7 @@ def sweep(data, param, values, models, seed, seeds, reference, ci, runs_root, ep
     table = experiments.sweep(
         data, param, _split_names(values), _split_names(models), base=base,
         episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed), seeds=_seeds(seed, seeds),
-        reference=reference, ci=ci, episodes=episodes, root=data_root, runs_root=runs_root,
+        reference=reference, ci=ci, episodes=episodes, root=data_root, runs_root=runs_root, jobs=jobs,
     )
     emit(table, output, fmt)
 

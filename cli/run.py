@@ -6,6 +6,7 @@ from pathlib import Path
 import click
 
 import gflkit
+from gflkit import distributed
 from gflkit.config import AGGREGATORS, DISTANCES, GATE_MODES, PGNN_NORMS, PRESETS, SIMILARITIES, EpisodeConfig, GFLConfig, TrainConfig
 from gflkit.models.baselines import PER_GRAPH, TRANSFER
 from gflkit.api import default_run_dir
@@ -152,17 +153,25 @@ def _check_resume(ctx: click.Context) -> None:
               help="Split to evaluate the selected checkpoint on ('none' to skip).")
 @click.option("--episodes", type=click.IntRange(1), default=1, show_default=True,
               help="Support draws per graph in that evaluation.")
+@click.option("--nproc", type=click.IntRange(1), default=1, show_default=True,
+              help="Processes that train the one model together (torch.distributed, gloo); ignored under torchrun.")
+@click.option("--threads-per-proc", type=click.IntRange(1), default=None,
+              help="Threads of each process with --nproc or torchrun [default: cores / processes].")
+@click.option("--timeout", type=FiniteFloatRange(1), default=distributed.DEFAULT_TIMEOUT, show_default=True,
+              help="Seconds a process waits for a dead or stuck peer before the run fails.")
 @refine_options()
 @ci_option
 @seed_option()
 @data_root_option
 @output_options
-def train(data, model, out, force, resume, checkpoint_every, options, split, episodes, seed, ci, data_root, output,
-          fmt, **kwargs):
+def train(data, model, out, force, resume, checkpoint_every, options, split, episodes, nproc, threads_per_proc, timeout,
+          seed, ci, data_root, output, fmt, **kwargs):
     """Meta-train on DATA's train graphs and print the test result as CSV.
 
     DATA is a collection folder or a name under <root>/processed/; without it
-    the built-in synthetic family is used (generated on first use).
+    the built-in synthetic family is used (generated on first use). --nproc N
+    splits each meta-batch over N processes of this machine; the same command
+    runs under torchrun (python -m gflkit train ...) across machines.
 
     The run folder appears only when training has finished: until then the
     run lives in the hidden folder .<run>.partial beside it, with a resume
@@ -193,11 +202,14 @@ def train(data, model, out, force, resume, checkpoint_every, options, split, epi
                     out=out, force=force)
     try:
         result, table = gflkit.train(data, root=data_root, eval_split=eval_split, episodes=episodes,
-                                     checkpoint_every=checkpoint_every, refine=refine, ci=ci, **call)
+                                     checkpoint_every=checkpoint_every, refine=refine, ci=ci, nproc=nproc,
+                                     threads_per_proc=threads_per_proc, timeout=timeout, **call)
     except KeyboardInterrupt:
         if not partial_path(target).is_dir():
             raise click.ClickException("interrupted before training started") from None
         raise click.ClickException(f"interrupted; continue with: gflkit train --resume {target}") from None
+    if not distributed.is_main_process():  # torchrun: rank 0 reports
+        return
     click.echo(f"run written to {result.run_dir}", err=True)
     if len(table):
         emit(table, output, fmt)

@@ -13,6 +13,11 @@ carries its mean accuracy difference to a reference row over the same
 scored once per seed; a row's metrics average the seeds within each (graph,
 episode) before the episode and graph levels, and ``seed_std`` gives the spread
 of the per-seed accuracies.
+
+The independent runs of a table (model x aggregator x seed, variant x seed,
+value x model x seed) can go to a pool of processes (``jobs``,
+:func:`gflkit.parallel.run_jobs`); each run seeds itself and the rows are
+assembled in the same order, so the table is the same as with one process.
 """
 from __future__ import annotations
 
@@ -31,6 +36,7 @@ from .episodes import EpisodeSampler
 from .errors import GFLError
 from .metrics import baseline_records, majority_records, paired, summarise
 from .models.baselines import PER_GRAPH
+from .parallel import portable, run_jobs, shared_collection
 from .refine import REFINE_METHODS, RefineConfig
 from .results import PAIRED_COLUMNS, RESULT_COLUMNS, to_frame
 
@@ -84,6 +90,17 @@ def _score(collection: GraphCollection, model: str, cfg: GFLConfig | None, episo
     result, _ = train(collection, cfg, episode_cfg, train_cfg, model=model, out=out, eval_split=None,
                       progress=progress)
     return [score_records(result.model, collection, "test", episode_cfg, episodes, seed, r) for r in refines]
+
+
+def _score_task(args: tuple) -> list[pd.DataFrame]:
+    return _score(shared_collection(args[0]), *args[1:])
+
+
+def _score_all(tasks: list[tuple], jobs: int) -> list[list[pd.DataFrame]]:
+    """``_score(*task)`` for every task, over ``jobs`` processes when above 1 (results in task order)."""
+    if jobs > 1:  # workers load the collection from its folder; their progress bars would interleave
+        tasks = [(portable(t[0]), *t[1:7], False, *t[8:]) for t in tasks]
+    return run_jobs(_score_task, tasks, jobs)
 
 
 def _seeded(records: Sequence[pd.DataFrame], seeds: Sequence[int]) -> pd.DataFrame:
@@ -155,6 +172,7 @@ def compare(
     root: str | os.PathLike | None = None,
     runs_root: str | os.PathLike | None = None,
     progress: bool = True,
+    jobs: int = 1,
 ) -> pd.DataFrame:
     """Table 2: every model in ``models`` (default: all) on the same test graphs.
 
@@ -174,6 +192,8 @@ def compare(
             per-graph baselines and ``majority``, with themselves); default:
             the first row.
         ci: ``t`` or ``paper`` (:func:`gflkit.results.mean_ci`).
+        jobs: processes to spread the runs (model x aggregator x seed) over;
+            the rows are the same as with one.
 
     Returns:
         One row per (model, aggregator, refinement) with the result columns
@@ -188,16 +208,21 @@ def compare(
     if majority and MAJORITY not in models:
         models.append(MAJORITY)
     seeds = list(seeds or [train_cfg.seed])
-    entries = []
+    tasks = []
     for model in models:
         trained = model not in PER_GRAPH and model != MAJORITY
         for agg, cfg in _variants(model, aggregators, model_overrides or {}):
-            runs: list[list[pd.DataFrame]] = []
             for seed in seeds:
                 log.info("compare: %s%s (seed %d) on %s", model, f"-{agg}" if agg else "", seed, collection.name)
                 out = _out(runs_root, collection.name, model, *([agg] if agg else []), f"s{seed}")
-                runs.append(_score(collection, model, cfg, episode_cfg, replace(train_cfg, seed=seed), episodes, out,
-                                   progress, refines if trained else (RefineConfig(),)))
+                tasks.append((collection, model, cfg, episode_cfg, replace(train_cfg, seed=seed), episodes, out,
+                              progress, refines if trained else (RefineConfig(),)))
+    results = iter(_score_all(tasks, jobs))
+    entries = []
+    for model in models:
+        trained = model not in PER_GRAPH and model != MAJORITY
+        for agg, _ in _variants(model, aggregators, model_overrides or {}):
+            runs = [next(results) for _ in seeds]
             methods = [r.method for r in refines] if trained else ["none"]
             for i, method in enumerate(methods):
                 records = _seeded([run[i] for run in runs], seeds)
@@ -238,6 +263,7 @@ def ablate(
     root: str | os.PathLike | None = None,
     runs_root: str | os.PathLike | None = None,
     progress: bool = True,
+    jobs: int = 1,
 ) -> pd.DataFrame:
     """Table 3: the full model and each variant without one component.
 
@@ -247,6 +273,7 @@ def ablate(
         base: the full model (default: GFL's defaults).
         seeds: one training run per seed and variant; rows aggregate the seeds.
         reference: the variant the others are paired with (default ``full``).
+        jobs: processes to spread the runs (variant x seed) over; same rows.
 
     Returns:
         One row per variant with ``delta`` (its accuracy minus the
@@ -262,13 +289,16 @@ def ablate(
     variants = [("full", "GFL (full model)", base)]
     variants += [(d, ABLATION_NAMES[d], replace(base, **ABLATIONS[d])) for d in drop]
     seeds = list(seeds)
-    entries = []
+    tasks = []
     for name, description, cfg in variants:
-        runs = []
         for seed in seeds:
             log.info("ablate: %s (seed %d) on %s", name, seed, collection.name)
             out = _out(runs_root, collection.name, "ablate", name, f"s{seed}")
-            runs += _score(collection, "gfl", cfg, episode_cfg, replace(train_cfg, seed=seed), episodes, out, progress)
+            tasks.append((collection, "gfl", cfg, episode_cfg, replace(train_cfg, seed=seed), episodes, out, progress))
+    results = iter(_score_all(tasks, jobs))
+    entries = []
+    for name, description, cfg in variants:
+        runs = [records for _ in seeds for records in next(results)]
         entry = _entry(name, "gfl", cfg.aggregator if cfg.uses_hierarchy else "", collection, _seeded(runs, seeds),
                        episode_cfg, episodes, seeds, "none", ci)
         entry.row = {"variant": name, "description": description, **entry.row}
@@ -294,6 +324,7 @@ def sweep(
     root: str | os.PathLike | None = None,
     runs_root: str | os.PathLike | None = None,
     progress: bool = True,
+    jobs: int = 1,
 ) -> pd.DataFrame:
     """Tables 4-6 / Figure 3: one row per (value of ``param``, model).
 
@@ -304,7 +335,8 @@ def sweep(
     ``reference`` is a model (each row is paired with that model at the same
     value) or a value of ``param`` (each row is paired with the same model at
     that value). Default: the first model when several are swept, else the
-    first value.
+    first value. ``jobs`` spreads the runs (value x model x seed) over that
+    many processes (same rows).
     """
     if param not in SWEEP_PARAMS:
         raise GFLError(f"--param {param!r} is not sweepable: choose one of {', '.join(SWEEP_PARAMS)}")
@@ -321,7 +353,7 @@ def sweep(
     collection = load_collection(data, root)
     base = base or GFLConfig()
     seeds = list(seeds or [train_cfg.seed])
-    entries = []
+    settings, tasks = [], []
     for value in values:
         ep_cfg = replace(episode_cfg, **{field: value}) if kind == "episode" else episode_cfg
         for model in models:
@@ -329,16 +361,20 @@ def sweep(
             if model in ("gfl", "protonet"):
                 preset = base if model == "gfl" else model_config("protonet")
                 cfg = replace(preset, **{field: value}) if kind == "model" else preset
-            runs = []
+            settings.append((value, ep_cfg, model, cfg))
             for seed in seeds:
                 log.info("sweep: %s=%s, %s (seed %d) on %s", param, value, model, seed, collection.name)
                 out = _out(runs_root, collection.name, "sweep", param, value, model, f"s{seed}")
-                runs += _score(collection, model, cfg, ep_cfg, replace(train_cfg, seed=seed), episodes, out, progress)
-            aggregator = cfg.aggregator if cfg is not None and cfg.uses_hierarchy else ""
-            entry = _entry(f"{model}@{value}", model, aggregator, collection, _seeded(runs, seeds), ep_cfg, episodes,
-                           seeds, "none", ci)
-            entry.row = {"param": param, "value": value, **entry.row}
-            entries.append(entry)
+                tasks.append((collection, model, cfg, ep_cfg, replace(train_cfg, seed=seed), episodes, out, progress))
+    results = iter(_score_all(tasks, jobs))
+    entries = []
+    for value, ep_cfg, model, cfg in settings:
+        runs = [records for _ in seeds for records in next(results)]
+        aggregator = cfg.aggregator if cfg is not None and cfg.uses_hierarchy else ""
+        entry = _entry(f"{model}@{value}", model, aggregator, collection, _seeded(runs, seeds), ep_cfg, episodes,
+                       seeds, "none", ci)
+        entry.row = {"param": param, "value": value, **entry.row}
+        entries.append(entry)
     rows = _with_paired(entries, _sweep_reference(entries, models, values, reference, parse), ci)
     return to_frame(rows, ["param", "value"] + RESULT_COLUMNS[:-1] + ["seed_std"] + PAIRED_COLUMNS + ["seed"])
 
