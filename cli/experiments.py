@@ -4,8 +4,8 @@ from __future__ import annotations
 import click
 
 import gflkit
-from gflkit import experiments
 from gflkit.config import ABLATIONS
+from gflkit.names import SWEEP_PARAM_NAMES, model_names
 
 from .options import (SEED, IntList, NameList, ci_option, data_root_option, emit, int_list, output_options,
                       refine_configs, refine_options)
@@ -42,7 +42,7 @@ def _split_names(text: str | None) -> list[str] | None:
 @click.command()
 @click.argument("data", required=False)
 @click.option("--models", default=None, metavar="NAME,...",
-              help="Models to run (default: all): " + ", ".join(gflkit.api.model_names()) + ", and majority.")
+              help="Models to run (default: all): " + ", ".join(model_names()) + ", and majority.")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Random seed.")
 @click.option("--seeds", type=IntList(0, max_value=2**32 - 1), default=None, metavar="S,...",
               help="Several seeds, aggregated in each row (overrides --seed).")
@@ -64,6 +64,8 @@ def compare(data, models, seed, seeds, majority, reference, ci, runs_root, episo
     refines = refine_configs(kwargs)
     overrides = {k: v for k, v in model_overrides(kwargs).items() if v is not None}
     aggregator = overrides.pop("aggregator", None)
+    from gflkit import experiments
+
     table = experiments.compare(
         data, _split_names(models), aggregators=(aggregator,) if aggregator else ("mean", "att"),
         model_overrides=overrides, episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed),
@@ -94,6 +96,8 @@ def ablate(data, drop, all_, seeds, reference, ci, runs_root, episodes, data_roo
         raise click.UsageError("give --drop COMPONENT (repeatable) or --all")
     seed_list = int_list(seeds)
     base = gflkit.model_config("gfl", **model_overrides(kwargs))
+    from gflkit import experiments
+
     table = experiments.ablate(
         data, list(ABLATIONS) if all_ else list(drop), base=base, seeds=seed_list,
         episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed_list[0]),
@@ -104,7 +108,7 @@ def ablate(data, drop, all_, seeds, reference, ci, runs_root, episodes, data_roo
 
 @click.command()
 @click.argument("data", required=False)
-@click.option("--param", type=click.Choice(list(experiments.SWEEP_PARAMS)), required=True,
+@click.option("--param", type=click.Choice(list(SWEEP_PARAM_NAMES)), required=True,
               help="Hyperparameter to vary.")
 @click.option("--values", type=NameList(), required=True, metavar="V,...",
               help="Comma-separated values, e.g. 0.5,0.6,0.7,0.8 or jaccard,adamic-adar,pagerank,khop-cn.")
@@ -124,6 +128,8 @@ def sweep(data, param, values, models, seed, seeds, reference, ci, runs_root, ep
     several are swept, else the first value.
     """
     base = gflkit.model_config("gfl", **model_overrides(kwargs))
+    from gflkit import experiments
+
     table = experiments.sweep(
         data, param, _split_names(values), _split_names(models), base=base,
         episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed), seeds=_seeds(seed, seeds),

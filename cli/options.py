@@ -13,9 +13,7 @@ from typing import Any
 
 import click
 
-from gflkit.data.sampling import METHODS
-from gflkit.refine import REFINE_METHODS, RefineConfig
-from gflkit.results import write_table
+from gflkit.names import REFINE_ALPHA, REFINE_METHODS, REFINE_STEPS, SAMPLING_METHODS as METHODS
 
 
 class FiniteFloatRange(click.FloatRange):
@@ -118,6 +116,8 @@ def output_options(f):
 
 def emit(df, output: str | None, fmt: str) -> None:
     """Write a result DataFrame to ``output`` or stdout."""
+    from gflkit.results import write_table
+
     if output:
         write_table(df, output, fmt)
         click.echo(f"wrote {output}", err=True)
@@ -198,8 +198,6 @@ def ci_option(f):
 
 def refine_options(several: bool = False):
     """``--refine``, ``--refine-alpha``, ``--refine-steps`` (``several``: a comma-separated list of methods)."""
-    default = RefineConfig()
-
     def deco(f):
         if several:
             method = click.option("--refine", default="none", show_default=True, metavar="METHOD,...",
@@ -211,9 +209,9 @@ def refine_options(several: bool = False):
                                        "none, lp (label propagation) or cs (Correct & Smooth).")
         opts = [
             method,
-            click.option("--refine-alpha", type=click.FloatRange(0, 1, max_open=True), default=default.alpha,
+            click.option("--refine-alpha", type=click.FloatRange(0, 1, max_open=True), default=REFINE_ALPHA,
                          show_default=True, help="Weight of the propagated term per refinement step."),
-            click.option("--refine-steps", type=click.IntRange(0), default=default.steps, show_default=True,
+            click.option("--refine-steps", type=click.IntRange(0), default=REFINE_STEPS, show_default=True,
                          help="Propagation steps of the refinement."),
         ]
         for opt in reversed(opts):
@@ -223,8 +221,10 @@ def refine_options(several: bool = False):
     return deco
 
 
-def refine_configs(kwargs: dict) -> list[RefineConfig]:
+def refine_configs(kwargs: dict) -> list:
     """Pop the refinement options from a command's kwargs into one :class:`~gflkit.refine.RefineConfig` per method."""
+    from gflkit.refine import RefineConfig
+
     alpha, steps = kwargs.pop("refine_alpha"), kwargs.pop("refine_steps")
     methods = [m.strip() for m in str(kwargs.pop("refine")).split(",") if m.strip()] or ["none"]
     bad = [m for m in methods if m not in REFINE_METHODS]

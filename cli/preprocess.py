@@ -5,9 +5,8 @@ from dataclasses import replace
 
 import click
 
-from gflkit.data import DEFAULT_COLLECTION, SMALL_SPEC, SyntheticSpec, make_synthetic_family
-from gflkit.data.synthetic import check_memory
 from gflkit.errors import GFLError
+from gflkit.names import DEFAULT_COLLECTION
 from gflkit.paths import processed_dir
 
 from .options import FiniteFloatRange, GraphCounts, IntList, data_root_option, seed_option
@@ -39,6 +38,9 @@ def preprocess() -> None:
 @data_root_option
 def synthetic(name, out, small, n_graphs, nodes, num_classes, feat_size, outlier_rate, seed, data_root):
     """The built-in seeded family of attributed graphs (the default data)."""
+    from gflkit.data import SMALL_SPEC, SyntheticSpec, make_synthetic_family
+    from gflkit.data.synthetic import check_memory
+
     if small and name == DEFAULT_COLLECTION:
         raise click.BadParameter(f"--small never writes over the default family {DEFAULT_COLLECTION!r}; "
                                  f"leave --name out (gives {SMALL_COLLECTION!r}) or choose another name",

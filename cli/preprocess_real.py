@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import click
 
-from gflkit.data.sampling import FAMILY_DEFAULTS, sample_family
 from gflkit.paths import processed_dir, raw_dir
 
 from .options import graph_counts, int_tuple, sampler_options
@@ -21,6 +20,8 @@ def _classes(text):
 
 def _sample_and_save(source, family, kw, name=None):
     """Cut ``source`` into a family with the command's sampler options; write it."""
+    from gflkit.data.sampling import FAMILY_DEFAULTS, sample_family
+
     defaults = FAMILY_DEFAULTS[family]
     collection = sample_family(
         source, method=kw["method"],
@@ -51,6 +52,7 @@ def aminer(dump, task, venue_map, feat_size, **kw):
     DUMP is the dump file or its folder (default <root>/raw/aminer/, where
     AMiner-Paper.txt, dblp.txt, outputacm.txt or else the largest *.txt is read).
     """
+    from gflkit.data.sampling import FAMILY_DEFAULTS
     from gflkit.data.sources.aminer import read_aminer
 
     source = read_aminer(
@@ -70,6 +72,7 @@ def reddit(folder, prefix, **kw):
 
     FOLDER defaults to <root>/raw/reddit/.
     """
+    from gflkit.data.sampling import FAMILY_DEFAULTS
     from gflkit.data.sources.reddit import read_reddit
 
     source = read_reddit(folder or raw_dir("reddit", kw["data_root"]), prefix=prefix, classes=_classes(kw["classes"]),

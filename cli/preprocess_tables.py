@@ -41,7 +41,7 @@ def _report_and_save(collection, report, out, data_root, features_from=None) -> 
 def graph_table_options(f):
     """The options that describe a user's graph tables, shared by ``preprocess tables``,
     ``predict`` and ``embed`` (read by :func:`table_columns`)."""
-    from gflkit.data.sources.tables import FEATURE_KEYS
+    from gflkit.names import FEATURE_KEYS
 
     opts = [
         click.option("--edges", default=None, help="Edge table, CSV/TSV/Parquet."),

@@ -7,10 +7,7 @@ import click
 
 import gflkit
 from gflkit.config import AGGREGATORS, DISTANCES, PRESETS, SIMILARITIES, EpisodeConfig, GFLConfig, TrainConfig
-from gflkit.models.baselines import PER_GRAPH, TRANSFER
-from gflkit.api import default_run_dir
-from gflkit.run_folder import partial_path
-from gflkit.training import CHECKPOINT_EVERY
+from gflkit.names import CHECKPOINT_EVERY, PER_GRAPH_MODELS as PER_GRAPH, TRANSFER_MODELS as TRANSFER
 
 from .options import (FiniteFloatRange, IntList, ci_option, data_root_option, emit, int_list, output_options,
                       refine_configs, refine_options, seed_option)
@@ -169,6 +166,9 @@ def train(data, model, out, force, resume, checkpoint_every, options, split, epi
     and row as an uninterrupted run (at the same thread count). An existing
     run folder is replaced only with --force.
     """
+    from gflkit.api import default_run_dir
+    from gflkit.run_folder import partial_path
+
     eval_split = None if split == "none" else split
     refine = refine_configs(kwargs)[0]
     if resume is not None:
