@@ -11,7 +11,10 @@ import click
 
 from gflkit.paths import processed_dir, raw_dir
 
-from .options import graph_counts, int_tuple, sampler_options
+from .options import deprecated_alias, graph_counts, int_tuple, sampler_options
+
+#: Datasets ``preprocess pubmed --dataset`` reads.
+PLANETOID = ("pubmed", "cora", "citeseer")
 
 
 def _classes(text):
@@ -30,7 +33,7 @@ def _sample_and_save(source, family, kw, name=None):
         min_degree=defaults["min_degree"] if kw["min_degree"] is None else kw["min_degree"],
         induced=kw["induced"], disjoint=kw["disjoint"], seed=kw["seed"], name=name or kw.get("name"), progress=True,
     )
-    path = collection.save(kw["out"] or processed_dir(collection.name, kw["data_root"]))
+    path = collection.save(kw["out_dir"] or processed_dir(collection.name, kw["data_root"]))
     if source.report:
         click.echo(f"{source.report.total} malformed input item(s) skipped or repaired; "
                    "see the warnings above and meta.bad_input in the manifest", err=True)
@@ -82,17 +85,19 @@ def reddit(folder, prefix, **kw):
 
 @click.command()
 @click.argument("folder", required=False, type=click.Path())
-@click.option("--name", type=click.Choice(["pubmed", "cora", "citeseer"]), default="pubmed", show_default=True,
+@click.option("--dataset", type=click.Choice(PLANETOID), default="pubmed", show_default=True,
               help="Dataset to read; also the collection name.")
+@deprecated_alias("--name", "--dataset", "dataset", type=click.Choice(PLANETOID))
 @sampler_options(collection_name=False)
-def pubmed(folder, name, **kw):
+def pubmed(folder, dataset, **kw):
     """Pubmed (Planetoid or LINQS files), Cora or Citeseer -> a family of graphs.
 
-    FOLDER defaults to <root>/raw/pubmed/ and holds Planetoid ind.<name>.* files
+    FOLDER defaults to <root>/raw/pubmed/ and holds Planetoid ind.<dataset>.* files
     or, for Pubmed, the LINQS Pubmed-Diabetes tab files.
     """
     from gflkit.data.sources.planetoid import read_pubmed
 
+    name = dataset
     source = read_pubmed(folder or raw_dir("pubmed", kw["data_root"]), name=name, classes=_classes(kw["classes"]),
                          num_classes=kw["num_classes"])
     _sample_and_save(source, "pubmed", kw, name=name)

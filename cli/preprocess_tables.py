@@ -13,7 +13,7 @@ import click
 
 from gflkit.paths import processed_dir, raw_dir
 
-from .options import data_root_option, graph_counts, int_tuple, sampler_options, seed_option
+from .options import collection_dir_option, data_root_option, graph_counts, int_tuple, sampler_options, seed_option
 
 
 def _table(folder: Path, given: str | None, stem: str) -> Path:
@@ -125,7 +125,7 @@ def tables(folder, edges, nodes, features, graph_col, split_col, feat_size, feat
     if graph_col:
         collection, report = read_table_collection(edges, nodes, n_graphs=n_graphs, k_shot=k_shot, fit=fit,
                                                    **common)
-        return _report_and_save(collection, report, kw["out"], kw["data_root"], features_from)
+        return _report_and_save(collection, report, kw["out_dir"], kw["data_root"], features_from)
     source = read_table_graph(edges, nodes, fit=fit, **common)
     if kw["num_classes"]:
         label, source.classes = select_classes(source.g.ndata["label"].numpy(), source.classes,
@@ -141,7 +141,7 @@ def tables(folder, edges, nodes, features, graph_col, split_col, feat_size, feat
     warning = small_classes(collection, k_shot)
     if warning:
         click.echo(f"warning: {warning}", err=True)
-    _report_and_save(collection, source.report, kw["out"], kw["data_root"], features_from)
+    _report_and_save(collection, source.report, kw["out_dir"], kw["data_root"], features_from)
 
 
 def _transform_from(features_from: str | None, data_root):
@@ -158,11 +158,10 @@ def _transform_from(features_from: str | None, data_root):
 @click.option("--val", "n_val", type=click.IntRange(0), default=0, show_default=True,
               help="Meta-train graphs held out for validation (chosen by --seed).")
 @click.option("--name", default="gfl_release", show_default=True, help="Collection name.")
-@click.option("--out", type=click.Path(file_okay=False), default=None,
-              help="Output folder (default: <root>/processed/<name>).")
+@collection_dir_option
 @seed_option()
 @data_root_option
-def gfl_release(folder, n_val, name, out, seed, data_root):
+def gfl_release(folder, n_val, name, out_dir, seed, data_root):
     """The GFL authors' released graphs (graph/, feature.txt), kept as given.
 
     FOLDER defaults to <root>/raw/gfl_release/. graph_<i> files become train
@@ -172,4 +171,4 @@ def gfl_release(folder, n_val, name, out, seed, data_root):
 
     collection, report = read_gfl_release(folder or raw_dir("gfl_release", data_root), n_val=n_val, seed=seed,
                                           name=name)
-    _report_and_save(collection, report, out, data_root)
+    _report_and_save(collection, report, out_dir, data_root)

@@ -31,6 +31,7 @@ from .episodes import EpisodeSampler
 from .errors import GFLError
 from .metrics import baseline_records, majority_records, paired, summarise
 from .models.baselines import PER_GRAPH
+from .progress import RunCounter
 from .refine import REFINE_METHODS, RefineConfig
 from .results import PAIRED_COLUMNS, RESULT_COLUMNS, to_frame
 
@@ -82,7 +83,7 @@ def _score(collection: GraphCollection, model: str, cfg: GFLConfig | None, episo
     if model in PER_GRAPH:
         return [baseline_records(PER_GRAPH[model], sampler, episodes, seed)]
     result, _ = train(collection, cfg, episode_cfg, train_cfg, model=model, out=out, eval_split=None,
-                      progress=progress)
+                      progress=progress, return_result=True)
     return [score_records(result.model, collection, "test", episode_cfg, episodes, seed, r) for r in refines]
 
 
@@ -188,16 +189,20 @@ def compare(
     if majority and MAJORITY not in models:
         models.append(MAJORITY)
     seeds = list(seeds or [train_cfg.seed])
+    plan = [(model, _variants(model, aggregators, model_overrides or {})) for model in models]
+    counter = RunCounter(sum(len(variants) for _, variants in plan) * len(seeds), "compare", enabled=progress)
     entries = []
-    for model in models:
+    for model, variants in plan:
         trained = model not in PER_GRAPH and model != MAJORITY
-        for agg, cfg in _variants(model, aggregators, model_overrides or {}):
+        for agg, cfg in variants:
             runs: list[list[pd.DataFrame]] = []
             for seed in seeds:
-                log.info("compare: %s%s (seed %d) on %s", model, f"-{agg}" if agg else "", seed, collection.name)
+                log.debug("compare: %s%s (seed %d) on %s", model, f"-{agg}" if agg else "", seed, collection.name)
+                counter.start(f"{model}{f'-{agg}' if agg else ''}, seed {seed}")
                 out = _out(runs_root, collection.name, model, *([agg] if agg else []), f"s{seed}")
                 runs.append(_score(collection, model, cfg, episode_cfg, replace(train_cfg, seed=seed), episodes, out,
                                    progress, refines if trained else (RefineConfig(),)))
+                counter.finish()
             methods = [r.method for r in refines] if trained else ["none"]
             for i, method in enumerate(methods):
                 records = _seeded([run[i] for run in runs], seeds)
@@ -262,13 +267,16 @@ def ablate(
     variants = [("full", "GFL (full model)", base)]
     variants += [(d, ABLATION_NAMES[d], replace(base, **ABLATIONS[d])) for d in drop]
     seeds = list(seeds)
+    counter = RunCounter(len(variants) * len(seeds), "ablate", enabled=progress)
     entries = []
     for name, description, cfg in variants:
         runs = []
         for seed in seeds:
-            log.info("ablate: %s (seed %d) on %s", name, seed, collection.name)
+            log.debug("ablate: %s (seed %d) on %s", name, seed, collection.name)
+            counter.start(f"{name}, seed {seed}")
             out = _out(runs_root, collection.name, "ablate", name, f"s{seed}")
             runs += _score(collection, "gfl", cfg, episode_cfg, replace(train_cfg, seed=seed), episodes, out, progress)
+            counter.finish()
         entry = _entry(name, "gfl", cfg.aggregator if cfg.uses_hierarchy else "", collection, _seeded(runs, seeds),
                        episode_cfg, episodes, seeds, "none", ci)
         entry.row = {"variant": name, "description": description, **entry.row}
@@ -316,11 +324,12 @@ def sweep(
     if models is None:
         models = ["gfl", "protonet"] + (["maml"] if "maml" in model_names() else []) if kind == "episode" else ["gfl"]
     if kind == "model" and any(m not in ("gfl", "protonet") for m in models):
-        raise GFLError(f"--param {param} changes the GFL model: use --models gfl and/or protonet")
+        raise GFLError(f"--param {param} changes the GFL model: use --model gfl and/or protonet")
     models = list(models)
     collection = load_collection(data, root)
     base = base or GFLConfig()
     seeds = list(seeds or [train_cfg.seed])
+    counter = RunCounter(len(values) * len(models) * len(seeds), "sweep", enabled=progress)
     entries = []
     for value in values:
         ep_cfg = replace(episode_cfg, **{field: value}) if kind == "episode" else episode_cfg
@@ -331,9 +340,11 @@ def sweep(
                 cfg = replace(preset, **{field: value}) if kind == "model" else preset
             runs = []
             for seed in seeds:
-                log.info("sweep: %s=%s, %s (seed %d) on %s", param, value, model, seed, collection.name)
+                log.debug("sweep: %s=%s, %s (seed %d) on %s", param, value, model, seed, collection.name)
+                counter.start(f"{param}={value}, {model}, seed {seed}")
                 out = _out(runs_root, collection.name, "sweep", param, value, model, f"s{seed}")
                 runs += _score(collection, model, cfg, ep_cfg, replace(train_cfg, seed=seed), episodes, out, progress)
+                counter.finish()
             aggregator = cfg.aggregator if cfg is not None and cfg.uses_hierarchy else ""
             entry = _entry(f"{model}@{value}", model, aggregator, collection, _seeded(runs, seeds), ep_cfg, episodes,
                            seeds, "none", ci)
