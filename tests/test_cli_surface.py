@@ -249,3 +249,14 @@ def test_train_takes_model_settings_as_keywords_and_returns_a_table_like_evaluat
         gflkit.train("tiny", aggregatr="att", root=root)
     with pytest.raises(GFLError, match="apply to GFL presets"):
         gflkit.train("tiny", model="knn", aggregator="att", root=root)
+
+
+def test_config_on_compare_sets_episodes_but_not_the_models(root, tmp_path):
+    first = tmp_path / "first"
+    invoke("train", *FAST, "--model", "protonet", "--run-dir", first, "--no-eval", "--data-root", root, "tiny")
+    table = _table(invoke("compare", "tiny", "--config", first / "config.json", "--model", "lp", "--no-majority",
+                          "--data-root", root))
+    assert list(table.model) == ["lp"] and table.k_shot[0] == 5
+    overridden = _table(invoke("compare", "tiny", "--config", first / "config.json", "--model", "lp", "--k-shot", "3",
+                               "--no-majority", "--data-root", root))
+    assert overridden.k_shot[0] == 3
