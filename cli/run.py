@@ -151,7 +151,7 @@ def parse_options(pairs: tuple[str, ...]) -> dict:
 
 #: Parameters that set what a run is; --resume takes them from the run instead.
 _SETTINGS = [*_MODEL_KEYS, "model", "k_shot", "n_query", "on_small", "steps", "meta_batch", "lr", "weight_decay",
-             "eval_every", "patience", "val_episodes", "grad_clip", "seed", "options", "run_dir", "force"]
+             "eval_every", "patience", "val_episodes", "grad_clip", "seed", "options", "run_dir", "deprecated_out", "force"]
 
 
 def _check_resume(ctx: click.Context) -> None:
@@ -192,7 +192,10 @@ def train(data, model, run_dir, force, resume, checkpoint_every, options, split,
     """Meta-train on DATA's train graphs and print the test result as CSV.
 
     DATA is a collection folder or a name under <root>/processed/; without it
-    the built-in synthetic family is used (generated on first use).
+    the built-in synthetic family is used (generated on first use). Model
+    flags left unset keep the --model preset's values (the defaults shown are
+    the full GFL's); --config FILE takes settings from a run's config.json or
+    a TOML file, and flags given override them.
 
     The run folder appears only when training has finished: until then the
     run lives in the hidden folder .<run>.partial beside it, with a resume
