@@ -7,8 +7,8 @@ import gflkit
 from gflkit.config import ABLATIONS
 from gflkit.names import SWEEP_PARAM_NAMES, model_names
 
-from .options import (IntList, NameList, ci_option, config_option, data_root_option, deprecated_alias, emit, output_options,
-                      refine_configs, refine_options, runs_root_option)
+from .options import (IntList, NameList, ci_option, config_option, data_root_option, deprecated_alias, emit,
+                      output_options, refine_configs, refine_options, runs_root_option)
 from .run import (episode_config, episode_options, model_options, model_options_with, model_overrides, train_config,
                   train_options)
 

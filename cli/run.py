@@ -11,9 +11,9 @@ from gflkit.config import (AGGREGATORS, DISTANCES, PRESETS, SIMILARITIES, Episod
                            field_default, field_help)
 from gflkit.names import CHECKPOINT_EVERY, PER_GRAPH_MODELS as PER_GRAPH, TRANSFER_MODELS as TRANSFER
 
-from .options import (FiniteFloatRange, IntList, ci_option, config_option, data_root_option, deprecated_alias, deprecation_warning,
-                      emit, int_list, output_options, refine_configs, refine_options, run_dir_option, seed_option,
-                      split_option)
+from .options import (FiniteFloatRange, IntList, ci_option, config_option, data_root_option, deprecated_alias,
+                      deprecation_warning, emit, int_list, output_options, refine_configs, refine_options,
+                      run_dir_option, seed_option, split_option)
 
 # (flag, config field, click type); help and default come from the config's fields.
 _MODEL_FLAGS = [
@@ -151,7 +151,8 @@ def parse_options(pairs: tuple[str, ...]) -> dict:
 
 #: Parameters that set what a run is; --resume takes them from the run instead.
 _SETTINGS = [*_MODEL_KEYS, "model", "k_shot", "n_query", "on_small", "steps", "meta_batch", "lr", "weight_decay",
-             "eval_every", "patience", "val_episodes", "grad_clip", "seed", "options", "run_dir", "deprecated_out", "force"]
+             "eval_every", "patience", "val_episodes", "grad_clip", "seed", "options", "run_dir", "deprecated_out",
+             "force"]
 
 
 def _check_resume(ctx: click.Context) -> None:

@@ -69,10 +69,12 @@ class GFLConfig:
     levels: int = field(default=3, metadata={"help": "R, levels of the hierarchical graph representation."})
     clusters: tuple[int, ...] = field(default=(32, 8), metadata={"help": "Clusters of levels 2..R, comma-separated."})
     graph_feats: int = field(default=32, metadata={"help": "Size of the graph representation."})
-    aggregator: str = field(default="mean", metadata={"help": "Aggregator of the hierarchy levels (GFL-mean / GFL-att)."})
+    aggregator: str = field(default="mean",
+        metadata={"help": "Aggregator of the hierarchy levels (GFL-mean / GFL-att)."})
     recon: bool = field(default=True, metadata={"help": "Auxiliary graph reconstruction loss."})
     gamma: float = field(default=1.0, metadata={"help": "Weight of the reconstruction loss."})
-    recon_reduction: str = field(default="mean", metadata={"help": "Divide the reconstruction loss by n^2 (mean) or not."})
+    recon_reduction: str = field(default="mean",
+        metadata={"help": "Divide the reconstruction loss by n^2 (mean) or not."})
     recon_normalize: bool = field(default=True, metadata={"help": "L2-normalise decoder rows (bounded loss)."})
     distance: str = field(default="inner", metadata={"help": "Distance between queries and prototypes."})
     cosine_scale: float = field(default=10.0, metadata={"help": "Logit scale of the cosine distance."})
@@ -134,8 +136,10 @@ class EpisodeConfig:
     """
 
     k_shot: int = field(default=10, metadata={"help": "Labelled support nodes per class."})
-    n_query: int | None = field(default=None, metadata={"help": "Cap on query nodes per graph (default: every other labelled node)."})
-    on_small: str = field(default="skip", metadata={"help": "Graphs with a class of fewer than k_shot + 1 labelled nodes: skip (and list) or fail."})
+    n_query: int | None = field(default=None,
+        metadata={"help": "Cap on query nodes per graph (default: every other labelled node)."})
+    on_small: str = field(default="skip",
+        metadata={"help": "Graphs with a class of fewer than k_shot + 1 labelled nodes: skip (and list) or fail."})
 
     def __post_init__(self) -> None:
         if self.k_shot < 1:
@@ -171,7 +175,8 @@ class TrainConfig:
     patience: int = field(default=8, metadata={"help": "Validation rounds without gain before stopping."})
     val_episodes: int = field(default=1, metadata={"help": "Support draws per validation graph."})
     seed: int = field(default=0, metadata={"help": "Seed of initialisation, graph order and episodes."})
-    grad_clip: float | None = field(default=None, metadata={"help": "Clip the gradient norm to this value (default: no clipping)."})
+    grad_clip: float | None = field(default=None,
+        metadata={"help": "Clip the gradient norm to this value (default: no clipping)."})
 
     def __post_init__(self) -> None:
         if self.grad_clip is not None and self.grad_clip <= 0:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 __all__ = [
     "PER_GRAPH_MODELS", "TRANSFER_MODELS", "SAMPLING_METHODS", "REFINE_METHODS", "FIGURE_FORMATS",
-    "SWEEP_PARAM_NAMES", "CHECKPOINT_EVERY", "DEFAULT_COLLECTION", "FEATURE_KEYS", "REFINE_ALPHA", "REFINE_STEPS", "trainable_names", "model_names",
+    "SWEEP_PARAM_NAMES", "CHECKPOINT_EVERY", "DEFAULT_COLLECTION", "FEATURE_KEYS", "REFINE_ALPHA", "REFINE_STEPS",
+    "trainable_names", "model_names",
 ]
 
 #: Baselines fitted on each test graph alone (``gflkit.models.baselines.PER_GRAPH``).
