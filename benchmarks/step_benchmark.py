@@ -6,58 +6,31 @@ batch the 5 graphs, run the full GFL model (default ``GFLConfig``), the loss,
 the backward pass and an Adam update. The dense reference
 (``dense_reference.DenseGFL``) does the same step with ``n x n`` matrices.
 
-Each configuration runs in a fresh subprocess so that its peak memory is its
-own. Usage::
+Each configuration runs in a process of its own, so that its peak memory is its
+own; the configurations of one size take their timed steps in turns
+(:mod:`interleave`), so that they share the machine's load alike. Usage::
 
     python benchmarks/step_benchmark.py                      # Markdown table
     python benchmarks/step_benchmark.py --sizes 1000,5000 --dense-sizes 1000 --csv
+    # the current code and an earlier commit, step by step in turns, on 1 and 2 threads
+    git worktree add /tmp/base 2a76192
+    python benchmarks/step_benchmark.py --sizes 4500 --dense-sizes '' --threads 1,2 --baseline /tmp/base
 
 See ``benchmarks/README.md`` for what the columns mean.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import resource
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from interleave import interleave, serve, worker_env  # noqa: E402
+
 GRAPHS, K_SHOT, CLASSES, FEATS = 5, 10, 4, 128
-SPARSE, DENSE = "sparse gflkit", "dense reference"
-
-
-def _rss_mb() -> float:
-    """Current resident set size (VmRSS) in MB."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def _reset_peak_rss() -> bool:
-    """Reset the kernel's peak-RSS mark (Linux >= 4.0), so setup does not count.
-
-    Returns:
-        Whether the reset worked; when it did not, the reported peak is the
-        larger of the setup's and the steps' peaks.
-    """
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def _peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
+SPARSE, DENSE, BASELINE = "sparse gflkit", "dense reference", "baseline (--baseline)"
 
 
 def build_collection(nodes: int, folder: Path):
@@ -75,8 +48,10 @@ def _sparse_step(collection):
 
     from gflkit.config import EpisodeConfig, GFLConfig
     from gflkit.episodes import EpisodeSampler
-    from gflkit.metrics import GraphCache
-    from gflkit.models.gfl import GFL, batch_episodes
+    from layout import gflkit_layout
+
+    parts = gflkit_layout()
+    GFL, GraphCache, batch_episodes = parts.GFL, parts.GraphCache, parts.batch_episodes
 
     sampler = EpisodeSampler(collection, "train", EpisodeConfig(k_shot=K_SHOT))
     cache = GraphCache(collection)
@@ -128,80 +103,86 @@ def _parameter_shapes(model) -> list[tuple[int, ...]]:
     return sorted(tuple(p.shape) for p in model.parameters())
 
 
-def run_worker(impl: str, collection_dir: str, steps: int, warmup: int, max_seconds: float,
-               threads: int) -> dict:
-    """Time one configuration in this process; returns one result row."""
-    import gflkit  # noqa: F401  (before dgl)
-    import torch
+def _setup(impl: str, collection_dir: str, threads: int):
+    """The worker's timed function: one step of ``impl`` on the saved collection."""
+    def setup():
+        import gflkit  # noqa: F401  (before dgl)
+        import torch
 
-    from gflkit.data import GraphCollection
-    from gflkit.models.gfl import GFL
+        from gflkit.data import GraphCollection
+        from gflkit.models.gfl import GFL
 
-    torch.set_num_threads(threads)
-    torch.manual_seed(0)
-    collection = GraphCollection.load(collection_dir)
-    model, step = (_sparse_step if impl == SPARSE else _dense_step)(collection)
-    if _parameter_shapes(model) != _parameter_shapes(GFL(collection.feat_size)):
-        raise SystemExit(f"{impl}: parameter shapes differ from gflkit's GFL")
-    exact = _reset_peak_rss()
-    before = _rss_mb()
-    for i in range(warmup):
-        step(i)
-    times = []
-    for i in range(warmup, warmup + steps):
-        start = time.perf_counter()
-        step(i)
-        times.append(time.perf_counter() - start)
-        if len(times) >= 3 and sum(times) > max_seconds:
-            break
-    peak = _peak_rss_mb()
-    return {
-        "implementation": impl, "nodes": collection.graphs[0].num_nodes(),
-        "ms_per_step": 1000 * statistics.median(times), "steps": len(times),
-        "peak_step_mb": peak - before, "peak_rss_mb": peak, "rss_before_mb": before,
-        "peak_exact": exact, "threads": threads,
-    }
+        torch.set_num_threads(threads)
+        torch.manual_seed(0)
+        collection = GraphCollection.load(collection_dir)
+        model, step = (_dense_step if impl == DENSE else _sparse_step)(collection)
+        if _parameter_shapes(model) != _parameter_shapes(GFL(collection.feat_size)):
+            raise SystemExit(f"{impl}: parameter shapes differ from gflkit's GFL")
+        return step
+    return setup
 
 
 def _int_list(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x.strip()]
 
 
-def _worker_env(threads: int) -> dict[str, str]:
-    env = dict(os.environ)
-    # With the default (active) wait policy, idle OpenMP threads spin between
-    # parallel regions and take the cores from any other work: steps get
-    # several times slower and very noisy on a shared machine.
-    env.setdefault("OMP_WAIT_POLICY", "passive")
-    env.setdefault("OMP_NUM_THREADS", str(threads))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
-    return env
+def _rows_for_size(n: int, folder: Path, args) -> list[dict]:
+    """Every configuration at ``n`` nodes, timed in turns (:func:`interleave.interleave`)."""
+    configs = []
+    for threads in args.threads:
+        configs.append((SPARSE, None, threads))
+        if args.baseline:
+            configs.append((BASELINE, args.baseline, threads))
+        if n in args.dense_sizes:
+            configs.append((DENSE, None, threads))
+    commands = []
+    for impl, source, threads in configs:
+        argv = [sys.executable, str(Path(__file__).resolve()), "--worker", DENSE if impl == DENSE else SPARSE,
+                "--collection", str(folder), "--warmup", str(args.warmup), "--threads", str(threads)]
+        # From the baseline's tree (or a neutral folder): the current folder must not shadow the code timed.
+        commands.append((argv, worker_env(threads, source), source or tempfile.gettempdir()))
+    rows = []
+    for (impl, _, threads), summary in zip(configs, interleave(commands, args.steps, args.max_seconds)):
+        rows.append({"implementation": impl, "nodes": n, "threads": threads,
+                     "ms_per_step": 1000 * summary["seconds"], "cpu_ms_per_step": 1000 * summary["cpu_seconds"],
+                     "steps": len(summary["times"]),
+                     "peak_step_mb": summary["peak_step_mb"], "peak_rss_mb": summary["peak_rss_mb"],
+                     "rss_before_mb": summary["rss_loaded_mb"], "peak_exact": summary["peak_exact"]})
+    return rows
 
 
-def _run_config(impl: str, folder: Path, args) -> dict:
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", impl, "--collection", str(folder),
-           "--steps", str(args.steps), "--warmup", str(args.warmup), "--max-seconds", str(args.max_seconds),
-           "--threads", str(args.threads)]
-    proc = subprocess.run(cmd, env=_worker_env(args.threads), stdout=subprocess.PIPE, text=True, check=False)
-    if proc.returncode != 0:
-        raise SystemExit(f"{impl} on {folder.name} failed (exit {proc.returncode})")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+def _add_ratios(rows: list[dict]) -> None:
+    """``speedup``: the baseline's time over this row's at the same size and threads;
+    ``thread_speedup``: the same implementation's time on one thread over this row's."""
+    by_key = {(r["implementation"], r["nodes"], r["threads"]): r for r in rows}
+    for r in rows:
+        base = by_key.get((BASELINE, r["nodes"], r["threads"]))
+        r["speedup"] = base["ms_per_step"] / r["ms_per_step"] if base else float("nan")
+        r["cpu_speedup"] = base["cpu_ms_per_step"] / r["cpu_ms_per_step"] if base else float("nan")
+        one = by_key.get((r["implementation"], r["nodes"], 1))
+        r["thread_speedup"] = one["ms_per_step"] / r["ms_per_step"] if one else float("nan")
 
 
 def _markdown(rows: list[dict]) -> str:
-    head = ("| implementation | nodes per graph | ms per step (median) | steps timed "
-            "| peak memory MB (steps) | peak RSS MB (total) |")
-    lines = [head, "|---|---:|---:|---:|---:|---:|"]
+    head = ("| implementation | nodes per graph | threads | ms per step (median) | CPU ms per step | steps timed "
+            "| peak memory MB (steps) | peak RSS MB (total) | baseline / this | baseline / this (CPU) "
+            "| 1 thread / this |")
+    lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        lines.append(f"| {r['implementation']} | {r['nodes']:,} | {r['ms_per_step']:.0f} | {r['steps']} "
-                     f"| {r['peak_step_mb']:.0f} | {r['peak_rss_mb']:.0f} |")
+        lines.append(f"| {r['implementation']} | {r['nodes']:,} | {r['threads']} | {r['ms_per_step']:.0f} "
+                     f"| {r['cpu_ms_per_step']:.0f} | {r['steps']} | {r['peak_step_mb']:.0f} | {r['peak_rss_mb']:.0f} "
+                     f"| {_ratio(r['speedup'])} | {_ratio(r['cpu_speedup'])} | {_ratio(r['thread_speedup'])} |")
     return "\n".join(lines) + "\n"
+
+
+def _ratio(x: float) -> str:
+    return "" if x != x else f"{x:.2f}x"
 
 
 def _csv(rows: list[dict]) -> str:
     import pandas as pd
 
-    return pd.DataFrame(rows).to_csv(index=False, float_format="%.1f")
+    return pd.DataFrame(rows).to_csv(index=False, float_format="%.2f")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -212,37 +193,41 @@ def main(argv: list[str] | None = None) -> None:
                         help="Nodes per graph for the dense reference (comma-separated; '' for none).")
     parser.add_argument("--steps", type=int, default=10, help="Timed steps per configuration (at most).")
     parser.add_argument("--warmup", type=int, default=2, help="Untimed steps before timing.")
-    parser.add_argument("--max-seconds", type=float, default=60.0,
-                        help="Stop timing a configuration after this many seconds (at least 3 steps).")
-    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
-                        help="torch and OpenMP threads of each run.")
+    parser.add_argument("--max-seconds", type=float, default=120.0,
+                        help="Stop timing a size after its configurations have used this many seconds "
+                             "(at least 3 steps each).")
+    parser.add_argument("--threads", type=_int_list, default=[os.cpu_count() or 1],
+                        help="torch and OpenMP threads; several (e.g. 1,2) time each, in turns.")
+    parser.add_argument("--baseline", metavar="DIR",
+                        help="Source tree of an earlier commit (e.g. a `git worktree`), timed in turns with "
+                             "the current code on the same graphs.")
     parser.add_argument("--csv", action="store_true", help="CSV instead of a Markdown table.")
     parser.add_argument("--worker", choices=[SPARSE, DENSE], help=argparse.SUPPRESS)
     parser.add_argument("--collection", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args.worker:
-        print(json.dumps(run_worker(args.worker, args.collection, args.steps, args.warmup,
-                                    args.max_seconds, args.threads)))
+        serve(_setup(args.worker, args.collection, args.threads[0]), args.warmup)
         return
+    if args.baseline:
+        args.baseline = str(Path(args.baseline).resolve())
 
     import gflkit  # noqa: F401  (before dgl)
     import torch
 
     # The parent only generates graphs. One thread keeps it from leaving OpenMP
     # workers behind that, under OMP_WAIT_POLICY=active, would spin beside the
-    # timed subprocess for the whole run.
+    # timed subprocesses for the whole run.
     torch.set_num_threads(1)
     rows = []
     with tempfile.TemporaryDirectory(prefix="gflkit-bench-") as tmp:
-        plan = [(SPARSE, n) for n in args.sizes] + [(DENSE, n) for n in args.dense_sizes]
-        folders: dict[int, Path] = {}
-        for impl, n in plan:
-            if n not in folders:
-                print(f"generating 5 graphs of {n:,} nodes", file=sys.stderr, flush=True)
-                folders[n] = build_collection(n, Path(tmp) / str(n))
-            print(f"timing {impl} at {n:,} nodes", file=sys.stderr, flush=True)
-            rows.append(_run_config(impl, folders[n], args))
+        for n in sorted(set(args.sizes) | set(args.dense_sizes)):
+            print(f"generating 5 graphs of {n:,} nodes", file=sys.stderr, flush=True)
+            folder = build_collection(n, Path(tmp) / str(n))
+            print(f"timing {n:,} nodes", file=sys.stderr, flush=True)
+            rows += [r for r in _rows_for_size(n, folder, args)
+                     if r["implementation"] == DENSE or n in args.sizes]
+    _add_ratios(rows)
     if not all(r["peak_exact"] for r in rows):
         print("note: could not reset the peak-RSS mark; peaks include setup", file=sys.stderr)
     sys.stdout.write(_csv(rows) if args.csv else _markdown(rows))

@@ -8,7 +8,7 @@ from gflkit.config import ABLATIONS
 from gflkit.names import SWEEP_PARAM_NAMES, model_names
 
 from .options import (IntList, NameList, ci_option, config_option, data_root_option, deprecated_alias, emit,
-                      output_options, refine_configs, refine_options, runs_root_option)
+                      jobs_option, output_options, refine_configs, refine_options, runs_root_option)
 from .run import (episode_config, episode_options, model_options, model_options_with, model_overrides, train_config,
                   train_options)
 
@@ -17,6 +17,7 @@ def _common(f):
     """Options every experiment shares: episodes, training, seeds, output."""
     f = output_options(f)
     f = data_root_option(f)
+    f = jobs_option(f)
     f = runs_root_option(f)
     f = click.option("--episodes", type=click.IntRange(1), default=1, show_default=True,
                      help="Support draws per test graph.")(f)
@@ -63,7 +64,7 @@ def _split_names(text: str | None) -> list[str] | None:
 @refine_options(several=True)
 @model_options_with({"aggregator": "mean and att, a row each"})
 @_common
-def compare(data, model, seed, majority, reference, ci, runs_root, episodes, data_root, output, fmt,
+def compare(data, model, seed, majority, reference, ci, runs_root, jobs, episodes, data_root, output, fmt,
             **kwargs):
     """Table 2: GFL against the baselines on DATA's test graphs, as CSV.
 
@@ -82,7 +83,7 @@ def compare(data, model, seed, majority, reference, ci, runs_root, episodes, dat
         data, _split_names(model), aggregators=(aggregator,) if aggregator else ("mean", "att"),
         model_overrides=overrides, episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed[0]),
         episodes=episodes, seeds=seed, refines=refines, reference=reference, majority=majority,
-        ci=ci, root=data_root, runs_root=runs_root,
+        ci=ci, root=data_root, runs_root=runs_root, jobs=jobs,
     )
     emit(table, output, fmt)
 
@@ -95,7 +96,7 @@ def compare(data, model, seed, majority, reference, ci, runs_root, episodes, dat
 @seeds_option
 @model_options
 @_common
-def ablate(data, drop, all_, seed, reference, ci, runs_root, episodes, data_root, output, fmt, **kwargs):
+def ablate(data, drop, all_, seed, reference, ci, runs_root, jobs, episodes, data_root, output, fmt, **kwargs):
     """Table 3: the full model against variants without a component, as CSV.
 
     One row per variant (seeds aggregated) with accuracy, interval and the
@@ -112,7 +113,7 @@ def ablate(data, drop, all_, seed, reference, ci, runs_root, episodes, data_root
     table = experiments.ablate(
         data, list(ABLATIONS) if all_ else list(drop), base=base, seeds=seed_list,
         episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed_list[0]),
-        episodes=episodes, reference=reference or "full", ci=ci, root=data_root, runs_root=runs_root,
+        episodes=episodes, reference=reference or "full", ci=ci, root=data_root, runs_root=runs_root, jobs=jobs,
     )
     emit(table, output, fmt)
 
@@ -127,7 +128,7 @@ def ablate(data, drop, all_, seed, reference, ci, runs_root, episodes, data_root
 @seeds_option
 @model_options
 @_common
-def sweep(data, param, values, model, seed, reference, ci, runs_root, episodes, data_root, output, fmt,
+def sweep(data, param, values, model, seed, reference, ci, runs_root, jobs, episodes, data_root, output, fmt,
           **kwargs):
     """Sensitivity (Tables 4-6, Figure 3): one CSV row per (value, model).
 
@@ -141,7 +142,7 @@ def sweep(data, param, values, model, seed, reference, ci, runs_root, episodes, 
     table = experiments.sweep(
         data, param, _split_names(values), _split_names(model), base=base,
         episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed[0]), seeds=seed,
-        reference=reference, ci=ci, episodes=episodes, root=data_root, runs_root=runs_root,
+        reference=reference, ci=ci, episodes=episodes, root=data_root, runs_root=runs_root, jobs=jobs,
     )
     emit(table, output, fmt)
 

@@ -287,6 +287,46 @@ def runs_root_option(f):
                         help="Keep every trained run under this folder (default: keep none).")(f)
 
 
+def cross_network_options(f):
+    """The options that give networks their roles in a cross-network collection."""
+    opts = [
+        click.option("--train-graphs", default=None, metavar="NAME,...",
+                     help="Source networks (values of --graph-col) that give the train graphs (default: every "
+                          "network not named by --test-graphs or --val-graphs)."),
+        click.option("--val-graphs", default=None, metavar="NAME,...",
+                     help="Networks that give the val graphs (default: carved from the train networks; none with "
+                          "--keep-whole)."),
+        click.option("--test-graphs", default=None, metavar="NAME,...",
+                     help="Target networks that give the test graphs (default: every network not named by "
+                          "--train-graphs or --val-graphs)."),
+        click.option("--sample/--keep-whole", "sample", default=None,
+                     help="Cut the networks into subgraphs with the sampler options (default with --train-graphs/"
+                          "--test-graphs) or keep each as one graph (default otherwise)."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def jobs_option(f):
+    """``--jobs N``: processes to spread a table's independent runs over."""
+    return click.option("--jobs", type=click.IntRange(1), default=1, show_default=True,
+                        help="Processes to spread the independent runs over (each gets cores / jobs threads).")(f)
+
+
+def distributed_options(f):
+    """``--nproc``, ``--threads-per-proc``, ``--timeout``: one training run over several processes."""
+    from gflkit.names import DEFAULT_TIMEOUT
+
+    f = click.option("--timeout", type=FiniteFloatRange(1), default=DEFAULT_TIMEOUT, show_default=True,
+                     help="Seconds a process waits for a dead or stuck peer before the run fails.")(f)
+    f = click.option("--threads-per-proc", type=click.IntRange(1), default=None,
+                     help="Threads of each process with --nproc or torchrun [default: cores / processes].")(f)
+    return click.option("--nproc", type=click.IntRange(1), default=1, show_default=True,
+                        help="Processes that train the one model together (torch.distributed, gloo); "
+                             "ignored under torchrun.")(f)
+
+
 def run_dir_option(f):
     """``--run-dir DIR``: the folder of one run (old spelling ``--out``)."""
     f = deprecated_alias("--out", "--run-dir", "run_dir", type=click.Path(file_okay=False))(f)

@@ -33,6 +33,10 @@ def _sample_and_save(source, family, kw, name=None):
         min_degree=defaults["min_degree"] if kw["min_degree"] is None else kw["min_degree"],
         induced=kw["induced"], disjoint=kw["disjoint"], seed=kw["seed"], name=name or kw.get("name"), progress=True,
     )
+    if getattr(source, "transform", None) is not None:  # saved with the collection, reused by predict
+        from gflkit.data.transform import attach_transform
+
+        attach_transform(collection, source.transform)
     path = collection.save(kw["out_dir"] or processed_dir(collection.name, kw["data_root"]))
     if source.report:
         click.echo(f"{source.report.total} malformed input item(s) skipped or repaired; "

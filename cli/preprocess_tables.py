@@ -13,7 +13,8 @@ import click
 
 from gflkit.paths import processed_dir, raw_dir
 
-from .options import collection_dir_option, data_root_option, graph_counts, int_tuple, sampler_options, seed_option
+from .options import (collection_dir_option, cross_network_options, data_root_option, graph_counts, int_tuple,
+                      sampler_options, seed_option)
 
 
 def _table(folder: Path, given: str | None, stem: str) -> Path:
@@ -85,8 +86,12 @@ def table_columns(kw: dict, graph_col: str | None = None, split_col: str | None 
 @click.command()
 @click.argument("folder", required=False, type=click.Path(file_okay=False))
 @graph_table_options
-@click.option("--graph-col", default=None, help="Graph column in both tables: keep those graphs, do not sample.")
-@click.option("--split-col", default=None, help="Node table column with train/val/test per graph (with --graph-col).")
+@click.option("--graph-col", default=None,
+              help="Graph column in both tables: one graph (network) per value, kept whole unless "
+                   "--test-graphs/--train-graphs or --sample cut them.")
+@click.option("--split-col", default=None,
+              help="Node table column with train/val/test per graph (with --graph-col; with --sample each "
+                   "network's role).")
 @click.option("--feat-size", type=click.IntRange(1), default=None,
               help="Reduce features to this many dims by randomized SVD (default: 128 for a sparse bag, else keep).")
 @click.option("--features-from", default=None, metavar="COLLECTION",
@@ -94,8 +99,10 @@ def table_columns(kw: dict, graph_col: str | None = None, split_col: str | None 
                    "features, e.g. a second family for one model).")
 @click.option("--k-shot", type=click.IntRange(1), default=10, show_default=True,
               help="Warn about classes with fewer than k_shot + 1 labelled nodes in every graph.")
-@click.option("--parts", type=click.IntRange(1), default=None, help="METIS parts (default: the number of graphs).")
+@click.option("--parts", type=click.IntRange(1), default=None,
+              help="METIS parts (default: the number of graphs; per network when cutting networks).")
 @click.option("--ego-hops", type=click.IntRange(1), default=2, show_default=True, help="Radius of ego-nets.")
+@cross_network_options
 @sampler_options()
 def tables(folder, edges, nodes, features, graph_col, split_col, feat_size, features_from, k_shot, parts, ego_hops,
            **kw):
@@ -106,6 +113,12 @@ def tables(folder, edges, nodes, features, graph_col, split_col, feat_size, feat
     sampled into --graphs (default 100,10,20) graphs. Labels -1, empty and NaN
     mean unlabelled (--unlabelled). A reduction of the features is fitted once
     and saved with the collection (transform.npz); --features-from reuses one.
+
+    Cross-network: with --graph-col, --test-graphs c [--train-graphs a,b] (or
+    --split-col with --sample) cuts train/val graphs from the source networks
+    and test graphs from the target networks with the sampler options;
+    --keep-whole keeps each network as one graph. The feature reduction is
+    fitted on the source networks and applied to all.
     """
     import torch
 
@@ -122,6 +135,11 @@ def tables(folder, edges, nodes, features, graph_col, split_col, feat_size, feat
     common = dict(features=features, columns=columns, classes=classes, feat_size=feat_size, seed=kw["seed"],
                   name=kw["name"] or "tables", transform=transform)
     n_graphs = graph_counts(kw["n_graphs"])
+    roles = {s: _names(kw.pop(f"{s}_graphs")) for s in ("train", "val", "test")}
+    sample = kw.pop("sample")
+    if _cross_network(graph_col, split_col, roles, sample):
+        return _cross_network_tables(edges, nodes, roles, sample, n_graphs, parts, ego_hops, k_shot, fit,
+                                     features_from, common, kw)
     if graph_col:
         collection, report = read_table_collection(edges, nodes, n_graphs=n_graphs, k_shot=k_shot, fit=fit,
                                                    **common)
@@ -142,6 +160,45 @@ def tables(folder, edges, nodes, features, graph_col, split_col, feat_size, feat
     if warning:
         click.echo(f"warning: {warning}", err=True)
     _report_and_save(collection, source.report, kw["out_dir"], kw["data_root"], features_from)
+
+
+def _names(text: str | None) -> list[str] | None:
+    """``"a,b"`` -> ``["a", "b"]``; ``None`` stays ``None`` and ``""`` gives ``[]`` (an error, later)."""
+    return None if text is None else [n.strip() for n in text.split(",") if n.strip()]
+
+
+def _cross_network(graph_col, split_col, roles, sample) -> bool:
+    """Whether the options ask for a cross-network collection (the roles are named, or --sample)."""
+    from gflkit.errors import GFLError
+
+    named = [option for option, value in zip(("--train-graphs", "--val-graphs", "--test-graphs"), roles.values())
+             if value is not None]
+    if (named or sample is not None) and not graph_col:
+        what = named[0] if named else ("--sample" if sample else "--keep-whole")
+        raise GFLError(f"{what} needs --graph-col: the column that names each node's network")
+    if sample and not named and not split_col:
+        raise GFLError("--sample needs the networks' roles: --test-graphs (and --train-graphs) or --split-col")
+    return bool(named) or bool(sample)
+
+
+def _cross_network_tables(edges, nodes, roles, sample, n_graphs, parts, ego_hops, k_shot, fit, features_from,
+                          common, kw) -> None:
+    from gflkit.data.sources.cross_network import read_cross_network
+    from gflkit.errors import GFLError
+
+    sampler = None
+    if sample is False:
+        if n_graphs:
+            raise GFLError("--graphs counts subgraphs; with --keep-whole every named network is one graph")
+    else:
+        sampler = dict(
+            method=kw["method"], n_graphs=n_graphs or (100, 10, 20), walk_length=kw["walk_length"] or (10000, 20000),
+            min_degree=50 if kw["min_degree"] is None else kw["min_degree"], induced=kw["induced"],
+            disjoint=kw["disjoint"], parts=parts, ego_hops=ego_hops,
+        )
+    collection, report = read_cross_network(edges, nodes, sampler=sampler, num_classes=kw["num_classes"],
+                                            k_shot=k_shot, fit=fit, progress=True, **roles, **common)
+    _report_and_save(collection, report, kw["out_dir"], kw["data_root"], features_from)
 
 
 def _transform_from(features_from: str | None, data_root):

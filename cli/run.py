@@ -7,13 +7,13 @@ import click
 from click.core import ParameterSource
 
 import gflkit
-from gflkit.config import (AGGREGATORS, DISTANCES, PRESETS, SIMILARITIES, EpisodeConfig, GFLConfig, TrainConfig,
-                           field_default, field_help)
+from gflkit.config import (AGGREGATORS, DISTANCES, GATE_MODES, PGNN_NORMS, PRESETS, SIMILARITIES, EpisodeConfig,
+                           GFLConfig, TrainConfig, field_default, field_help)
 from gflkit.names import CHECKPOINT_EVERY, PER_GRAPH_MODELS as PER_GRAPH, TRANSFER_MODELS as TRANSFER
 
 from .options import (FiniteFloatRange, IntList, ci_option, config_option, data_root_option, deprecated_alias,
-                      deprecation_warning, emit, int_list, output_options, refine_configs, refine_options,
-                      run_dir_option, seed_option, split_option)
+                      deprecation_warning, distributed_options, emit, int_list, output_options, refine_configs,
+                      refine_options, run_dir_option, seed_option, split_option)
 
 # (flag, config field, click type); help and default come from the config's fields.
 _MODEL_FLAGS = [
@@ -21,11 +21,13 @@ _MODEL_FLAGS = [
     ("--prototype", "prototype", click.Choice(["pgnn", "mean"])),
     ("--pool", "pool", click.Choice(["mean", "max"])),
     ("--pgnn-activation", "pgnn_activation", click.Choice(["tanh", "none"])),
+    ("--pgnn-norm", "pgnn_norm", click.Choice(PGNN_NORMS)),
     ("--similarity", "similarity", click.Choice(SIMILARITIES)),
     ("--hops", "hops", click.IntRange(1)),
     ("--mu", "mu", FiniteFloatRange(0, 1)),
     ("--mu0", "mu0", FiniteFloatRange(0, 1)),
     ("--gate/--no-gate", "gate", None),
+    ("--gate-mode", "gate_mode", click.Choice(GATE_MODES)),
     ("--levels", "levels", click.IntRange(1)),
     ("--clusters", "clusters", IntList(min_value=1, max_value=1 << 16)),
     ("--graph-feats", "graph_feats", click.IntRange(1)),
@@ -183,17 +185,21 @@ def _check_resume(ctx: click.Context) -> None:
 @click.option("--no-eval", is_flag=True, help="Do not score the checkpoint after training (no CSV row).")
 @click.option("--episodes", type=click.IntRange(1), default=1, show_default=True,
               help="Support draws per graph in that evaluation.")
+@distributed_options
 @refine_options()
 @ci_option
 @seed_option()
 @data_root_option
 @output_options
-def train(data, model, run_dir, force, resume, checkpoint_every, options, split, no_eval, episodes, seed, ci, data_root,
+def train(data, model, run_dir, force, resume, checkpoint_every, options, split, no_eval, episodes, nproc,
+          threads_per_proc, timeout, seed, ci, data_root,
           output, fmt, **kwargs):
     """Meta-train on DATA's train graphs and print the test result as CSV.
 
     DATA is a collection folder or a name under <root>/processed/; without it
-    the built-in synthetic family is used (generated on first use). Model
+    the built-in synthetic family is used (generated on first use). --nproc N
+    splits each meta-batch over N processes of this machine; the same command
+    runs under torchrun (python -m gflkit train ...) across machines. Model
     flags left unset keep the --model preset's values (the defaults shown are
     the full GFL's); --config FILE takes settings from a run's config.json or
     a TOML file, and flags given override them.
@@ -205,6 +211,7 @@ def train(data, model, run_dir, force, resume, checkpoint_every, options, split,
     and row as an uninterrupted run (at the same thread count). An existing
     run folder is replaced only with --force.
     """
+    from gflkit import distributed
     from gflkit.api import default_run_dir
     from gflkit.run_folder import partial_path
 
@@ -233,12 +240,14 @@ def train(data, model, run_dir, force, resume, checkpoint_every, options, split,
                     out=out, force=force)
     try:
         result, table = gflkit.train(data, root=data_root, eval_split=eval_split, episodes=episodes,
-                                     checkpoint_every=checkpoint_every, refine=refine, ci=ci, return_result=True,
-                                     **call)
+                                     checkpoint_every=checkpoint_every, refine=refine, ci=ci, nproc=nproc,
+                                     threads_per_proc=threads_per_proc, timeout=timeout, return_result=True, **call)
     except KeyboardInterrupt:
         if not partial_path(target).is_dir():
             raise click.ClickException("interrupted before training started") from None
         raise click.ClickException(f"interrupted; continue with: gflkit train --resume {target}") from None
+    if not distributed.is_main_process():  # torchrun: rank 0 reports
+        return
     click.echo(f"run written to {result.run_dir}", err=True)
     if len(table):
         emit(table, output, fmt)

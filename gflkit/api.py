@@ -23,6 +23,7 @@ from typing import Any
 import pandas as pd
 import torch
 
+from . import distributed
 from .config import PRESETS, EpisodeConfig, GFLConfig, TrainConfig, config_from_dict, to_dict
 from .data import GraphCollection, load_collection
 from .data.transform import check_fingerprint, feature_fingerprint
@@ -111,6 +112,9 @@ def train(
     eval_split: str | None = "test",
     episodes: int = 1,
     progress: bool = True,
+    nproc: int = 1,
+    threads_per_proc: int | None = None,
+    timeout: float = distributed.DEFAULT_TIMEOUT,
     refine: RefineConfig = RefineConfig(),
     ci: str = "t",
     return_result: bool = False,
@@ -139,6 +143,12 @@ def train(
         root: data root for names and the default family.
         eval_split: split to evaluate after training (``None`` to skip).
         episodes: support draws per graph in that evaluation.
+        nproc: processes to train one GFL model with (:mod:`gflkit.distributed`);
+            under ``torchrun`` the launch decides and ``nproc`` is ignored. The
+            processes are spawned: in a script, call this under
+            ``if __name__ == "__main__":``.
+        threads_per_proc: threads of each process (default: cores / nproc).
+        timeout: seconds after which a rank waiting for a dead peer gives up.
         refine: transductive refinement of the scores (:mod:`gflkit.refine`).
         ci: interval of the row, ``t`` or ``paper`` (:func:`gflkit.results.mean_ci`).
         return_result: return ``(TrainResult, table)`` instead of the table.
@@ -153,7 +163,8 @@ def train(
     if model_settings:
         model_cfg = _with_settings(model, model_cfg, model_settings)
     result, table = _train(data, model_cfg, episode_cfg, train_cfg, model, options, out, force, resume,
-                           checkpoint_every, root, eval_split, episodes, progress, refine, ci)
+                           checkpoint_every, root, eval_split, episodes, progress, nproc, threads_per_proc, timeout,
+                           refine, ci)
     return (result, table) if return_result else table
 
 
@@ -173,8 +184,12 @@ def _with_settings(model: str, model_cfg: GFLConfig | None, settings: dict[str, 
 
 
 def _train(data, model_cfg, episode_cfg, train_cfg, model, options, out, force, resume, checkpoint_every, root,
-           eval_split, episodes, progress, refine, ci) -> tuple[TrainResult, pd.DataFrame]:
+           eval_split, episodes, progress, nproc, threads_per_proc, timeout, refine,
+           ci) -> tuple[TrainResult, pd.DataFrame]:
     """:func:`train`'s work: the training result and the result table."""
+    spread = None
+    if nproc > 1 or distributed.env_context() is not None:  # one run over several processes
+        spread = dict(nproc=nproc, threads=threads_per_proc, timeout=timeout)
     if resume is not None:
         given = [name for name, value, default in (
             ("model_cfg", model_cfg, None), ("episode_cfg", episode_cfg, EpisodeConfig()),
@@ -184,19 +199,20 @@ def _train(data, model_cfg, episode_cfg, train_cfg, model, options, out, force, 
             given.append("out")
         if given:
             raise GFLError(f"resume continues {resume} with its own settings: do not give {', '.join(given)}")
-        result, collection = _resume(resume, data, root, checkpoint_every, progress)
+        result, collection = _resume(resume, data, root, checkpoint_every, progress, spread)
         episode_cfg, seed, model = result_configs(result.meta)[1], int(result.meta.get("seed", 0)), result.meta["model"]
     else:
         collection = load_collection(data, root)
         seed = train_cfg.seed
         if model in TRANSFER:
+            _single_process(model, spread)
             result = fit_transfer(model, collection, episode_cfg, train_cfg, options=options, run_dir=out,
                                   progress=progress, force=force, checkpoint_every=checkpoint_every)
         else:
             cfg = model_cfg or model_config(model)
-            result = meta_train(collection, cfg, episode_cfg, train_cfg, model_name=model, run_dir=out,
-                                progress=progress, force=force, checkpoint_every=checkpoint_every)
-    if eval_split is None:
+            result = _fit_gfl(collection, cfg, episode_cfg, train_cfg, spread, model_name=model, run_dir=out,
+                              progress=progress, force=force, checkpoint_every=checkpoint_every)
+    if eval_split is None or not distributed.is_main_process():  # under torchrun rank 0 scores the run
         return result, to_frame([])
     row = _score(result.model, model, collection, eval_split, episode_cfg, episodes, seed, refine, ci)
     return result, to_frame([row])
@@ -215,8 +231,21 @@ def result_configs(meta: dict[str, Any], where: str | os.PathLike = "the run") -
         raise GFLError(f"{where}: its settings cannot be read ({type(err).__name__}: {err}); retrain") from None
 
 
-def _resume(run: str | os.PathLike, data, root, checkpoint_every: int,
-            progress: bool) -> tuple[TrainResult, GraphCollection]:
+def _single_process(model: str, spread: dict[str, Any] | None) -> None:
+    if spread is not None:
+        raise GFLError(f"--nproc trains GFL models ({', '.join(PRESETS)}), not the transfer baseline {model}")
+
+
+def _fit_gfl(collection: GraphCollection, cfg: GFLConfig, episode_cfg: EpisodeConfig, train_cfg: TrainConfig,
+             spread: dict[str, Any] | None, **kwargs: Any) -> TrainResult:
+    """:func:`meta_train` in this process, or over several (``spread``: nproc, threads, timeout)."""
+    if spread is None:
+        return meta_train(collection, cfg, episode_cfg, train_cfg, **kwargs)
+    return distributed.train(collection, cfg, episode_cfg, train_cfg, **kwargs, **spread)
+
+
+def _resume(run: str | os.PathLike, data, root, checkpoint_every: int, progress: bool,
+            spread: dict[str, Any] | None = None) -> tuple[TrainResult, GraphCollection]:
     """Continue the interrupted run ``run`` (or just load it when it has finished)."""
     final = final_run_path(run)
     partial = partial_path(final)
@@ -239,9 +268,10 @@ def _resume(run: str | os.PathLike, data, root, checkpoint_every: int,
     name = str(config.get("model", "gfl"))
     common = dict(run_dir=final, resume=True, progress=progress, checkpoint_every=checkpoint_every)
     if model_cfg is None:
+        _single_process(name, spread)
         result = fit_transfer(name, collection, ep_cfg, tr_cfg, options=config.get("options"), **common)
     else:
-        result = meta_train(collection, model_cfg, ep_cfg, tr_cfg, model_name=name, **common)
+        result = _fit_gfl(collection, model_cfg, ep_cfg, tr_cfg, spread, model_name=name, **common)
     return result, collection
 
 

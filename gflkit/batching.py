@@ -14,8 +14,7 @@ import torch
 
 from .data import GraphCollection
 from .episodes import Episode
-from .nn import FEAT_PROP
-from .nn.conv import add_gcn_norm, propagate
+from .nn.conv import add_gcn_norm
 
 __all__ = ["prepare_graph", "batch_episodes", "GraphCache"]
 
@@ -24,16 +23,12 @@ def prepare_graph(g: dgl.DGLGraph) -> dgl.DGLGraph:
     """The graph as the model sees it: one self-loop per node, its features, and
     what every step would otherwise recompute.
 
-    ``ndata``: ``feat``; the GCN degree normalisation (:func:`~gflkit.nn.conv.add_gcn_norm`);
-    ``feat_prop = A_hat X``, from which the encoder's first layer starts. The last
-    doubles the feature memory of a prepared graph and saves a sparse product,
-    its backward pass and a pass over the wide input features at every step.
+    ``ndata``: ``feat`` (the same tensor as ``g``'s, not a copy) and the GCN
+    degree normalisation (:func:`~gflkit.nn.conv.add_gcn_norm`).
     """
     h = dgl.graph(g.edges(), num_nodes=g.num_nodes())
     h = add_gcn_norm(dgl.add_self_loop(dgl.remove_self_loop(h)))
     h.ndata["feat"] = g.ndata["feat"]
-    with torch.no_grad():
-        h.ndata[FEAT_PROP] = propagate(h, h.ndata["feat"])
     return h
 
 

@@ -9,19 +9,34 @@ code paths::
 """
 from __future__ import annotations
 
+import math
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
 from .errors import GFLError
+from .names import GATE_MODES, PGNN_NORMS
 
 __all__ = [
     "GFLConfig", "EpisodeConfig", "TrainConfig", "PRESETS", "ABLATIONS",
-    "SIMILARITIES", "DISTANCES", "AGGREGATORS", "config_from_dict", "to_dict", "field_help", "field_default",
+    "SIMILARITIES", "DISTANCES", "AGGREGATORS", "GATE_MODES", "PGNN_NORMS", "config_from_dict", "to_dict",
+    "field_help", "field_default",
 ]
 
 SIMILARITIES = ("khop-cn", "jaccard", "adamic-adar", "pagerank")
 DISTANCES = ("inner", "cosine", "euclidean")
 AGGREGATORS = ("mean", "att")
+
+
+#: Largest seed (NumPy's generators take 32-bit seeds).
+SEED_MAX = 2**32 - 1
+
+
+def _check_finite(cfg) -> None:
+    """One-line error for a NaN or infinite float setting (they would train to chance quietly)."""
+    for f in fields(cfg):
+        value = getattr(cfg, f.name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise GFLError(f"{f.name}={value}: must be a finite number")
 
 
 @dataclass(frozen=True)
@@ -35,11 +50,16 @@ class GFLConfig:
         prototype: ``"pgnn"`` graph-structured prototype, or ``"mean"`` (Protonet).
         pool: pooling of PGNN outputs into a prototype, ``"mean"`` or ``"max"``.
         pgnn_activation: ``"tanh"`` (as designed) or ``"none"`` on the PGNN output.
+        pgnn_norm: ``"row"`` (``D^-1 R``, default) or ``"sym"`` (GCN's
+            ``D^-1/2 R D^-1/2``, the paper's literal choice) in the PGNN.
         similarity: relational structure score, one of :data:`SIMILARITIES`.
         hops: k of the k-hop common-neighbour score (paper: 3).
         mu: threshold; a relation weight below ``mu`` becomes ``mu0``.
         mu0: weight given to relations below the threshold (``mu0 < mu``).
         gate: modulate the PGNN parameters with the hierarchical graph gate.
+        gate_mode: the gate's form and start (:class:`~gflkit.nn.HierarchyGate`):
+            ``"open"`` (default: sigmoid near 1), ``"centered"`` (2 sigmoid,
+            starting at 1) or ``"paper"`` (sigmoid with the usual initialisation).
         levels: R, number of levels of the hierarchical graph representation.
         clusters: number of clusters of levels 2..R (length ``levels - 1``).
         graph_feats: size of the hierarchical graph representation h.
@@ -61,11 +81,15 @@ class GFLConfig:
     prototype: str = field(default="pgnn", metadata={"help": "Graph-structured (pgnn) or mean (Protonet) prototype."})
     pool: str = field(default="mean", metadata={"help": "Pooling of PGNN outputs into a prototype."})
     pgnn_activation: str = field(default="tanh", metadata={"help": "Activation of the PGNN layer."})
+    pgnn_norm: str = field(default="row",
+        metadata={"help": "PGNN normalisation: row (D^-1 R) or sym (D^-1/2 R D^-1/2, as in the paper)."})
     similarity: str = field(default="khop-cn", metadata={"help": "Similarity behind the relational structure."})
     hops: int = field(default=3, metadata={"help": "k of the k-hop common-neighbour similarity."})
     mu: float = field(default=0.5, metadata={"help": "Threshold: relation weights below it become mu0."})
     mu0: float = field(default=0.1, metadata={"help": "Weight given to relations below mu."})
     gate: bool = field(default=True, metadata={"help": "Hierarchical graph representation gate on the PGNN."})
+    gate_mode: str = field(default="open",
+        metadata={"help": "Form and start of the gate: open (sigmoid near 1), centered (2 sigmoid) or paper."})
     levels: int = field(default=3, metadata={"help": "R, levels of the hierarchical graph representation."})
     clusters: tuple[int, ...] = field(default=(32, 8), metadata={"help": "Clusters of levels 2..R, comma-separated."})
     graph_feats: int = field(default=32, metadata={"help": "Size of the graph representation."})
@@ -81,9 +105,10 @@ class GFLConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "clusters", tuple(int(c) for c in self.clusters))
+        _check_finite(self)
         choices = {
             "prototype": ("pgnn", "mean"), "pool": ("mean", "max"), "pgnn_activation": ("tanh", "none"), "similarity": SIMILARITIES,
-            "aggregator": AGGREGATORS, "recon_reduction": ("mean", "sum"), "distance": DISTANCES,
+            "aggregator": AGGREGATORS, "gate_mode": GATE_MODES, "pgnn_norm": PGNN_NORMS, "recon_reduction": ("mean", "sum"), "distance": DISTANCES,
         }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
@@ -179,6 +204,9 @@ class TrainConfig:
         metadata={"help": "Clip the gradient norm to this value (default: no clipping)."})
 
     def __post_init__(self) -> None:
+        _check_finite(self)
+        if not 0 <= self.seed <= SEED_MAX:
+            raise GFLError(f"seed={self.seed} must lie in 0..{SEED_MAX}")
         if self.grad_clip is not None and self.grad_clip <= 0:
             raise GFLError(f"grad_clip={self.grad_clip} must be positive (or None for no clipping)")
         for name in ("steps", "meta_batch", "eval_every", "patience", "val_episodes"):

@@ -13,6 +13,11 @@ carries its mean accuracy difference to a reference row over the same
 scored once per seed; a row's metrics average the seeds within each (graph,
 episode) before the episode and graph levels, and ``seed_std`` gives the spread
 of the per-seed accuracies.
+
+The independent runs of a table (model x aggregator x seed, variant x seed,
+value x model x seed) can go to a pool of processes (``jobs``,
+:func:`gflkit.parallel.run_jobs`); each run seeds itself and the rows are
+assembled in the same order, so the table is the same as with one process.
 """
 from __future__ import annotations
 
@@ -31,6 +36,7 @@ from .episodes import EpisodeSampler
 from .errors import GFLError
 from .metrics import baseline_records, majority_records, paired, summarise
 from .models.baselines import PER_GRAPH
+from .parallel import portable, run_jobs, shared_collection
 from .progress import RunCounter
 from .refine import REFINE_METHODS, RefineConfig
 from .results import PAIRED_COLUMNS, RESULT_COLUMNS, to_frame
@@ -85,6 +91,27 @@ def _score(collection: GraphCollection, model: str, cfg: GFLConfig | None, episo
     result, _ = train(collection, cfg, episode_cfg, train_cfg, model=model, out=out, eval_split=None,
                       progress=progress, return_result=True)
     return [score_records(result.model, collection, "test", episode_cfg, episodes, seed, r) for r in refines]
+
+
+def _score_task(args: tuple) -> list[pd.DataFrame]:
+    return _score(shared_collection(args[0]), *args[1:])
+
+
+def _score_all(tasks: list[tuple], jobs: int, counter: RunCounter, labels: list[str]) -> list[list[pd.DataFrame]]:
+    """``_score(*task)`` for every task, over ``jobs`` processes when above 1 (results in task order).
+
+    ``counter`` announces each run as it starts (one process) or counts each
+    as its result comes back (a pool, where runs finish in any order).
+    """
+    if jobs > 1 and len(tasks) > 1:  # workers load the collection from its folder; their bars would interleave
+        tasks = [(portable(t[0]), *t[1:7], False, *t[8:]) for t in tasks]
+        return run_jobs(_score_task, tasks, jobs, on_result=lambda i: counter.finished(labels[i]))
+    results = []
+    for task, label in zip(tasks, labels):
+        counter.start(label)
+        results.append(_score(*task))
+        counter.finish()
+    return results
 
 
 def _seeded(records: Sequence[pd.DataFrame], seeds: Sequence[int]) -> pd.DataFrame:
@@ -156,6 +183,7 @@ def compare(
     root: str | os.PathLike | None = None,
     runs_root: str | os.PathLike | None = None,
     progress: bool = True,
+    jobs: int = 1,
 ) -> pd.DataFrame:
     """Table 2: every model in ``models`` (default: all) on the same test graphs.
 
@@ -175,6 +203,8 @@ def compare(
             per-graph baselines and ``majority``, with themselves); default:
             the first row.
         ci: ``t`` or ``paper`` (:func:`gflkit.results.mean_ci`).
+        jobs: processes to spread the runs (model x aggregator x seed) over;
+            the rows are the same as with one.
 
     Returns:
         One row per (model, aggregator, refinement) with the result columns
@@ -189,20 +219,22 @@ def compare(
     if majority and MAJORITY not in models:
         models.append(MAJORITY)
     seeds = list(seeds or [train_cfg.seed])
-    plan = [(model, _variants(model, aggregators, model_overrides or {})) for model in models]
-    counter = RunCounter(sum(len(variants) for _, variants in plan) * len(seeds), "compare", enabled=progress)
-    entries = []
-    for model, variants in plan:
+    tasks, labels = [], []
+    for model in models:
         trained = model not in PER_GRAPH and model != MAJORITY
-        for agg, cfg in variants:
-            runs: list[list[pd.DataFrame]] = []
+        for agg, cfg in _variants(model, aggregators, model_overrides or {}):
             for seed in seeds:
                 log.debug("compare: %s%s (seed %d) on %s", model, f"-{agg}" if agg else "", seed, collection.name)
-                counter.start(f"{model}{f'-{agg}' if agg else ''}, seed {seed}")
                 out = _out(runs_root, collection.name, model, *([agg] if agg else []), f"s{seed}")
-                runs.append(_score(collection, model, cfg, episode_cfg, replace(train_cfg, seed=seed), episodes, out,
-                                   progress, refines if trained else (RefineConfig(),)))
-                counter.finish()
+                tasks.append((collection, model, cfg, episode_cfg, replace(train_cfg, seed=seed), episodes, out,
+                              progress, refines if trained else (RefineConfig(),)))
+                labels.append(f"{model}{f'-{agg}' if agg else ''}, seed {seed}")
+    results = iter(_score_all(tasks, jobs, RunCounter(len(tasks), "compare", enabled=progress), labels))
+    entries = []
+    for model in models:
+        trained = model not in PER_GRAPH and model != MAJORITY
+        for agg, _ in _variants(model, aggregators, model_overrides or {}):
+            runs = [next(results) for _ in seeds]
             methods = [r.method for r in refines] if trained else ["none"]
             for i, method in enumerate(methods):
                 records = _seeded([run[i] for run in runs], seeds)
@@ -243,6 +275,7 @@ def ablate(
     root: str | os.PathLike | None = None,
     runs_root: str | os.PathLike | None = None,
     progress: bool = True,
+    jobs: int = 1,
 ) -> pd.DataFrame:
     """Table 3: the full model and each variant without one component.
 
@@ -252,6 +285,7 @@ def ablate(
         base: the full model (default: GFL's defaults).
         seeds: one training run per seed and variant; rows aggregate the seeds.
         reference: the variant the others are paired with (default ``full``).
+        jobs: processes to spread the runs (variant x seed) over; same rows.
 
     Returns:
         One row per variant with ``delta`` (its accuracy minus the
@@ -267,16 +301,17 @@ def ablate(
     variants = [("full", "GFL (full model)", base)]
     variants += [(d, ABLATION_NAMES[d], replace(base, **ABLATIONS[d])) for d in drop]
     seeds = list(seeds)
-    counter = RunCounter(len(variants) * len(seeds), "ablate", enabled=progress)
-    entries = []
+    tasks, labels = [], []
     for name, description, cfg in variants:
-        runs = []
         for seed in seeds:
             log.debug("ablate: %s (seed %d) on %s", name, seed, collection.name)
-            counter.start(f"{name}, seed {seed}")
             out = _out(runs_root, collection.name, "ablate", name, f"s{seed}")
-            runs += _score(collection, "gfl", cfg, episode_cfg, replace(train_cfg, seed=seed), episodes, out, progress)
-            counter.finish()
+            tasks.append((collection, "gfl", cfg, episode_cfg, replace(train_cfg, seed=seed), episodes, out, progress))
+            labels.append(f"{name}, seed {seed}")
+    results = iter(_score_all(tasks, jobs, RunCounter(len(tasks), "ablate", enabled=progress), labels))
+    entries = []
+    for name, description, cfg in variants:
+        runs = [records for _ in seeds for records in next(results)]
         entry = _entry(name, "gfl", cfg.aggregator if cfg.uses_hierarchy else "", collection, _seeded(runs, seeds),
                        episode_cfg, episodes, seeds, "none", ci)
         entry.row = {"variant": name, "description": description, **entry.row}
@@ -302,6 +337,7 @@ def sweep(
     root: str | os.PathLike | None = None,
     runs_root: str | os.PathLike | None = None,
     progress: bool = True,
+    jobs: int = 1,
 ) -> pd.DataFrame:
     """Tables 4-6 / Figure 3: one row per (value of ``param``, model).
 
@@ -312,7 +348,8 @@ def sweep(
     ``reference`` is a model (each row is paired with that model at the same
     value) or a value of ``param`` (each row is paired with the same model at
     that value). Default: the first model when several are swept, else the
-    first value.
+    first value. ``jobs`` spreads the runs (value x model x seed) over that
+    many processes (same rows).
     """
     if param not in SWEEP_PARAMS:
         raise GFLError(f"--param {param!r} is not sweepable: choose one of {', '.join(SWEEP_PARAMS)}")
@@ -329,8 +366,7 @@ def sweep(
     collection = load_collection(data, root)
     base = base or GFLConfig()
     seeds = list(seeds or [train_cfg.seed])
-    counter = RunCounter(len(values) * len(models) * len(seeds), "sweep", enabled=progress)
-    entries = []
+    settings, tasks, labels = [], [], []
     for value in values:
         ep_cfg = replace(episode_cfg, **{field: value}) if kind == "episode" else episode_cfg
         for model in models:
@@ -338,18 +374,21 @@ def sweep(
             if model in ("gfl", "protonet"):
                 preset = base if model == "gfl" else model_config("protonet")
                 cfg = replace(preset, **{field: value}) if kind == "model" else preset
-            runs = []
+            settings.append((value, ep_cfg, model, cfg))
             for seed in seeds:
                 log.debug("sweep: %s=%s, %s (seed %d) on %s", param, value, model, seed, collection.name)
-                counter.start(f"{param}={value}, {model}, seed {seed}")
                 out = _out(runs_root, collection.name, "sweep", param, value, model, f"s{seed}")
-                runs += _score(collection, model, cfg, ep_cfg, replace(train_cfg, seed=seed), episodes, out, progress)
-                counter.finish()
-            aggregator = cfg.aggregator if cfg is not None and cfg.uses_hierarchy else ""
-            entry = _entry(f"{model}@{value}", model, aggregator, collection, _seeded(runs, seeds), ep_cfg, episodes,
-                           seeds, "none", ci)
-            entry.row = {"param": param, "value": value, **entry.row}
-            entries.append(entry)
+                tasks.append((collection, model, cfg, ep_cfg, replace(train_cfg, seed=seed), episodes, out, progress))
+                labels.append(f"{param}={value}, {model}, seed {seed}")
+    results = iter(_score_all(tasks, jobs, RunCounter(len(tasks), "sweep", enabled=progress), labels))
+    entries = []
+    for value, ep_cfg, model, cfg in settings:
+        runs = [records for _ in seeds for records in next(results)]
+        aggregator = cfg.aggregator if cfg is not None and cfg.uses_hierarchy else ""
+        entry = _entry(f"{model}@{value}", model, aggregator, collection, _seeded(runs, seeds), ep_cfg, episodes,
+                       seeds, "none", ci)
+        entry.row = {"param": param, "value": value, **entry.row}
+        entries.append(entry)
     rows = _with_paired(entries, _sweep_reference(entries, models, values, reference, parse), ci)
     return to_frame(rows, ["param", "value"] + RESULT_COLUMNS[:-1] + ["seed_std"] + PAIRED_COLUMNS + ["seed"])
 

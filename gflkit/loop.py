@@ -16,7 +16,7 @@ import math
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import torch
@@ -27,6 +27,9 @@ from .data import GraphCollection
 from .episodes import EpisodeSampler
 from .errors import GFLError
 from .progress import progress_enabled
+
+if TYPE_CHECKING:
+    from .distributed import DistContext
 
 __all__ = ["fit_loop", "LoopState", "RESUME_FORMAT", "rng_state", "restore_rng_state"]
 
@@ -154,6 +157,7 @@ def fit_loop(
     resume: dict[str, Any] | None = None,
     save: Callable[[dict[str, Any]], None] | None = None,
     checkpoint_every: int = 50,
+    dist: DistContext | None = None,
 ) -> tuple[list[dict[str, float]], int, float]:
     """The training loop of Algorithm 1, shared by GFL and the transfer baselines.
 
@@ -168,6 +172,10 @@ def fit_loop(
     Args:
         resume: a checkpoint from :meth:`LoopState.checkpoint` to continue from.
         save: called with such a checkpoint every ``checkpoint_every`` steps.
+        dist: one rank of a distributed run: each step works on this rank's
+            share of the meta-batch, gradients are averaged across ranks and
+            the val accuracies gathered (:meth:`gflkit.distributed.DistContext.wrap`);
+            ``resume`` and ``save`` are those of rank 0, which every rank follows.
 
     Returns:
         Per-step metric rows, the step of the kept weights and their mean val
@@ -180,6 +188,9 @@ def fit_loop(
         raise GFLError(f"checkpoint_every={checkpoint_every} must be at least 1")
     sampler = EpisodeSampler(collection, "train", episode_cfg, train_cfg.seed).require_graphs()
     val_sampler = EpisodeSampler(collection, "val", episode_cfg, train_cfg.seed)
+    if dist is not None:  # distributed: this rank's share of each meta-batch, DDP gradients, gathered scores
+        step_loss, score = dist.wrap(module, step_loss, score)
+        resume, save = dist.follow_main(resume, save)
     cache = GraphCache(collection)
     optimizer = torch.optim.Adam(module.parameters(), lr=train_cfg.lr, weight_decay=train_cfg.weight_decay)
     train_ids = np.asarray(sampler.graph_ids)

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .batching import GraphCache, batch_episodes
+from .batching import GraphCache
 from .episodes import Episode, EpisodeSampler
 from .models.gfl import GFL
 from .progress import progress_bar
@@ -73,20 +73,12 @@ def _records(rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=RECORD_COLUMNS).sort_values(["graph_id", "episode"], ignore_index=True)
 
 
-def _all_nodes(bg) -> list[torch.Tensor]:
-    """Every node of each graph of a batch, as ids in the batch."""
-    counts = bg.batch_num_nodes()
-    starts = torch.cumsum(counts, 0) - counts
-    return [torch.arange(int(s), int(s + c)) for s, c in zip(starts, counts)]
-
-
 @torch.no_grad()
 def graph_records(
     model: GFL,
     sampler: EpisodeSampler,
     episodes: int = 1,
     cache: GraphCache | None = None,
-    batch_size: int = 5,
     refine: RefineConfig = _NO_REFINE,
 ) -> pd.DataFrame:
     """Records of ``model`` on every (graph, episode) of ``sampler``.
@@ -99,13 +91,9 @@ def graph_records(
     was_training = model.training
     model.eval()
     rows = []
-    jobs = [(gid, e) for e in range(episodes) for gid in sampler.graph_ids]
-    for start in range(0, len(jobs), batch_size):
-        chunk = jobs[start : start + batch_size]
-        eps = [sampler.episode(gid, e) for gid, e in chunk]
-        bg, support, queries = batch_episodes([cache[gid] for gid, _ in chunk], eps)
-        out = model(bg, support, _all_nodes(bg) if refine.active else queries)
-        for (gid, e), scores, ep in zip(chunk, out.logits, eps):
+    for gid in sampler.graph_ids:  # the episodes of a graph share one encoder pass
+        eps = [sampler.episode(gid, e) for e in range(episodes)]
+        for e, (scores, ep) in enumerate(zip(model.score_episodes(cache[gid], eps, all_nodes=refine.active), eps)):
             if refine.active:
                 scores = refine_scores(cache[gid], scores, ep.support, refine)[ep.query]
             rows.append({"graph_id": gid, "episode": e,
@@ -187,10 +175,10 @@ def per_graph(records: pd.DataFrame, metric: str = "accuracy") -> dict[int, floa
     return {int(gid): float(v) for gid, v in means.items()}
 
 
-def graph_accuracies(model: GFL, sampler: EpisodeSampler, episodes: int = 1, cache: GraphCache | None = None,
-                     batch_size: int = 5) -> dict[int, float]:
+def graph_accuracies(model: GFL, sampler: EpisodeSampler, episodes: int = 1,
+                     cache: GraphCache | None = None) -> dict[int, float]:
     """Query accuracy of ``model`` on each graph of ``sampler``, averaged over episodes."""
-    return per_graph(graph_records(model, sampler, episodes, cache, batch_size))
+    return per_graph(graph_records(model, sampler, episodes, cache))
 
 
 def baseline_accuracies(fit_predict: Callable[..., torch.Tensor], sampler: EpisodeSampler, episodes: int = 1,

@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "PER_GRAPH_MODELS", "TRANSFER_MODELS", "SAMPLING_METHODS", "REFINE_METHODS", "FIGURE_FORMATS",
     "SWEEP_PARAM_NAMES", "CHECKPOINT_EVERY", "DEFAULT_COLLECTION", "FEATURE_KEYS", "REFINE_ALPHA", "REFINE_STEPS",
+    "GATE_MODES", "PGNN_NORMS", "DEFAULT_TIMEOUT",
     "trainable_names", "model_names",
 ]
 
@@ -33,6 +34,12 @@ FEATURE_KEYS = ("row", "node", "graph-node")
 DEFAULT_COLLECTION = "synthetic"
 #: Steps between resume checkpoints (``gflkit.training.CHECKPOINT_EVERY``).
 CHECKPOINT_EVERY = 50
+#: Forms of the hierarchical gate (``gflkit.config.GFLConfig.gate_mode``).
+GATE_MODES = ("open", "centered", "paper")
+#: Normalisations of the PGNN's relation matrix (``gflkit.config.GFLConfig.pgnn_norm``).
+PGNN_NORMS = ("row", "sym")
+#: Seconds a rank waits for a dead or stuck peer (``gflkit.distributed.DEFAULT_TIMEOUT``).
+DEFAULT_TIMEOUT = 300.0
 
 
 def trainable_names() -> tuple[str, ...]:

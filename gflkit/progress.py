@@ -94,3 +94,16 @@ class RunCounter:
     def finish(self) -> None:
         """Count the current run as done."""
         self.done += 1
+
+    def finished(self, what: str) -> None:
+        """Count a run as done and say so (runs in a pool, which end in any order)."""
+        self.done += 1
+        if not (self.enabled and progress_enabled()):
+            return
+        line = f"{self.label}: {self.done} of {self.total} done ({what}) in {_duration(self.clock() - self._start)}"
+        eta = self.eta()
+        if eta and self.done < self.total:
+            line += f", about {_duration(eta)} left"
+        stream = self.stream or sys.stderr
+        stream.write(line + "\n")
+        stream.flush()

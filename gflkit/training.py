@@ -19,7 +19,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import pandas as pd
 import torch
@@ -38,6 +38,9 @@ from .data.transform import feature_fingerprint
 from .run_folder import CONFIG_FILE, METRICS_FILE, RunFolder
 from .runs import CHECKPOINT_FORMAT, checkpoint_dict, collection_hash, load_checkpoint, now, provenance
 from .utils import seed_everything
+
+if TYPE_CHECKING:
+    from .distributed import DistContext
 
 __all__ = ["TrainResult", "meta_train", "fit_transfer", "CHECKPOINT_EVERY"]
 
@@ -152,6 +155,7 @@ def meta_train(
     force: bool = False,
     resume: bool = False,
     checkpoint_every: int = CHECKPOINT_EVERY,
+    dist: DistContext | None = None,
 ) -> TrainResult:
     """Meta-train a GFL model on the ``train`` graphs of ``collection``.
 
@@ -166,6 +170,9 @@ def meta_train(
         force: replace an existing ``run_dir``.
         resume: continue the interrupted run ``run_dir`` from its ``last.pt``.
         checkpoint_every: steps between resume checkpoints (``last.pt``).
+        dist: this process's :class:`~gflkit.distributed.DistContext` in a
+            distributed run: rank 0 writes ``run_dir`` (and reads its
+            ``last.pt`` with ``resume``), the other ranks follow it.
     """
     seed_everything(train_cfg.seed)
     model = GFL(collection.feat_size, model_cfg)
@@ -181,9 +188,12 @@ def meta_train(
         rows, best_step, best_val = fit_loop(
             model, collection, episode_cfg, train_cfg, step_loss=_gfl_step(model), score=graph_accuracies,
             name=model_name, progress=progress, resume=last, save=save, checkpoint_every=checkpoint_every,
+            dist=dist,
         )
         return rows, {"step": best_step, "val_accuracy": best_val}
 
+    if dist is not None and not dist.is_main:  # rank 0 writes the run folder
+        run_dir, resume = None, False
     model, rows, meta, path = _train_run(model, meta, collection, fit, run_dir, force=force, resume=resume)
     return TrainResult(model, pd.DataFrame(rows), int(meta["step"]), float(meta["val_accuracy"]), path, meta)
 

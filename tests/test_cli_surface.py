@@ -217,6 +217,23 @@ def test_run_counter_lines_and_eta():
     assert quiet.getvalue() == ""
 
 
+def test_run_counter_counts_pool_runs_as_they_end():
+    from gflkit.progress import RunCounter
+
+    now = [0.0]
+    out = io.StringIO()
+    counter = RunCounter(2, "ablate", stream=out, clock=lambda: now[0])
+    now[0] += 30
+    counter.finished("gate, seed 1")
+    now[0] += 30
+    counter.finished("full, seed 0")
+    assert counter.done == 2
+    assert out.getvalue().splitlines() == [
+        "ablate: 1 of 2 done (gate, seed 1) in 30s, about 30s left",
+        "ablate: 2 of 2 done (full, seed 0) in 1m00s",
+    ]
+
+
 @pytest.mark.parametrize("flags, shown", [([], True), (["-q"], False), (["--no-progress"], False)])
 def test_compare_shows_overall_progress_unless_quiet(root, flags, shown):
     result = invoke(*flags, "compare", "tiny", "--model", "lp", "--seed", "0,1", "--k-shot", "5", "--data-root", root)

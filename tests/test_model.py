@@ -1,7 +1,9 @@
 """The GFL model: shapes, every configuration, checkpoints, reproducible training."""
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import dgl
 import pandas as pd
@@ -15,6 +17,9 @@ from gflkit.errors import GFLError
 from gflkit.batching import batch_episodes, prepare_graph
 from gflkit.models.gfl import GFL
 from gflkit.runs import load_checkpoint, save_checkpoint
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from reference_outputs import CONFIGS as REFERENCE_CONFIGS, reference_outputs  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +60,7 @@ def test_batch_episodes_shifts_node_ids(small_family):
 
 
 def test_stored_graph_data_only_saves_work(batch, small_family):
-    """The normalisation and A_hat X stored by prepare_graph change no result."""
+    """The normalisation stored by prepare_graph changes no result."""
     bg, support, queries, _ = batch
     bare = dgl.graph(bg.edges(), num_nodes=bg.num_nodes())
     bare.set_batch_num_nodes(bg.batch_num_nodes())
@@ -68,6 +73,57 @@ def test_stored_graph_data_only_saves_work(batch, small_family):
         torch.testing.assert_close(x, y, rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(a.recon_loss, b.recon_loss, rtol=1e-4, atol=1e-6)
     torch.testing.assert_close(a.gate, b.gate)
+
+
+REFERENCE = Path(__file__).parent / "data" / "gfl_outputs_2a76192.pt"
+
+
+@pytest.mark.parametrize("name", list(REFERENCE_CONFIGS))
+def test_outputs_and_gradients_equal_the_earlier_model(name):
+    """Logits, prototypes, gate, loss and every gradient as the model computed them
+    before the speed-ups (recorded by ``benchmarks/reference_outputs.py`` at 2a76192)."""
+    expected = torch.load(REFERENCE, weights_only=True)[name]
+    got = _current_outputs()[name]
+    tol = {"rtol": 1e-4, "atol": 1e-5}
+    for a, b in zip(got["logits"], expected["logits"], strict=True):
+        torch.testing.assert_close(a, b, **tol)
+    torch.testing.assert_close(got["prototypes"], expected["prototypes"], **tol)
+    torch.testing.assert_close(got["loss"], expected["loss"], **tol)
+    assert ("gate" in got) == ("gate" in expected)
+    if "gate" in got:
+        torch.testing.assert_close(got["gate"], expected["gate"], **tol)
+    assert set(got["grads"]) == set(expected["grads"])
+    for key, grad in expected["grads"].items():
+        torch.testing.assert_close(got["grads"][key], grad, **tol, msg=lambda m: f"{key}: {m}")
+
+
+_OUTPUTS: dict = {}
+
+
+def _current_outputs() -> dict:
+    if not _OUTPUTS:
+        _OUTPUTS.update(reference_outputs())
+    return _OUTPUTS
+
+
+@pytest.mark.parametrize("cfg", [GFLConfig(), GFLConfig(aggregator="att", similarity="jaccard"),
+                                 GFLConfig(gate=False), PRESETS["protonet"]], ids=["default", "att-jaccard", "no-gate", "protonet"])
+def test_score_episodes_equals_forward_on_each_episode(small_family, cfg):
+    """One encoder pass for many episodes of a graph gives each episode's forward logits."""
+    sampler = EpisodeSampler(small_family, "test", EpisodeConfig(k_shot=3), seed=0)
+    gid = sampler.graph_ids[0]
+    g = prepare_graph(small_family.graphs[gid])
+    episodes = [sampler.episode(gid, e) for e in range(7)]
+    torch.manual_seed(0)
+    model = GFL(small_family.feat_size, cfg).eval()
+    with torch.no_grad():
+        expected = [model(*batch_episodes([g], [ep])).logits[0] for ep in episodes]
+    for chunk in (512, 24):  # all episodes at once, or a few at a time
+        got = model.score_episodes(g, episodes, chunk_columns=chunk)
+        assert len(got) == len(episodes)
+        for a, b in zip(got, expected):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    assert model.score_episodes(g, []) == []
 
 
 CONFIGS = {

@@ -11,12 +11,12 @@ from dgl.nn import GraphConv
 from gflkit.data import build_graph
 from gflkit.batching import prepare_graph
 from gflkit.nn import (
-    FEAT_PROP, GCNEncoder, GraphDecoder, HierarchicalGraphRepresentation, PrototypeGNN, dense_recon_loss, logits, recon_loss,
+    GCNEncoder, GCNLayer, GraphDecoder, HierarchicalGraphRepresentation, PrototypeGNN, dense_recon_loss, logits, recon_loss,
     relation_graph, relation_weights, support_similarity,
 )
-from gflkit.nn.conv import NORM_SRC, add_gcn_norm, apply_conv, graph_conv, propagate
+from gflkit.nn.conv import NORM_DST, NORM_SRC, add_gcn_norm, propagate
 from gflkit.nn.hierarchy import dense_gcn_norm
-from gflkit.nn.segment import segment_tmm
+from gflkit.nn.segment import segment_gram, segment_tmm
 
 # -- graphs and dense references ------------------------------------------------------
 
@@ -93,47 +93,54 @@ def test_gcn_encoder_matches_dense_reference(six):
     assert enc(g, x).shape == (6, 3)
 
 
-@pytest.mark.parametrize("sizes", [(5, 3), (3, 5)])  # weight applied before / after propagation
-def test_graph_conv_equals_dgl_graphconv_on_a_directed_graph(sizes):
+@pytest.mark.parametrize("sizes", [(5, 3), (3, 5), (3, 3)])  # weight applied before / after propagation
+def test_gcn_layer_equals_dgl_graphconv_on_a_directed_graph(sizes):
     # A directed graph: in- and out-degrees differ, so both normalisations are exercised.
     src = torch.tensor([0, 0, 1, 2, 3, 4, 4, 5, 1])
     dst = torch.tensor([1, 2, 2, 3, 1, 0, 5, 3, 4])
     g = dgl.add_self_loop(dgl.graph((src, dst), num_nodes=6))
     torch.manual_seed(0)
     conv = GraphConv(*sizes, norm="both")
+    torch.manual_seed(0)
+    layer = GCNLayer(*sizes)
+    assert torch.equal(layer.weight, conv.weight) and torch.equal(layer.bias, conv.bias)  # same initialisation
+    assert set(layer.state_dict()) == set(conv.state_dict())  # checkpoints carry over
     with torch.no_grad():
         conv.bias.normal_()
+        layer.bias.copy_(conv.bias)
     x = torch.randn(6, sizes[0])
     expected = conv(g, x)
-    torch.testing.assert_close(graph_conv(conv, g, x), expected)  # degrees computed on the fly
-    torch.testing.assert_close(graph_conv(conv, add_gcn_norm(g), x), expected)  # stored ones
-    torch.testing.assert_close(apply_conv(conv, propagate(g, x)), expected)
-    with pytest.raises(ValueError, match="norm='both'"):
-        graph_conv(GraphConv(3, 3, norm="right"), g, x[:, :3])
+    torch.testing.assert_close(layer(g, x), expected)  # degrees computed on the fly
+    torch.testing.assert_close(layer(add_gcn_norm(g), x), expected)  # stored ones
+    torch.testing.assert_close(layer.from_propagated(propagate(g, x)), expected)
+    no_bias = GCNLayer(*sizes, bias=False)
+    assert no_bias.bias is None and "bias" not in no_bias.state_dict()
+    with torch.no_grad():
+        conv.weight.copy_(no_bias.weight)
+        conv.bias.zero_()
+    torch.testing.assert_close(no_bias(g, x), conv(g, x))
+    with pytest.raises(ValueError, match="positive"):
+        GCNLayer(0, 3)
 
 
-def test_prepared_graph_stores_normalised_features(six):
-    g = _model_graph(six, feat_size=5)
-    a = _gcn_norm(_adj(six))
-    torch.testing.assert_close(g.ndata[FEAT_PROP], a @ g.ndata["feat"], rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close(g.ndata[NORM_SRC], (_adj(six).sum(1, keepdim=True) + 1).rsqrt())
-
-
-def test_encoder_reads_stored_propagation_only_without_input_dropout(six):
+def test_gcn_encoder_initialises_and_computes_as_graphconv_layers(six):
+    """Two ``dgl.nn.GraphConv`` layers seeded alike give the same weights and outputs."""
+    g = _model_graph(six, feat_size=40)  # wide input: the weight comes before the propagation
     torch.manual_seed(0)
-    g = _model_graph(six, feat_size=5)
-    enc = GCNEncoder(5, hidden_feats=7, out_feats=3, dropout=0.5)
+    enc = GCNEncoder(40, hidden_feats=8, out_feats=3)
+    torch.manual_seed(0)
+    conv1, conv2 = GraphConv(40, 8, norm="both"), GraphConv(8, 3, norm="both")
+    assert torch.equal(enc.conv1.weight, conv1.weight) and torch.equal(enc.conv2.weight, conv2.weight)
     x = g.ndata["feat"]
-    enc.eval()
-    reference = enc(g, x)  # explicit features: always propagated here
-    torch.testing.assert_close(enc(g), reference)
-    g.ndata[FEAT_PROP] = torch.zeros_like(g.ndata[FEAT_PROP])  # now the stored value shows
-    assert not torch.allclose(enc(g), reference)
-    enc.train()
-    torch.manual_seed(1)
-    dropped = enc(g)  # input dropout: starts from the raw features, not the (zeroed) stored ones
-    torch.manual_seed(1)
-    torch.testing.assert_close(dropped, enc(g, x))
+    torch.testing.assert_close(enc(g), conv2(g, torch.relu(conv1(g, x))), rtol=1e-5, atol=1e-6)
+
+
+def test_prepared_graph_stores_the_normalisation_and_one_copy_of_the_features(six):
+    raw = build_graph(*zip(*six.edges()), 6, torch.randn(6, 5), torch.zeros(6, dtype=torch.long))
+    g = prepare_graph(raw)
+    assert set(g.ndata) == {"feat", NORM_SRC, NORM_DST}
+    assert g.ndata["feat"].data_ptr() == raw.ndata["feat"].data_ptr()  # shared, not copied
+    torch.testing.assert_close(g.ndata[NORM_SRC], (_adj(six).sum(1, keepdim=True) + 1).rsqrt())
 
 
 def test_decoder_and_hierarchy_accept_a_shared_propagation(pair):
@@ -159,6 +166,20 @@ def test_segment_tmm_matches_per_block_products_and_gradients():
     assert torch.autograd.gradcheck(lambda x: segment_tmm(x, x, sizes), (a,))  # D^T D
     with pytest.raises(ValueError, match="sum to 8"):
         segment_tmm(a, b, [4, 4])
+
+
+def test_segment_gram_equals_segment_tmm_with_itself():
+    gen = torch.Generator().manual_seed(1)
+    a = torch.randn(9, 3, dtype=torch.float64, generator=gen, requires_grad=True)
+    sizes = [4, 2, 3]
+    torch.testing.assert_close(segment_gram(a, sizes), segment_tmm(a, a, sizes))
+    weight = torch.randn(3, 3, 3, dtype=torch.float64, generator=gen)  # not symmetric
+    grad = torch.autograd.grad((segment_gram(a, sizes) * weight).sum(), a)[0]
+    expected = torch.autograd.grad((segment_tmm(a, a, sizes) * weight).sum(), a)[0]
+    torch.testing.assert_close(grad, expected)
+    assert torch.autograd.gradcheck(lambda x: segment_gram(x, sizes), (a,))
+    with pytest.raises(ValueError, match="sum to 8"):
+        segment_gram(a, [4, 4])
 
 
 # -- reconstruction ---------------------------------------------------------------------
@@ -368,6 +389,39 @@ def test_pgnn_matches_dense_reference(pool):
     torch.testing.assert_close(out, _dense_pgnn(support, weights, pgnn.weight, pgnn.bias, pool), rtol=1e-5, atol=1e-5)
 
 
+def _relation_graph_pgnn(pgnn: PrototypeGNN, support, weights, gate=None):
+    """The PGNN as message passing on the batched relation graph (the earlier implementation)."""
+    b, c, k, d = support.shape
+    rg = relation_graph(weights)
+    w_e = rg.edata["w"].unsqueeze(-1)
+    degree = dgl.ops.copy_e_sum(rg, w_e).clamp(min=1e-12)
+    agg = (dgl.ops.u_mul_e_sum(rg, support.reshape(b * c * k, d), w_e) / degree).view(b, c * k, d)
+    weight, bias = pgnn.weight.expand(b, -1, -1), pgnn.bias.expand(b, -1)
+    if gate is not None:
+        n_w = pgnn.weight.numel()
+        weight = weight * gate[:, :n_w].view(b, d, -1)
+        bias = bias * gate[:, n_w:]
+    out = torch.tanh(torch.bmm(agg, weight) + bias.unsqueeze(1)).view(b, c, k, -1)
+    return out.mean(2) if pgnn.pool == "mean" else out.amax(2)
+
+
+def test_pgnn_equals_message_passing_on_the_relation_graph():
+    """Asymmetric weights: the batched matmul aggregates along the edges i -> j as the graph did."""
+    torch.manual_seed(0)
+    for pool in ("mean", "max"):
+        pgnn = PrototypeGNN(6, 6, pool=pool)
+        support = torch.randn(3, 4, 5, 6, requires_grad=True)
+        weights = torch.rand(3, 4, 5, 5).masked_fill(torch.eye(5, dtype=torch.bool), 1.0)
+        gate = torch.rand(3, pgnn.num_params)
+        for g in (None, gate):
+            out, ref = pgnn(support, weights, g), _relation_graph_pgnn(pgnn, support, weights, g)
+            torch.testing.assert_close(out, ref, rtol=1e-6, atol=1e-6)
+            grads = torch.autograd.grad(out.sum(), (support, pgnn.weight))
+            ref_grads = torch.autograd.grad(ref.sum(), (support, pgnn.weight))
+            for a, b in zip(grads, ref_grads):
+                torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
 def test_pgnn_gate_modulates_the_parameters():
     torch.manual_seed(0)
     pgnn = PrototypeGNN(6, 6)
@@ -488,3 +542,46 @@ def test_distances():
     torch.testing.assert_close(logits(z, c, "euclidean"), -sq, rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="unknown distance"):
         logits(z, c, "manhattan")
+
+
+def test_pgnn_symmetric_normalisation_matches_a_dense_reference():
+    from gflkit.nn import PrototypeGNN
+
+    torch.manual_seed(0)
+    b, c, k, d = 2, 3, 4, 5
+    support = torch.randn(b, c, k, d)
+    weights = torch.rand(b, c, k, k)
+    weights = 0.5 * (weights + weights.transpose(-1, -2))
+    pgnn = PrototypeGNN(d, d, activation="none", norm="sym")
+    out = pgnn(support, weights)
+    deg = weights.sum(-1)  # symmetric: in- and out-degrees agree
+    norm = weights / (deg.unsqueeze(-1) * deg.unsqueeze(-2)).sqrt()
+    expected = (norm.transpose(-1, -2) @ support @ pgnn.weight + pgnn.bias).mean(2)
+    assert torch.allclose(out, expected, atol=1e-5)
+    row = PrototypeGNN(d, d, activation="none", norm="row")
+    row.load_state_dict(pgnn.state_dict())
+    assert not torch.allclose(row(support, weights), out)
+
+
+@pytest.mark.parametrize("mode, start", [("open", 0.95), ("centered", 1.0), ("paper", 0.5)])
+def test_gate_modes_start_where_documented(mode, start):
+    from gflkit.nn import HierarchyGate
+
+    torch.manual_seed(0)
+    gate = HierarchyGate(32, 100, mode=mode)
+    g = gate(torch.zeros(1, 32))  # a zero representation leaves only the bias
+    assert abs(float(g.mean()) - start) < 0.25 if mode == "paper" else abs(float(g.mean()) - start) < 0.01
+    h = torch.randn(4, 32, requires_grad=True)
+    gate(h).sum().backward()
+    if mode == "centered":  # slope 0.5 and the usual weights: the representation gets a real gradient
+        assert float(h.grad.norm()) > 10 * _open_gate_grad()
+
+
+def _open_gate_grad() -> float:
+    from gflkit.nn import HierarchyGate
+
+    torch.manual_seed(0)
+    gate = HierarchyGate(32, 100, mode="open")
+    h = torch.randn(4, 32, requires_grad=True)
+    gate(h).sum().backward()
+    return float(h.grad.norm())

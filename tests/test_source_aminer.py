@@ -177,5 +177,12 @@ def test_cli_preprocess_aminer_end_to_end(tmp_path):
     assert len(coll) == 4 and coll.feat_size == 128 and coll.num_classes == 4 and coll.source == "aminer"
     manifest = json.loads((tmp_path / "processed" / "collaboration" / "manifest.json").read_text())
     assert manifest["meta"]["bad_input"]["duplicate #index"] == {"count": 1, "first": [730]}
+    # the text transform is saved with the collection, so new text lands in the same space
+    from gflkit.data.transform import feature_fingerprint, load_transform
+
+    saved = load_transform(tmp_path / "processed" / "collaboration")
+    assert saved is not None and saved.kind == "tfidf-svd" and saved.out_feats == 128
+    assert manifest["meta"]["feature_transform"]["id"] == saved.id
+    assert feature_fingerprint(coll)["transform"] == saved.id
     missing = CliRunner().invoke(cli, ["preprocess", "aminer", "--data-root", str(tmp_path / "empty")])
     assert missing.exit_code == 1 and "no such file" in missing.output

@@ -17,6 +17,10 @@ removed before the train graphs are drawn, so no val/test node is in a train
 graph. Either way the measured overlap (:func:`node_overlap`) is kept in the
 collection's ``meta["node_overlap"]``. Each graph keeps its source node ids in
 ``ndata["orig_id"]`` (int64).
+
+:func:`sample_networks` cuts several graphs ("networks") the same way for a
+cross-network collection: train/val graphs from source networks, test graphs
+from target networks.
 """
 from __future__ import annotations
 
@@ -33,7 +37,7 @@ from ..errors import GFLError
 from .collection import SPLITS, GraphCollection, build_graph
 from .sources.base import SourceGraph
 
-__all__ = ["FAMILY_DEFAULTS", "METHODS", "sample_family", "node_overlap", "random_walk"]
+__all__ = ["FAMILY_DEFAULTS", "METHODS", "sample_family", "sample_networks", "node_overlap", "random_walk"]
 
 log = logging.getLogger(__name__)
 
@@ -198,6 +202,111 @@ def sample_family(
         meta["bad_input"] = source.report.as_dict()
     return GraphCollection(list(graphs), splits, list(source.classes), name=name or source.name,
                            source=source.source, sampler=sampler, seed=seed, graph_extra=list(extras), meta=meta)
+
+
+def share_counts(total: int, parts: int) -> list[int]:
+    """``total`` split over ``parts`` as evenly as possible, the first ones taking the remainder."""
+    return [total // parts + (j < total % parts) for j in range(parts)] if parts else []
+
+
+def network_seed(seed: int, position: int) -> int:
+    """The seed of one network's graphs: a function of ``seed`` and the network's position only."""
+    return int(np.random.SeedSequence([seed, 11, position]).generate_state(1)[0])
+
+
+def _network_counts(names: Sequence[str], roles: Mapping[str, Sequence[str]], counts) -> dict[str, list[int]]:
+    """Graphs per split that each network gives: every split's count shared over its networks."""
+    out = {n: [0, 0, 0] for n in names}
+    for s, split in enumerate(SPLITS):
+        chosen = [n for n in names if n in set(roles.get(split, ()))]
+        for n, k in zip(chosen, share_counts(counts[s], len(chosen))):
+            out[n][s] = k
+    return out
+
+
+def _check_roles(names: Sequence[str], roles: Mapping[str, Sequence[str]]) -> None:
+    unknown = sorted({n for split in SPLITS for n in roles.get(split, ()) if n not in set(names)})
+    if unknown:
+        raise GFLError(f"unknown network(s) {', '.join(map(repr, unknown))}: choose from {', '.join(names)}")
+    both = sorted(set(roles.get("test", ())) & (set(roles.get("train", ())) | set(roles.get("val", ()))))
+    if both:
+        raise GFLError(f"network(s) {', '.join(map(repr, both))} serve both as a target (test) and as a source "
+                       f"(train/val); a target network must be unseen in training")
+    for split in ("train", "test"):
+        if not roles.get(split):
+            raise GFLError(f"no {split} network: name at least one source (train) and one target (test) network")
+
+
+def sample_networks(
+    networks: Mapping[str, SourceGraph], roles: Mapping[str, Sequence[str]], *, method: str = "walk",
+    n_graphs=(100, 10, 20), walk_length=(10000, 20000), min_degree: int = 50, induced: bool = False,
+    disjoint: bool = False, parts: int | None = None, ego_hops: int = 2, seed: int = 0,
+    name: str = "networks", progress: bool = False,
+) -> GraphCollection:
+    """Cut train/val graphs from source networks and test graphs from target networks.
+
+    Each network is cut by :func:`sample_family` with the same options and a
+    seed that depends only on ``seed`` and the network's position in
+    ``networks`` (:func:`network_seed`). A network may serve train and val
+    (then its val graphs are carved from it, node-disjoint from its train
+    graphs with ``disjoint``); a test (target) network serves nothing else, so
+    no test node lies in a train graph.
+
+    Args:
+        networks: the graphs, by name, all with the same features and classes.
+        roles: ``{"train": [names], "val": [names], "test": [names]}``.
+        n_graphs: graphs per split ``(train, val, test)``, shared as evenly as
+            possible over that split's networks (in the order of ``networks``).
+        method, walk_length, min_degree, induced, disjoint, parts, ego_hops:
+            as in :func:`sample_family`, applied to every network (``parts``:
+            METIS parts per network).
+        seed: seed of every random choice.
+        name: collection name.
+        progress: show progress bars on stderr.
+
+    Returns:
+        The collection, train graphs first, then val, then test, each split in
+        network order. ``graph_extra[i]["network"]`` names the network graph
+        ``i`` was cut from; ``ndata["orig_id"]`` is a node's position among all
+        networks' nodes taken in the order of ``networks`` (so ids never clash
+        across networks and :func:`node_overlap` stays meaningful).
+    """
+    names = list(networks)
+    _check_roles(names, roles)
+    counts = [int(n) for n in n_graphs]
+    if len(counts) != 3 or min(counts) < 0 or counts[0] < 1 or counts[2] < 1:
+        raise GFLError(f"graphs per split (--graphs) must be three counts TRAIN,VAL,TEST with TRAIN and TEST >= 1, "
+                       f"got {n_graphs}")
+    if counts[1] and not roles.get("val"):
+        raise GFLError(f"{counts[1]} val graphs asked for but no val network given; name val networks (or the "
+                       f"train networks, to carve val graphs from them) or ask for 0 val graphs")
+    per_network = _network_counts(names, roles, counts)
+    offsets = np.cumsum([0] + [networks[n].g.num_nodes() for n in names])
+    parts_of = {split: [] for split in SPLITS}  # split -> [(graph, extra)]
+    for j, net in enumerate(names):
+        if not any(per_network[net]):
+            continue
+        family = sample_family(networks[net], method=method, n_graphs=per_network[net], walk_length=walk_length,
+                               min_degree=min_degree, induced=induced, disjoint=disjoint, parts=parts,
+                               ego_hops=ego_hops, seed=network_seed(seed, j), name=net, progress=progress)
+        for g, split, extra in zip(family.graphs, family.splits, family.graph_extra):
+            g.ndata["orig_id"] = g.ndata["orig_id"] + int(offsets[j])
+            parts_of[split].append((g, {"network": net, **extra}))
+    items = [(split, g, extra) for split in SPLITS for g, extra in parts_of[split]]
+    first = networks[names[0]]
+    sampler = dict(method=method, n_graphs=counts, walk_length=[int(x) for x in walk_length],
+                   min_degree=min_degree, induced=induced, disjoint=bool(disjoint), parts=parts, ego_hops=ego_hops,
+                   seed=seed, networks={split: [n for n in names if n in set(roles.get(split, ()))]
+                                        for split in SPLITS})
+    collection = GraphCollection([g for _, g, _ in items], [s for s, _, _ in items], list(first.classes), name=name,
+                                 source=first.source, sampler=sampler, seed=seed,
+                                 graph_extra=[e for _, _, e in items],
+                                 meta={"source_nodes": int(offsets[-1]),
+                                       "networks": {n: {"num_nodes": networks[n].g.num_nodes(),
+                                                        "graphs": dict(zip(SPLITS, per_network[n]))}
+                                                    for n in names}})
+    collection.meta["node_overlap"] = node_overlap(collection)
+    return collection
 
 
 def _progress(total: int, enabled: bool):

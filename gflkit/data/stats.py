@@ -4,7 +4,9 @@ Edges are unique undirected edges. The paper's "# Edges" counts walk steps (the
 edge lines of the release), which are reported apart as ``avg_walk_steps`` when
 the collection recorded them. ``overlap_val`` / ``overlap_test`` are the shares
 of distinct val / test nodes that also lie in a train graph, measured from
-``ndata["orig_id"]`` (else taken from the manifest, else empty).
+``ndata["orig_id"]`` (else taken from the manifest, else empty). ``networks``
+names, for a cross-network collection, the networks each split was cut from
+(``train=a+b;val=a+b;test=c``; empty otherwise).
 """
 from __future__ import annotations
 
@@ -21,12 +23,24 @@ __all__ = ["STATS_COLUMNS", "collection_stats", "stats_table"]
 
 STATS_COLUMNS = [
     "dataset", "source", "method", "avg_nodes", "avg_edges", "avg_walk_steps", "feat_size", "num_classes",
-    "n_train", "n_val", "n_test", "overlap_val", "overlap_test",
+    "n_train", "n_val", "n_test", "overlap_val", "overlap_test", "networks",
 ]
 
 
 def _nan(value: Any) -> float:
     return math.nan if value is None else float(value)
+
+
+def _networks(collection: GraphCollection) -> str:
+    """``train=a+b;val=a+b;test=c``: the networks each split's graphs were cut from ("" when not recorded)."""
+    if not any("network" in e for e in collection.graph_extra):
+        return ""
+    used = {s: [] for s in SPLITS}
+    for split, extra in zip(collection.splits, collection.graph_extra):
+        name = str(extra.get("network", "?"))
+        if name not in used[split]:
+            used[split].append(name)
+    return ";".join(f"{s}={'+'.join(names)}" for s, names in used.items() if names)
 
 
 def collection_stats(collection: GraphCollection) -> dict[str, Any]:
@@ -50,6 +64,7 @@ def collection_stats(collection: GraphCollection) -> dict[str, Any]:
         **{f"n_{s}": collection.splits.count(s) for s in SPLITS},
         "overlap_val": _nan(overlap.get("val")),
         "overlap_test": _nan(overlap.get("test")),
+        "networks": _networks(collection),
     }
 
 

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..config import GFLConfig
+from ..episodes import Episode
 from ..nn import (
     GCNEncoder, GraphDecoder, HierarchicalGraphRepresentation, HierarchyGate, PrototypeGNN,
     logits, recon_loss, relation_weights, support_similarity,
@@ -56,13 +57,15 @@ class GFL(nn.Module):
         self.in_feats, self.cfg = in_feats, cfg
         self.encoder = GCNEncoder(in_feats, cfg.hidden_feats, cfg.out_feats, cfg.dropout)
         self.decoder = GraphDecoder(cfg.out_feats, cfg.out_feats) if cfg.recon else None
-        self.pgnn = PrototypeGNN(cfg.out_feats, cfg.out_feats, cfg.pool, cfg.pgnn_activation) if cfg.prototype == "pgnn" else None
+        self.pgnn = None
+        if cfg.prototype == "pgnn":
+            self.pgnn = PrototypeGNN(cfg.out_feats, cfg.out_feats, cfg.pool, cfg.pgnn_activation, cfg.pgnn_norm)
         self.hierarchy = self.gate = None
         if cfg.uses_hierarchy:
             self.hierarchy = HierarchicalGraphRepresentation(
                 cfg.out_feats, cfg.graph_feats, cfg.levels, cfg.clusters, cfg.aggregator
             )
-            self.gate = HierarchyGate(cfg.graph_feats, self.pgnn.num_params)
+            self.gate = HierarchyGate(cfg.graph_feats, self.pgnn.num_params, mode=cfg.gate_mode)
 
     @classmethod
     def from_config(cls, cfg: GFLConfig, in_feats: int) -> "GFL":
@@ -77,17 +80,63 @@ class GFL(nn.Module):
         """Class prototypes ``(B, C, d)`` and gate values from support ids ``(B, C, K)``.
 
         ``z_prop = A_hat z`` may be passed when it is computed anyway."""
-        s = z[support]  # (B, C, K, d)
         if self.pgnn is None:
-            return s.mean(2), None
-        cfg = self.cfg
-        score = support_similarity(g, support, cfg.similarity, cfg.hops)
-        weights = relation_weights(score, cfg.similarity, cfg.mu, cfg.mu0)  # (B, C, K, K)
+            return z[support].mean(2), None
         gate = None
         if self.gate is not None:
             _, h = self.hierarchy(g, z, z_prop)  # (B, graph_feats)
             gate = self.gate(h)
-        return self.pgnn(s, weights, gate), gate
+        return self._graph_prototypes(g, z, support, gate, one_graph=False), gate
+
+    def _graph_prototypes(self, g: dgl.DGLGraph, z: torch.Tensor, support: torch.Tensor,
+                          gate: torch.Tensor | None, one_graph: bool) -> torch.Tensor:
+        """PGNN prototypes ``(E, C, d)`` of support sets ``(E, C, K)``: one per graph
+        of a batched ``g`` (E = B), or, with ``one_graph``, E episodes of one graph."""
+        cfg = self.cfg
+        e, c, k = support.shape
+        # The scores of a class depend only on its own support nodes, so E episodes
+        # of one graph are scored as one episode with E * C classes.
+        rows = support.reshape(1, e * c, k) if one_graph else support
+        score = support_similarity(g, rows, cfg.similarity, cfg.hops).view(e, c, k, k)
+        weights = relation_weights(score, cfg.similarity, cfg.mu, cfg.mu0)  # (E, C, K, K)
+        return self.pgnn(z[support], weights, gate)
+
+    @torch.no_grad()
+    def score_episodes(self, g: dgl.DGLGraph, episodes: Sequence[Episode],
+                       chunk_columns: int = 512, all_nodes: bool = False) -> list[torch.Tensor]:
+        """Query scores of several episodes of one graph, with one encoder pass.
+
+        The node embeddings and the hierarchical gate depend on the graph only,
+        so they are computed once; each episode adds its relational structure
+        and prototypes. Gives the logits :meth:`forward` gives for each episode
+        (up to rounding) without the reconstruction loss.
+
+        Args:
+            g: one prepared graph (:func:`gflkit.batching.prepare_graph`).
+            episodes: episodes of that graph.
+            chunk_columns: at most this many support nodes are scored together,
+                which bounds the ``(N, columns)`` reachability matrix.
+            all_nodes: score every node of ``g`` instead of each episode's queries.
+
+        Returns:
+            one ``(Q, C)`` tensor per episode (``(N, C)`` with ``all_nodes``).
+        """
+        if not episodes:
+            return []
+        z = self.embed(g)
+        support = torch.stack([ep.support for ep in episodes])  # (E, C, K)
+        if self.pgnn is None:
+            protos = z[support].mean(2)
+        else:
+            gate = self.gate(self.hierarchy(g, z)[1]) if self.gate is not None else None  # (1, |phi|)
+            per_chunk = max(1, chunk_columns // support[0].numel())
+            protos = torch.cat([
+                self._graph_prototypes(g, z, part, None if gate is None else gate.expand(len(part), -1),
+                                       one_graph=True)
+                for part in support.split(per_chunk)
+            ])  # (E, C, d)
+        return [logits(z if all_nodes else z[ep.query], protos[i], self.cfg.distance, self.cfg.cosine_scale)
+                for i, ep in enumerate(episodes)]
 
     def forward(self, g: dgl.DGLGraph, support: torch.Tensor, queries: Sequence[torch.Tensor]) -> GFLOutput:
         """Score the query nodes of every graph of a batch.
@@ -98,12 +147,15 @@ class GFL(nn.Module):
             queries: query ids in ``g``, one ``(Q_b,)`` tensor per graph.
         """
         z = self.embed(g)
-        # The decoder and the first hierarchy level are both GraphConvs over z:
+        # The decoder and the first hierarchy level are both GCN layers over z:
         # they share one propagation A_hat z.
         z_prop = propagate(g, z) if self.decoder is not None and self.gate is not None else None
         protos, gate = self.prototypes(g, z, support, z_prop)
+        # One gather for the queries of all graphs: its backward pass fills one
+        # (N, d) gradient instead of one per graph.
+        z_query = z[torch.cat(list(queries))].split([len(q) for q in queries])
         scores = [
-            logits(z[q], protos[b], self.cfg.distance, self.cfg.cosine_scale) for b, q in enumerate(queries)
+            logits(zq, protos[b], self.cfg.distance, self.cfg.cosine_scale) for b, zq in enumerate(z_query)
         ]
         recon = None
         if self.decoder is not None:

@@ -12,17 +12,16 @@ from __future__ import annotations
 
 import dgl
 import torch
-from dgl.nn import GraphConv
 from torch import nn
 
-from .conv import apply_conv, graph_conv
-from .segment import segment_tmm
+from .conv import GCNLayer
+from .segment import segment_gram
 
 __all__ = ["GraphDecoder", "recon_loss", "dense_recon_loss"]
 
 
 class GraphDecoder(nn.Module):
-    """GNN_dec: one GraphConv layer mapping embeddings to reconstruction factors.
+    """GNN_dec: one GCN layer mapping embeddings to reconstruction factors.
 
     Shapes:
         z ``(N, in_feats)`` -> ``(N, out_feats)``.
@@ -30,14 +29,14 @@ class GraphDecoder(nn.Module):
 
     def __init__(self, in_feats: int, out_feats: int) -> None:
         super().__init__()
-        self.conv = GraphConv(in_feats, out_feats, norm="both")
+        self.conv = GCNLayer(in_feats, out_feats)
 
     def reset_parameters(self) -> None:
         self.conv.reset_parameters()
 
     def forward(self, g: dgl.DGLGraph, z: torch.Tensor, z_prop: torch.Tensor | None = None) -> torch.Tensor:
         """``z_prop = A_hat z`` may be passed when it is computed anyway."""
-        return graph_conv(self.conv, g, z) if z_prop is None else apply_conv(self.conv, z_prop)
+        return self.conv(g, z) if z_prop is None else self.conv.from_propagated(z_prop)
 
 
 def recon_loss(g: dgl.DGLGraph, d: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
@@ -58,7 +57,7 @@ def recon_loss(g: dgl.DGLGraph, d: torch.Tensor, reduction: str = "mean") -> tor
     """
     sizes = g.batch_num_nodes()
     edge_counts = g.batch_num_edges()
-    grams = segment_tmm(d, d, sizes.tolist())  # (B, k, k): D^T D per graph
+    grams = segment_gram(d, sizes.tolist())  # (B, k, k): D^T D per graph
     # tr(D^T A D) as a sum over nodes of <d_v, (A D)_v>: one sparse product (and
     # one more in the backward pass), much cheaper on CPU than a dot product per
     # edge. The self-loops of g add tr(D^T D), taken back out per graph.

@@ -1,30 +1,31 @@
-"""Evaluating ``dgl.nn.GraphConv`` layers with normalisation and propagation reused.
+"""The graph convolution of GFL, with the graph's normalisation stored once.
 
-Every graph convolution of GFL is a ``GraphConv(norm="both")``:
+Every graph convolution of GFL is Kipf and Welling's GCN layer, as
+``dgl.nn.GraphConv(norm="both")`` computes it:
 
     conv(g, x) = A_hat x W + b,    A_hat = D_in^-1/2 (A + I) D_out^-1/2
 
 On CPU a step is bound by passes over ``(N, d)`` tensors, and ``GraphConv``
-spends several of them per call recomputing what does not change: the degree
-normalisation of the graph, and (for the input layer) the product ``A_hat X`` of
-fixed features. Here the layer is evaluated from its own ``weight`` and
-``bias`` with
+spends several of them per call recomputing what does not change. :class:`GCNLayer`
+owns its ``weight`` and ``bias`` (initialised as ``GraphConv`` does, with the
+same parameter names, so checkpoints and seeded initialisations carry over) and
 
-* the normalisation stored on the graph once (:func:`add_gcn_norm`, called by
-  :func:`gflkit.models.gfl.prepare_graph`, so ``dgl.batch`` concatenates it);
-* ``A_hat x`` computed once wherever several layers read the same input, or
-  where the input has no gradient: the decoder and the first hierarchy level both
-  read ``A_hat Z``; the first encoder layer reads ``A_hat X``, stored per graph.
+* reads the normalisation stored on the graph once (:func:`add_gcn_norm`, called
+  by :func:`gflkit.batching.prepare_graph`, so ``dgl.batch`` concatenates it);
+* can start from an ``A_hat x`` computed once where several layers read the same
+  input (:meth:`GCNLayer.from_propagated`): the decoder and the first hierarchy
+  level both read ``A_hat Z``.
 
-The result equals ``conv(g, x)`` up to floating-point rounding (tested).
+The result equals ``GraphConv(norm="both")(g, x)`` up to floating-point rounding
+(tested).
 """
 from __future__ import annotations
 
 import dgl
 import torch
-from dgl.nn import GraphConv
+from torch import nn
 
-__all__ = ["NORM_SRC", "NORM_DST", "add_gcn_norm", "gcn_norm", "propagate", "apply_conv", "graph_conv"]
+__all__ = ["NORM_SRC", "NORM_DST", "add_gcn_norm", "gcn_norm", "propagate", "GCNLayer"]
 
 NORM_SRC, NORM_DST = "gcn_norm_src", "gcn_norm_dst"
 
@@ -57,27 +58,49 @@ def propagate(g: dgl.DGLGraph, x: torch.Tensor) -> torch.Tensor:
     return dgl.ops.copy_u_sum(g, x * src) * dst
 
 
-def _check(conv: GraphConv) -> None:
-    if conv._norm != "both" or conv.weight is None or conv._activation is not None:
-        raise ValueError("only GraphConv layers with norm='both', their own weight and no activation are supported")
+class GCNLayer(nn.Module):
+    """One GCN layer ``A_hat x W + b`` (``GraphConv(norm="both")`` without activation).
 
+    Args:
+        in_feats: input size.
+        out_feats: output size.
+        bias: whether to add a learnable bias.
 
-def apply_conv(conv: GraphConv, x_prop: torch.Tensor) -> torch.Tensor:
-    """``conv`` applied to an already propagated input ``x_prop = A_hat x``."""
-    _check(conv)
-    if conv.bias is None:
-        return x_prop @ conv.weight
-    return torch.addmm(conv.bias, x_prop, conv.weight)
-
-
-def graph_conv(conv: GraphConv, g: dgl.DGLGraph, x: torch.Tensor) -> torch.Tensor:
-    """``conv(g, x)`` with the graph's stored normalisation.
-
-    Like ``GraphConv``, the weight is applied first when it shrinks the features,
-    so the sparse product runs on the narrower side.
+    Shapes:
+        x ``(N, in_feats)`` -> ``(N, out_feats)``; the graph must have its self-loops.
     """
-    _check(conv)
-    if conv._in_feats > conv._out_feats:
-        out = propagate(g, x @ conv.weight)
-        return out if conv.bias is None else out + conv.bias
-    return apply_conv(conv, propagate(g, x))
+
+    def __init__(self, in_feats: int, out_feats: int, bias: bool = True) -> None:
+        super().__init__()
+        if in_feats < 1 or out_feats < 1:
+            raise ValueError(f"GCNLayer sizes must be positive, got in_feats={in_feats}, out_feats={out_feats}")
+        self.in_feats, self.out_feats = in_feats, out_feats
+        self.weight = nn.Parameter(torch.empty(in_feats, out_feats))
+        self.bias = nn.Parameter(torch.empty(out_feats)) if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Glorot-uniform weight and zero bias, drawn as ``GraphConv`` draws them."""
+        nn.init.xavier_uniform_(self.weight)
+        if self.bias is not None:
+            nn.init.zeros_(self.bias)
+
+    def extra_repr(self) -> str:
+        return f"in_feats={self.in_feats}, out_feats={self.out_feats}, bias={self.bias is not None}"
+
+    def from_propagated(self, x_prop: torch.Tensor) -> torch.Tensor:
+        """The layer applied to an already propagated input ``x_prop = A_hat x``."""
+        if self.bias is None:
+            return x_prop @ self.weight
+        return torch.addmm(self.bias, x_prop, self.weight)
+
+    def forward(self, g: dgl.DGLGraph, x: torch.Tensor) -> torch.Tensor:
+        """``A_hat x W + b`` with the graph's stored normalisation.
+
+        As in ``GraphConv``, the weight is applied first when it shrinks the
+        features, so the sparse product runs on the narrower side.
+        """
+        if self.in_feats > self.out_feats:
+            out = propagate(g, x @ self.weight)
+            return out if self.bias is None else out + self.bias
+        return self.from_propagated(propagate(g, x))

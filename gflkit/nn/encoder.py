@@ -3,19 +3,19 @@ from __future__ import annotations
 
 import dgl
 import torch
-from dgl.nn import GraphConv
 from torch import nn
 
-from .conv import apply_conv, graph_conv
+from .conv import GCNLayer
 
-__all__ = ["GCNEncoder", "FEAT_PROP"]
-
-FEAT_PROP = "feat_prop"
-"""``ndata`` key of ``A_hat X``, the input features propagated once per graph."""
+__all__ = ["GCNEncoder"]
 
 
 class GCNEncoder(nn.Module):
-    """Two GraphConv layers, ReLU between, linear output.
+    """Two GCN layers, ReLU between, linear output.
+
+    The first layer multiplies the wide input features by its weight before
+    propagating them (as ``GraphConv`` does), so a prepared graph needs no
+    second, propagated copy of its features.
 
     Args:
         in_feats: input feature size.
@@ -31,8 +31,8 @@ class GCNEncoder(nn.Module):
         super().__init__()
         if in_feats < 1 or hidden_feats < 1 or out_feats < 1:
             raise ValueError("GCNEncoder sizes must be positive")
-        self.conv1 = GraphConv(in_feats, hidden_feats, norm="both")
-        self.conv2 = GraphConv(hidden_feats, out_feats, norm="both")
+        self.conv1 = GCNLayer(in_feats, hidden_feats)
+        self.conv2 = GCNLayer(hidden_feats, out_feats)
         self.dropout = nn.Dropout(dropout)
 
     def reset_parameters(self) -> None:
@@ -44,15 +44,8 @@ class GCNEncoder(nn.Module):
 
         Args:
             g: graph with one self-loop per node.
-            feat: input features; by default the graph's ``ndata["feat"]``. In
-                that case, when the graph carries ``ndata["feat_prop"]``
-                (``A_hat X``, stored by :func:`gflkit.models.gfl.prepare_graph`)
-                and no input dropout is active, the first layer starts from it
-                and skips a sparse product and its backward pass.
+            feat: input features; by default the graph's ``ndata["feat"]``.
         """
-        dropping = self.training and self.dropout.p > 0
-        if feat is None and FEAT_PROP in g.ndata and not dropping:
-            h = apply_conv(self.conv1, g.ndata[FEAT_PROP])
-        else:
-            h = graph_conv(self.conv1, g, self.dropout(g.ndata["feat"] if feat is None else feat))
-        return graph_conv(self.conv2, g, self.dropout(torch.relu(h)))
+        x = g.ndata["feat"] if feat is None else feat
+        h = self.conv1(g, self.dropout(x))
+        return self.conv2(g, self.dropout(torch.relu(h)))

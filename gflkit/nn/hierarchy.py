@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import dgl
 import torch
-from dgl.nn import GraphConv
 from torch import nn
 
-from .conv import apply_conv, graph_conv
+from .conv import GCNLayer
 from .segment import segment_tmm
 
 __all__ = ["HierarchicalGraphRepresentation", "dense_gcn_norm"]
@@ -66,9 +65,9 @@ class HierarchicalGraphRepresentation(nn.Module):
         self.clusters = tuple(clusters[: levels - 1])
         self.project = nn.Identity() if in_feats == graph_feats else nn.Linear(in_feats, graph_feats)
         if levels > 1:
-            # AGNN and FGNN of level 1 share one GraphConv (outputs side by side),
+            # AGNN and FGNN of level 1 share one GCN layer (outputs side by side),
             # so the large node graph is traversed once instead of twice.
-            self.first_level = GraphConv(in_feats, self.clusters[0] + graph_feats, norm="both")
+            self.first_level = GCNLayer(in_feats, self.clusters[0] + graph_feats)
         sizes = self.clusters
         self.assign_dense = nn.ModuleList(nn.Linear(graph_feats, n) for n in sizes[1:])
         self.fuse_dense = nn.ModuleList(nn.Linear(graph_feats, graph_feats) for _ in sizes[1:])
@@ -99,19 +98,18 @@ class HierarchicalGraphRepresentation(nn.Module):
     def _first_pool(self, g: dgl.DGLGraph, z: torch.Tensor,
                     z_prop: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Level 1 -> 2 on the sparse node graph: ``(B, K2, gf)`` features, ``(B, K2, K2)`` adjacency."""
-        out = graph_conv(self.first_level, g, z) if z_prop is None else apply_conv(self.first_level, z_prop)
+        out = self.first_level(g, z) if z_prop is None else self.first_level.from_propagated(z_prop)
         assign, fuse = out.split([self.clusters[0], self.graph_feats], -1)
         p = torch.softmax(assign, dim=-1)  # (N, K2)
-        # One (K2 x N) @ (N x (gf + 2 K2)) product per graph gives P^T F, P^T (A+I) P
-        # and P^T P; with them, the self-loops come out of the adjacency and the
-        # column sums of P (P^T P 1, since the rows of P sum to 1) normalise X
-        # without another pass over the nodes.
-        rhs = torch.cat([torch.relu(fuse), dgl.ops.copy_u_sum(g, p), p], dim=1)
+        # One (K2 x N) @ (N x (gf + K2)) product per graph gives P^T F and P^T A P
+        # (A P from one propagation, its self-loops taken out). The column sums
+        # of P normalise X.
+        ap = dgl.ops.copy_u_sum(g, p) - p  # (N, K2): A P for A without self-loops
+        rhs = torch.cat([torch.relu(fuse), ap], dim=1)
         k2, gf = self.clusters[0], self.graph_feats
-        sizes = g.batch_num_nodes().tolist()
-        prods = segment_tmm(p, rhs, sizes)
-        pf, pap, ptp = prods.split([gf, k2, k2], dim=-1)  # (B, K2, .)
-        mass = ptp.sum(-1, keepdim=True).clamp(min=1e-12)  # (B, K2, 1): column sums of P
+        sizes = g.batch_num_nodes()
+        prods = segment_tmm(p, rhs, sizes.tolist())
+        pf, adjs = prods.split([gf, k2], dim=-1)  # (B, K2, .)
+        mass = dgl.ops.segment_reduce(sizes, p, "sum").clamp(min=1e-12).unsqueeze(-1)  # (B, K2, 1)
         xs = pf / mass
-        adjs = pap - ptp
         return xs, adjs

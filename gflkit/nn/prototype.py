@@ -6,11 +6,8 @@ GCN layer with parameters ``phi = (W, b)`` and a tanh; with the gate, each graph
 """
 from __future__ import annotations
 
-import dgl
 import torch
 from torch import nn
-
-from .relation import relation_graph
 
 __all__ = ["PrototypeGNN"]
 
@@ -22,27 +19,34 @@ class PrototypeGNN(nn.Module):
     1) and ``D`` its weighted degrees; then mean or max pooling. With mean
     pooling, support node ``j`` weighs ``sum_i R_ij / D_i`` in the prototype:
     nodes weakly related to the rest of their class (outliers) count less.
-    (The row-normalised mean is used rather than GCN's symmetric
+    (The row-normalised mean is the default rather than GCN's symmetric
     ``D^-1/2 R D^-1/2``, whose weights only grow with the square root of a
-    node's relations and so discount outliers less.)
+    node's relations and so discount outliers less; ``norm="sym"`` gives the
+    GCN normalisation, the paper's literal choice.)
 
     Args:
         in_feats: node embedding size.
         out_feats: prototype size (equal to the query embedding size).
         pool: ``"mean"`` or ``"max"``.
+        activation: ``"tanh"`` or ``"none"``.
+        norm: ``"row"`` (``D^-1 R``) or ``"sym"`` (``D^-1/2 R D^-1/2``).
 
     Shapes:
         support ``(B, C, K, in_feats)``, weights ``(B, C, K, K)``, gate
         ``(B, num_params)`` or ``None`` -> prototypes ``(B, C, out_feats)``.
     """
 
-    def __init__(self, in_feats: int, out_feats: int, pool: str = "mean", activation: str = "tanh") -> None:
+    def __init__(self, in_feats: int, out_feats: int, pool: str = "mean", activation: str = "tanh",
+                 norm: str = "row") -> None:
         super().__init__()
         if pool not in ("mean", "max"):
             raise ValueError(f"pool must be 'mean' or 'max', not {pool!r}")
         if activation not in ("tanh", "none"):
             raise ValueError(f"activation must be 'tanh' or 'none', not {activation!r}")
+        if norm not in ("row", "sym"):
+            raise ValueError(f"norm must be 'row' or 'sym', not {norm!r}")
         self.in_feats, self.out_feats, self.pool, self.activation = in_feats, out_feats, pool, activation
+        self.norm = norm
         self.weight = nn.Parameter(torch.empty(in_feats, out_feats))
         self.bias = nn.Parameter(torch.empty(out_feats))
         self.reset_parameters()
@@ -61,14 +65,21 @@ class PrototypeGNN(nn.Module):
         nn.init.zeros_(self.bias)
 
     def extra_repr(self) -> str:
-        return f"in_feats={self.in_feats}, out_feats={self.out_feats}, pool={self.pool}, activation={self.activation}"
+        return (f"in_feats={self.in_feats}, out_feats={self.out_feats}, pool={self.pool}, "
+                f"activation={self.activation}, norm={self.norm}")
 
     def forward(self, support: torch.Tensor, weights: torch.Tensor, gate: torch.Tensor | None = None) -> torch.Tensor:
         b, c, k, d = support.shape
-        rg = relation_graph(weights)
-        w_e = rg.edata["w"].unsqueeze(-1)
-        degree = dgl.ops.copy_e_sum(rg, w_e).clamp(min=1e-12)  # (BCK, 1) weighted degree
-        agg = dgl.ops.u_mul_e_sum(rg, support.reshape(b * c * k, d), w_e) / degree  # (BCK, d)
+        # R_k has K nodes: the weighted aggregation at node j, sum_i R_ij h_i / sum_i R_ij,
+        # is one small dense product per (graph, class), all in one batched matmul.
+        w = weights.reshape(b * c, k, k)  # (BC, K, K): entry (i, j) weighs the edge i -> j
+        degree = w.sum(1).clamp(min=1e-12).unsqueeze(-1)  # (BC, K, 1) weighted in-degree
+        h = support.reshape(b * c, k, d)
+        if self.norm == "row":
+            agg = torch.bmm(w.transpose(1, 2), h) / degree  # (BC, K, d)
+        else:  # D^-1/2 R^T D^-1/2 H, with the out-degrees on the source side
+            out_degree = w.sum(2).clamp(min=1e-12).unsqueeze(-1)
+            agg = torch.bmm(w.transpose(1, 2), h * out_degree.rsqrt()) * degree.rsqrt()
         agg = agg.view(b, c * k, d)
         if gate is None:
             out = agg @ self.weight + self.bias

@@ -2,8 +2,9 @@
 
 For every graph of a batch and every class, the K support nodes of that class
 get pairwise similarity scores from the graph's topology, turned into weights in
-[0, 1]; a weight below ``mu`` becomes ``mu0``. The weighted K-node graphs of all
-classes of all graphs are batched into one DGLGraph for the prototype GNN.
+[0, 1]; a weight below ``mu`` becomes ``mu0``. The prototype GNN reads the
+``(B, C, K, K)`` weights as dense matrices; :func:`relation_graph` gives the same
+structure as one batched DGLGraph, for inspection and as a reference in tests.
 
 All similarities are computed by message passing from the support nodes: an
 ``(N, C*K)`` indicator matrix is propagated over the (batched) graph, so memory
@@ -20,8 +21,6 @@ from __future__ import annotations
 
 import dgl
 import torch
-
-from .segment import segment_tmm
 
 __all__ = ["support_similarity", "relation_weights", "relation_graph"]
 
@@ -46,11 +45,23 @@ def _neighbour_sum(g: dgl.DGLGraph, x: torch.Tensor) -> torch.Tensor:
 def _per_graph_blocks(g: dgl.DGLGraph, left: torch.Tensor, right: torch.Tensor, c: int, k: int) -> torch.Tensor:
     """``left_b^T right_b`` restricted to same-class pairs, per graph.
 
+    One ``(K x n_b) @ (n_b x K)`` product per graph and class reads the class's
+    columns in place (a strided view, no copy): a C-th of the arithmetic of the
+    whole ``(C*K x C*K)`` product.
+
     Shapes:
         left, right: ``(N, C*K)``; returns ``(B, C, K, K)``.
     """
-    full = segment_tmm(left, right, g.batch_num_nodes().tolist()).view(-1, c, k, c, k)  # (B, C, K, C, K)
-    return torch.stack([full[:, i, :, i, :] for i in range(c)], dim=1)
+    sizes = g.batch_num_nodes().tolist()
+    out = left.new_empty(len(sizes), c, k, k)
+    start = 0
+    for b, n in enumerate(sizes):
+        rows = slice(start, start + n)
+        for i in range(c):
+            cols = slice(i * k, (i + 1) * k)
+            torch.mm(left[rows, cols].t(), right[rows, cols], out=out[b, i])
+        start += n
+    return out
 
 
 def _column_at_support(x: torch.Tensor, support: torch.Tensor) -> torch.Tensor:

@@ -43,7 +43,7 @@ from ..validate import guard_reader, reading
 from .base import BadInputReport, SourceGraph
 from .aminer_dump import DumpParser
 from .common import missing_file, select_classes
-from .text_features import embed_counts
+from .text_features import fit_text_transform
 from .venues import VenueMap
 
 __all__ = ["read_aminer", "find_aminer_dump", "TASKS", "DUMP_NAMES"]
@@ -118,13 +118,14 @@ def read_aminer(
     counts = parser.text.matrix()
     dim = feat_size or TASKS[task]["feat_size"]
     if task == "citation":
-        label, feat, (lo, hi), weight = field, embed_counts(counts, dim, seed), _citations(parser, report), None
+        (feat, transform), (lo, hi), weight = fit_text_transform(counts, dim, seed), _citations(parser, report), None
+        label = field
         n = n_papers
     else:
         n = len(parser.authors)
         rows, cols = (np.frombuffer(a, dtype=np.int64) for a in parser.paper_author)
         incidence = sp.csr_matrix((np.ones(len(rows), np.float32), (cols, rows)), shape=(n, n_papers))
-        feat = embed_counts(incidence @ counts, dim, seed)  # author text = all their papers' text
+        feat, transform = fit_text_transform(incidence @ counts, dim, seed)  # author text = all their papers' text
         mapped = field >= 0
         per_field = incidence @ sp.csr_matrix(
             (np.ones(int(mapped.sum())), (np.flatnonzero(mapped), field[mapped])), shape=(n_papers, len(venues.fields))
@@ -149,7 +150,8 @@ def read_aminer(
     if task == "collaboration":
         meta["authors"] = n
     log.info("%s: %d papers -> %s graph of %d nodes, %d edges", dump, n_papers, task, n, g.num_edges() // 2)
-    return SourceGraph(g=g, classes=names, name=task, source="aminer", report=report, meta=meta)
+    meta["feature_transform"] = transform.describe()
+    return SourceGraph(g=g, classes=names, name=task, source="aminer", report=report, meta=meta, transform=transform)
 
 
 def _citations(parser: DumpParser, report: BadInputReport) -> tuple[np.ndarray, np.ndarray]:

@@ -20,7 +20,8 @@ given by the caller (``--features-from``, ``predict``) is applied instead.
 Without a graph column the tables describe one large graph
 (:func:`read_table_graph`, cut into a family by
 :func:`gflkit.data.sampling.sample_family`); with one, every graph is kept as
-it is (:func:`read_table_collection`). Node ids are non-negative integers,
+it is (:func:`read_table_collection`), or its graphs are the networks of a
+cross-network collection (:mod:`gflkit.data.sources.cross_network`). Node ids are non-negative integers,
 unique within a graph. Labels map to classes sorted by name (by value when all
 labels are integers); an empty cell, ``NaN`` and the ``unlabelled`` markers
 (default ``-1``) mean unlabelled. Malformed rows are counted in the returned
@@ -307,10 +308,12 @@ def _features(nd: _Nodes, rows, features, cols: TableColumns, report):
 
 
 def _finish_features(feat, feat_size: int | None, seed: int, transform: FeatureTransform | None,
-                     fit: bool, what: str, optional: bool = False) -> tuple[torch.Tensor, FeatureTransform | None]:
+                     fit: bool, what: str, optional: bool = False,
+                     fit_rows: np.ndarray | None = None) -> tuple[torch.Tensor, FeatureTransform | None]:
     """Dense float32 features: ``transform`` applied, or a reduction fitted (``fit``), or kept.
 
-    With ``optional`` the transform is applied only to features of its input size."""
+    With ``optional`` the transform is applied only to features of its input size.
+    A reduction is fitted on the rows ``fit_rows`` (default all) and applied to all rows."""
     if transform is not None and not (optional and feat.shape[1] != transform.in_feats):
         return torch.from_numpy(transform.apply(feat, what)), transform
     if transform is not None:
@@ -320,7 +323,8 @@ def _finish_features(feat, feat_size: int | None, seed: int, transform: FeatureT
         if feat_size is None and sp.issparse(feat):
             feat_size = SPARSE_FEAT_SIZE
         if feat_size and feat.shape[1] > feat_size:
-            fitted = fit_svd(feat, feat_size, seed)
+            basis = feat if fit_rows is None else (feat.tocsr() if sp.issparse(feat) else feat)[fit_rows]
+            fitted = fit_svd(basis, feat_size, seed)
             feat = fitted.apply(feat, what)
     return torch.from_numpy(np.asarray(feat.todense() if sp.issparse(feat) else feat, dtype=np.float32)), fitted
 
@@ -398,17 +402,13 @@ def read_table_collection(edges, nodes, *, features=None, columns: TableColumns,
         raise GFLError("reading many graphs needs a graph column (--graph-col)")
     t = _read(edges, nodes, features, columns, classes)
     feat, used = _finish_features(t.feat, feat_size, seed, transform, fit, str(features or nodes))
-    code = t.code
-    bounds = np.searchsorted(code, np.arange(len(t.graph_names) + 1))
-    esort = np.argsort(code[t.src], kind="stable")
-    ebounds = np.searchsorted(code[t.src][esort], np.arange(len(t.graph_names) + 1))
+    slices = GraphSlices.of(t)
+    bounds = slices.bounds
     splits = _assign_splits(t, bounds, n_graphs, seed, columns.split)
     graphs, extras, order = [], [], [(s, i) for s in SPLITS for i, sp_ in enumerate(splits) if sp_ == s]
     for split, i in order:
-        lo, hi = bounds[i], bounds[i + 1]
-        e = esort[ebounds[i]:ebounds[i + 1]]
-        g = build_graph(t.src[e] - lo, t.dst[e] - lo, hi - lo, feat[lo:hi], t.label[lo:hi])
-        g.ndata["orig_id"] = torch.from_numpy(t.node_id[lo:hi])
+        g = table_subgraph(t, feat, i, slices)
+        g.ndata["orig_id"] = torch.from_numpy(t.node_id[bounds[i]:bounds[i + 1]])
         graphs.append(g)
         extras.append({"graph_name": t.graph_names[i]})
     if not graphs:
@@ -422,6 +422,29 @@ def read_table_collection(edges, nodes, *, features=None, columns: TableColumns,
         log.warning("%s", warning)
     collection.meta.update(node_overlap=node_overlap(collection), bad_input=t.report.as_dict())
     return collection, t.report
+
+
+@dataclass
+class GraphSlices:
+    """Where each graph of the tables lies: nodes ``bounds[i]:bounds[i + 1]``, edges
+    ``edge_order[edge_bounds[i]:edge_bounds[i + 1]]`` (nodes are sorted by graph; edges are sorted once)."""
+
+    bounds: np.ndarray  # (G + 1,)
+    edge_order: np.ndarray  # (E,)
+    edge_bounds: np.ndarray  # (G + 1,)
+
+    @classmethod
+    def of(cls, t: _Tables) -> "GraphSlices":
+        graphs = np.arange(len(t.graph_names) + 1)
+        order = np.argsort(t.code[t.src], kind="stable")  # an edge's two ends always lie in one graph
+        return cls(np.searchsorted(t.code, graphs), order, np.searchsorted(t.code[t.src][order], graphs))
+
+
+def table_subgraph(t: _Tables, feat: torch.Tensor, i: int, slices: GraphSlices):
+    """Graph ``i`` of the tables with its edges, features (``feat`` holds all nodes) and labels; no ``orig_id``."""
+    lo, hi = int(slices.bounds[i]), int(slices.bounds[i + 1])
+    e = slices.edge_order[slices.edge_bounds[i]:slices.edge_bounds[i + 1]]
+    return build_graph(t.src[e] - lo, t.dst[e] - lo, hi - lo, feat[lo:hi], t.label[lo:hi])
 
 
 def _assign_splits(t: _Tables, bounds, n_graphs, seed, split_col) -> list[str | None]:

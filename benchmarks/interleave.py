@@ -1,0 +1,147 @@
+"""Time several implementations step by step in turns, each in its own process.
+
+On a shared machine the load changes from one second to the next, so timings
+taken one configuration after another compare different conditions. Here every
+configuration runs in a persistent worker process; the parent asks each worker
+in turn for one timed call, so the k-th calls of all configurations happen side
+by side in time, and only one worker computes at any moment. A worker started
+with an earlier commit's source tree first on ``PYTHONPATH`` times that commit.
+
+Worker side: :func:`serve` with a ``setup()`` returning the function to time.
+Parent side: :func:`interleave` with one command and environment per configuration.
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+HERE = Path(__file__).resolve().parent
+
+
+def rss_mb() -> float:
+    """Current resident set size (VmRSS) in MB."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def reset_peak_rss() -> bool:
+    """Reset the kernel's peak-RSS mark (Linux >= 4.0), so that setup does not count."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
+
+
+def serve(setup: Callable[[], Callable[[int], None]], warmup: int, reset_peak: bool = True) -> None:
+    """Worker loop: build the timed function, then time one call per ``step`` line on stdin.
+
+    Writes one JSON line per request to stdout: ``{"ready": ...}`` after setup
+    and warm-up, ``{"seconds": t}`` per step, and a summary with peak memory
+    after ``stop``.
+    """
+    rss_start = rss_mb()
+    fn = setup()
+    loaded = rss_mb()
+    exact = reset_peak_rss() if reset_peak else False
+    for i in range(warmup):
+        fn(i)
+    _send({"ready": True})
+    i = warmup
+    for line in sys.stdin:
+        if line.strip() != "step":
+            break
+        start, cpu = time.perf_counter(), time.process_time()
+        fn(i)
+        _send({"seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu})
+        i += 1
+    peak = peak_rss_mb()
+    _send({"peak_rss_mb": peak, "peak_step_mb": peak - loaded, "rss_loaded_mb": loaded,
+           "rss_start_mb": rss_start, "peak_exact": exact})
+
+
+def _send(obj: dict) -> None:
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def worker_env(threads: int, source: str | None = None) -> dict[str, str]:
+    """Environment of a worker: its thread count, passive OpenMP waiting, and the
+    source tree to time first on the path (``None``: the installed gflkit)."""
+    env = dict(os.environ)
+    # With the default (active) wait policy, idle OpenMP threads spin between
+    # parallel regions and take the cores from any other work, including the
+    # other workers' turns.
+    env.setdefault("OMP_WAIT_POLICY", "passive")
+    env["OMP_NUM_THREADS"] = str(threads)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [source, str(HERE), env.get("PYTHONPATH")]))
+    return env
+
+
+def interleave(commands: list[tuple[list[str], dict[str, str], str]], steps: int,
+               max_seconds: float = float("inf")) -> list[dict]:
+    """Run the workers ``(argv, env, cwd)`` in turns; one summary per worker.
+
+    Each summary has ``times`` (seconds of each step), ``seconds`` (their median),
+    ``cpu_seconds`` (the median CPU time of the worker's threads per step: less
+    sensitive to other processes than wall time) and the worker's memory figures. The order of the turns rotates every step,
+    so no configuration always follows the same one. Timing stops after
+    ``steps`` turns, or earlier once ``max_seconds`` of steps have been spent
+    (after at least 3 turns).
+    """
+    procs = [subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+             for argv, env, cwd in commands]
+    try:
+        for p in procs:
+            _receive(p)  # ready
+        times: list[list[float]] = [[] for _ in procs]
+        cpu: list[list[float]] = [[] for _ in procs]
+        spent = 0.0
+        for k in range(steps):
+            order = list(range(len(procs)))
+            order = order[k % len(order):] + order[: k % len(order)]
+            for i in order:
+                procs[i].stdin.write("step\n")
+                procs[i].stdin.flush()
+                reply = _receive(procs[i])
+                t = reply["seconds"]
+                times[i].append(t)
+                cpu[i].append(reply["cpu_seconds"])
+                spent += t
+            if k >= 2 and spent > max_seconds:
+                break
+        summaries = []
+        for p, ts, cs in zip(procs, times, cpu):
+            p.stdin.write("stop\n")
+            p.stdin.flush()
+            summary = _receive(p)
+            summary.update(times=ts, seconds=statistics.median(ts), cpu_seconds=statistics.median(cs))
+            summaries.append(summary)
+        return summaries
+    finally:
+        for p in procs:
+            if p.stdin and not p.stdin.closed:
+                p.stdin.close()
+            p.wait(timeout=60)
+
+
+def _receive(proc: subprocess.Popen) -> dict:
+    line = proc.stdout.readline()
+    if not line:
+        raise SystemExit(f"a benchmark worker ended early (exit {proc.wait()})")
+    return json.loads(line)

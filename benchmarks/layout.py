@@ -1,0 +1,45 @@
+"""The gflkit functions the benchmarks call, in the current layout or an earlier one.
+
+Before ``gflkit.batching`` and ``gflkit.metrics`` existed, ``prepare_graph`` and
+``batch_episodes`` lived in ``gflkit.models.gfl`` and ``GraphCache`` and
+``graph_accuracies`` in ``gflkit.evaluate``. The layout is read from the files
+of the gflkit that ``import gflkit`` loaded, not from whether an import
+succeeds: an editable install can supply a module of the installed tree to a
+package loaded from another tree, which would mix two commits in one process.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+
+def gflkit_layout() -> SimpleNamespace:
+    """``GraphCache``, ``batch_episodes``, ``prepare_graph``, ``graph_accuracies``, ``GFL``
+    and the source folder, all from the tree of the loaded ``gflkit``."""
+    import importlib
+
+    import gflkit
+
+    root = Path(gflkit.__file__).resolve().parent
+    if (root / "batching.py").exists():
+        batching, metrics = (importlib.import_module(f"gflkit.{m}") for m in ("batching", "metrics"))
+        gfl = importlib.import_module("gflkit.models.gfl")
+
+        parts = SimpleNamespace(GraphCache=batching.GraphCache, batch_episodes=batching.batch_episodes,
+                                prepare_graph=batching.prepare_graph, graph_accuracies=metrics.graph_accuracies,
+                                GFL=gfl.GFL)
+        modules = [batching, metrics, gfl]
+    else:
+        # The module, not the function of the same name that gflkit exported then.
+        evaluate = importlib.import_module("gflkit.evaluate")
+        gfl = importlib.import_module("gflkit.models.gfl")
+
+        parts = SimpleNamespace(GraphCache=evaluate.GraphCache, batch_episodes=gfl.batch_episodes,
+                                prepare_graph=gfl.prepare_graph, graph_accuracies=evaluate.graph_accuracies,
+                                GFL=gfl.GFL)
+        modules = [evaluate, gfl]
+    for module in modules:
+        if root not in Path(module.__file__).resolve().parents:
+            raise SystemExit(f"{module.__name__} comes from {module.__file__}, not from {root}")
+    parts.root = root
+    return parts

@@ -1,0 +1,314 @@
+"""One meta-training run over several processes and machines (torch.distributed).
+
+Every rank builds the same model from the same seed, draws the same meta-batch
+ids at each step and works on its own contiguous share of them; gradients are
+averaged by :class:`~torch.nn.parallel.DistributedDataParallel`. Each rank's
+loss is scaled by ``world_size * share / meta_batch``, so the averaged gradient
+is the gradient of the whole meta-batch's loss (a mean over graphs), as in a
+single process, also when ``meta_batch`` is not a multiple of the number of
+ranks. Validation graphs are split the same way and the per-graph
+accuracies gathered, so every rank selects the same step.
+
+Rank 0 writes the run folder through :class:`gflkit.run_folder.RunFolder`
+(partial folder, lock, ``last.pt``); the other ranks write nothing. A resumed
+run starts every rank from rank 0's ``last.pt``, which holds the random
+generator states of all ranks (:meth:`DistContext.follow_main`).
+
+Ranks come from :func:`gflkit.parallel.launch` (``gflkit train --nproc N``:
+processes spawned on this machine) or from ``torchrun``, whose ``RANK``, ``WORLD_SIZE``,
+``LOCAL_RANK``, ``MASTER_ADDR`` and ``MASTER_PORT`` are read by
+:func:`env_context`. The backend is gloo: gflkit trains on the CPU.
+"""
+from __future__ import annotations
+
+import copy
+import datetime
+import functools
+import logging
+import os
+import shutil
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+import torch.distributed as tdist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from . import names
+from .config import EpisodeConfig, GFLConfig, TrainConfig
+from .data import GraphCollection
+from .errors import GFLError
+from .models.gfl import GFL
+from .parallel import default_threads, launch
+from .run_folder import BEST_FILE, METRICS_FILE, final_run_path, next_free_path, partial_path
+from .training import CHECKPOINT_EVERY, TrainResult, meta_train
+
+__all__ = [
+    "DistContext", "env_context", "init_process_group", "train", "train_rank", "is_main_process",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT = names.DEFAULT_TIMEOUT
+_ENV_KEYS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+@dataclass
+class DistContext:
+    """This process's place in a distributed run.
+
+    Attributes:
+        rank: global rank, 0 writes the run folder and the results.
+        world_size: number of ranks.
+        local_rank: rank on this machine.
+    """
+
+    rank: int
+    world_size: int
+    local_rank: int = 0
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def share(self, n: int) -> slice:
+        """This rank's contiguous block of ``n`` items; the first ``n % world_size`` ranks get one more."""
+        base, extra = divmod(n, self.world_size)
+        start = self.rank * base + min(self.rank, extra)
+        return slice(start, start + base + (self.rank < extra))
+
+    def all_sum(self, values: list[float]) -> list[float]:
+        """Sum ``values`` elementwise over ranks (float64)."""
+        t = torch.tensor(values, dtype=torch.float64)
+        tdist.all_reduce(t)
+        return t.tolist()
+
+    def barrier(self) -> None:
+        tdist.barrier()
+
+    def broadcast(self, value: Any) -> Any:
+        """Rank 0's ``value`` on every rank."""
+        box = [value]
+        tdist.broadcast_object_list(box, src=0)
+        return box[0]
+
+    def follow_main(self, resume: dict[str, Any] | None,
+                    save: Callable[[dict[str, Any]], None] | None) -> tuple[dict[str, Any] | None, Callable | None]:
+        """The training loop's ``resume`` and ``save`` for this rank, from those of rank 0.
+
+        Every rank continues from rank 0's resume checkpoint, with its own
+        random generator states when the checkpoint holds one per rank. When
+        rank 0 saves checkpoints, every rank takes part: the generator states
+        of all ranks are gathered into rank 0's checkpoint (``rank_rng``), so a
+        resumed run draws what the uninterrupted one would have.
+        """
+        resume, saving = self.broadcast((resume, save is not None) if self.is_main else None)
+        if resume is not None and "rank_rng" in resume:
+            states = resume["rank_rng"]
+            if len(states) == self.world_size:
+                resume = {**resume, "rng": states[self.rank]}
+            elif self.is_main:
+                log.warning("the run was checkpointed with %d processes and resumes with %d: results may differ "
+                            "from an uninterrupted run", len(states), self.world_size)
+        if not saving:
+            return resume, None
+
+        def save_all(ckpt: dict[str, Any]) -> None:
+            states: list[Any] = [None] * self.world_size
+            tdist.all_gather_object(states, ckpt["rng"])
+            if self.is_main:
+                save({**ckpt, "rank_rng": states})
+
+        return resume, save_all
+
+    def wrap(self, module: nn.Module, step_loss: Callable, score: Callable) -> tuple[Callable, Callable]:
+        """The training loop's ``step_loss`` and ``score`` for this rank.
+
+        ``step_loss`` runs on this rank's share of the meta-batch inside
+        DistributedDataParallel; the returned loss has the whole meta-batch's
+        value and the gradient that makes DDP's average the single-process
+        gradient. ``score`` rates this rank's share of the graphs and gathers
+        the per-graph accuracies of all ranks.
+        """
+        ddp = DistributedDataParallel(_StepModule(module, step_loss))
+
+        def dist_step_loss(cache, sampler, ids: list[int], step: int):
+            if len(ids) < self.world_size:
+                raise GFLError(f"--meta-batch {len(ids)} is smaller than the {self.world_size} processes: "
+                               f"raise --meta-batch or lower --nproc")
+            mine = ids[self.share(len(ids))]
+            loss, parts = ddp(cache, sampler, mine, step)
+            weight = len(mine) / len(ids)
+            keys = list(parts)
+            totals = self.all_sum([weight * float(loss.detach())] + [weight * float(parts[k]) for k in keys])
+            scaled = loss * (weight * self.world_size)
+            # Value of the whole meta-batch's loss (for the log), gradient of this rank's scaled share.
+            return scaled + (totals[0] - scaled.detach()), dict(zip(keys, totals[1:]))
+
+        return dist_step_loss, self.gather_scores(score)
+
+    def gather_scores(self, score: Callable[..., dict[int, float]]) -> Callable[..., dict[int, float]]:
+        """``score(module, sampler, *args)`` on this rank's share of the sampler's graphs, gathered."""
+
+        def scored(module, sampler, *args, **kwargs) -> dict[int, float]:
+            mine = copy.copy(sampler)
+            mine.graph_ids = list(sampler.graph_ids[self.share(len(sampler.graph_ids))])
+            local = score(module, mine, *args, **kwargs) if mine.graph_ids else {}
+            parts: list[Any] = [None] * self.world_size
+            tdist.all_gather_object(parts, local)
+            merged = {gid: acc for part in parts for gid, acc in part.items()}
+            return {gid: merged[gid] for gid in sampler.graph_ids}
+
+        return scored
+
+
+class _StepModule(nn.Module):
+    """Runs a step function as a module's forward, so DDP sees the model's parameters."""
+
+    def __init__(self, module: nn.Module, step_loss: Callable) -> None:
+        super().__init__()
+        self.module = module
+        self._step_loss = step_loss
+
+    def forward(self, *args):
+        return self._step_loss(*args)
+
+
+def env_context() -> DistContext | None:
+    """The rank set by ``torchrun`` (``RANK``, ``WORLD_SIZE`` ...), or ``None`` outside a multi-rank launch."""
+    if "RANK" not in os.environ or int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return None
+    missing = [k for k in _ENV_KEYS if k not in os.environ]
+    if missing:
+        raise GFLError(f"distributed run: environment variable(s) {', '.join(missing)} not set; start with torchrun")
+    return DistContext(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]),
+                       int(os.environ.get("LOCAL_RANK", "0")))
+
+
+def init_process_group(ctx: DistContext, timeout: float = DEFAULT_TIMEOUT) -> None:
+    """Join the process group at ``MASTER_ADDR:MASTER_PORT`` (gloo; a dead peer fails collectives after ``timeout`` s)."""
+    if tdist.is_initialized():
+        return
+    tdist.init_process_group("gloo", init_method="env://", rank=ctx.rank, world_size=ctx.world_size,
+                             timeout=datetime.timedelta(seconds=timeout))
+
+
+def free_port() -> int:
+    """A free TCP port on the loopback interface."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def is_main_process() -> bool:
+    """False in a ``torchrun`` rank other than 0 (which must not print results)."""
+    return os.environ.get("RANK", "0") == "0" or int(os.environ.get("WORLD_SIZE", "1")) <= 1
+
+
+# -- one GFL run over the ranks ----------------------------------------------------------
+
+
+def train_rank(ctx: DistContext, collection: GraphCollection, model_cfg: GFLConfig, episode_cfg: EpisodeConfig,
+               train_cfg: TrainConfig, **kwargs: Any) -> TrainResult:
+    """This rank's part of a run: :func:`~gflkit.training.meta_train` with ``dist=ctx``.
+
+    Rank 0 writes the run folder through :class:`~gflkit.run_folder.RunFolder`
+    (hidden partial folder, lock, ``last.pt``); ``kwargs`` are those of
+    ``meta_train`` (``run_dir``, ``force``, ``resume``, ``checkpoint_every`` ...).
+    """
+    kwargs["progress"] = kwargs.get("progress", True) and ctx.is_main
+    return meta_train(collection, model_cfg, episode_cfg, train_cfg, dist=ctx, **kwargs)
+
+
+def _thread_lock_for_bars() -> None:
+    """Give tqdm a thread lock: its default multiprocessing lock would leak a semaphore when a rank is stopped."""
+    import threading
+
+    from tqdm.std import tqdm
+
+    tqdm.set_lock(threading.RLock())
+
+
+def _train_worker(rank: int, nproc: int, folder: str, timeout: float, data, log_level: int, *args, **kwargs) -> None:
+    """A spawned rank: join the group, load the collection, train, and (rank 0) leave the result in ``folder``."""
+    ctx = DistContext(rank, nproc, rank)
+    init_process_group(ctx, timeout)
+    logging.basicConfig(level=log_level if ctx.is_main else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s", force=True)
+    _thread_lock_for_bars()
+    collection = data if isinstance(data, GraphCollection) else GraphCollection.load(data)
+    result = train_rank(ctx, collection, *args, **kwargs)
+    if ctx.is_main:
+        state = {k: v.detach().clone() for k, v in result.model.state_dict().items()}
+        torch.save({"state_dict": state, "history": result.history, "best_step": result.best_step,
+                    "best_val": result.best_val, "run_dir": result.run_dir, "meta": result.meta},
+                   Path(folder, "result.pt"))
+    tdist.destroy_process_group()
+
+
+def _check_run_dir(run_dir: str | os.PathLike | None, force: bool, resume: bool) -> None:
+    """Fail before starting processes when rank 0 could not write ``run_dir``."""
+    if run_dir is None or force or resume:
+        return
+    path = final_run_path(run_dir)
+    if path.exists() or path.is_symlink():
+        raise GFLError(f"{path} exists: pass --force to replace it, or --out {next_free_path(path)}")
+
+
+def train(collection: GraphCollection, model_cfg: GFLConfig, episode_cfg: EpisodeConfig, train_cfg: TrainConfig,
+          *, model_name: str = "gfl", run_dir: str | os.PathLike | None = None, force: bool = False,
+          resume: bool = False, checkpoint_every: int = CHECKPOINT_EVERY, nproc: int = 1, threads: int | None = None,
+          timeout: float = DEFAULT_TIMEOUT, progress: bool = True) -> TrainResult:
+    """Meta-train one GFL model over ``nproc`` local ranks, or as this ``torchrun`` rank.
+
+    ``run_dir``, ``force``, ``resume`` and ``checkpoint_every`` work as in
+    :func:`~gflkit.training.meta_train`; rank 0 writes the run. A failed or
+    interrupted run leaves its partial folder with ``last.pt``, which
+    ``resume=True`` continues on every rank.
+
+    Returns:
+        The training result: the model with the selected weights (every rank
+        holds the same).
+    """
+    ctx = env_context()
+    world = ctx.world_size if ctx is not None else nproc
+    if train_cfg.meta_batch < world:
+        raise GFLError(f"--meta-batch {train_cfg.meta_batch} is smaller than the {world} processes: "
+                       f"raise --meta-batch or lower --nproc")
+    kwargs = dict(model_name=model_name, run_dir=run_dir, force=force, resume=resume,
+                  checkpoint_every=checkpoint_every, progress=progress)
+    if resume and run_dir is not None and _finished(run_dir):  # stopped just before the rename: nothing to train
+        if ctx is not None:
+            raise GFLError(f"{final_run_path(run_dir)}: training has finished; resume it without torchrun "
+                           f"to put the run in place")
+        return meta_train(collection, model_cfg, episode_cfg, train_cfg, **kwargs)
+    if ctx is not None:  # started by torchrun: this process is one rank
+        torch.set_num_threads(threads or default_threads(int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))
+        init_process_group(ctx, timeout)
+        try:
+            return train_rank(ctx, collection, model_cfg, episode_cfg, train_cfg, **kwargs)
+        finally:
+            tdist.destroy_process_group()
+    _check_run_dir(run_dir, force, resume)
+    data = collection.path if collection.path is not None else collection
+    args = (timeout, data, logging.getLogger().getEffectiveLevel(), model_cfg, episode_cfg, train_cfg)
+    env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
+    folder = launch(functools.partial(_train_worker, **kwargs), args, nproc, threads=threads, env=env)
+    try:
+        payload = torch.load(folder / "result.pt", weights_only=False)  # written by rank 0 just now
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    model = GFL(collection.feat_size, model_cfg)
+    model.load_state_dict(payload["state_dict"])
+    model.eval()
+    return TrainResult(model, payload["history"], payload["best_step"], payload["best_val"], payload["run_dir"],
+                       payload["meta"])
+
+
+def _finished(run_dir: str | os.PathLike) -> bool:
+    """Whether the partial folder of ``run_dir`` holds a finished run awaiting its rename."""
+    work = partial_path(run_dir)
+    return (work / METRICS_FILE).is_file() and (work / BEST_FILE).is_file()

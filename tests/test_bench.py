@@ -1,0 +1,58 @@
+"""The benchmark machinery: workers taking their turns, and the recorded reference outputs."""
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+from interleave import interleave, worker_env  # noqa: E402
+from reference_outputs import CONFIGS  # noqa: E402
+
+WORKER = textwrap.dedent("""
+    import sys, time
+    from interleave import serve
+    log, pause = sys.argv[1], float(sys.argv[2])
+    def setup():
+        def step(i):
+            with open(log, "a") as f:
+                f.write(f"{sys.argv[3]} {i}\\n")
+            time.sleep(pause)
+        return step
+    serve(setup, warmup=1)
+""")
+
+
+def test_workers_take_their_steps_in_turns(tmp_path):
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    log = tmp_path / "log.txt"
+    commands = [([sys.executable, str(script), str(log), str(pause), name], worker_env(1), str(tmp_path))
+                for name, pause in (("a", 0.0), ("b", 0.05))]
+    fast, slow = interleave(commands, steps=4)
+    assert len(fast["times"]) == len(slow["times"]) == 4
+    assert slow["seconds"] > fast["seconds"] and slow["seconds"] >= 0.05
+    assert fast["peak_rss_mb"] > 0 and "cpu_seconds" in fast
+    lines = log.read_text().split()
+    timed = [name for name, _ in zip(lines[::2], lines[1::2])][2:]  # after one warm-up step each
+    # Each round runs both workers once, starting with a different one in turn.
+    assert [sorted(timed[i : i + 2]) for i in range(0, 8, 2)] == [["a", "b"]] * 4
+    assert timed[0::2] == ["a", "b", "a", "b"]
+
+
+def test_interleave_stops_on_a_failing_worker(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("raise SystemExit(3)\n")
+    with pytest.raises(SystemExit, match="ended early"):
+        interleave([([sys.executable, str(bad)], worker_env(1), str(tmp_path))], steps=2)
+
+
+def test_reference_outputs_cover_every_recorded_configuration():
+    recorded = torch.load(Path(__file__).parent / "data" / "gfl_outputs_2a76192.pt", weights_only=True)
+    assert set(recorded) == set(CONFIGS)
+    assert all(row["grads"] and row["logits"] for row in recorded.values())
