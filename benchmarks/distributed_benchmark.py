@@ -47,7 +47,7 @@ def run_worker(data: str, root: str | None, nproc: int, threads: int, steps: int
     cfg = TrainConfig(steps=warmup + steps, meta_batch=meta_batch, eval_every=10**6)
     start = time.perf_counter()
     result, _ = gflkit.train(data, train_cfg=cfg, root=root, eval_split=None, progress=False, nproc=nproc,
-                             threads_per_proc=threads)
+                             threads_per_proc=threads, return_result=True)
     wall = time.perf_counter() - start
     seconds = result.history["seconds"].iloc[warmup:-1]  # the last step also validates
     return {"median_s": statistics.median(seconds), "mean_s": float(seconds.mean()), "wall_s": wall}
@@ -66,7 +66,7 @@ def _train(args, nproc: int, threads: int) -> dict:
 
 
 def _compare(small: Path, jobs: int, steps: int, timeout: float) -> float:
-    cmd = [sys.executable, "-m", "gflkit", "-q", "compare", str(small), "--models", "gfl,protonet,maml,knn",
+    cmd = [sys.executable, "-m", "gflkit", "-q", "compare", str(small), "--model", "gfl,protonet,maml,knn",
            "--steps", str(steps), "--jobs", str(jobs)]
     start = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, text=True, env=_env(2 if jobs == 1 else 1), timeout=timeout)

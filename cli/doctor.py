@@ -42,6 +42,7 @@ def _versions() -> list[tuple[str, str]]:
 
 def _patches() -> list[tuple[str, str]]:
     """What :mod:`gflkit._compat` changed at import, and the facts it decided on."""
+    import dgl  # noqa: F401  (the compat layer applies its fixes on the first import of DGL)
     from gflkit import _compat
 
     rows = []

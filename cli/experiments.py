@@ -4,22 +4,21 @@ from __future__ import annotations
 import click
 
 import gflkit
-from gflkit import experiments
 from gflkit.config import ABLATIONS
+from gflkit.names import SWEEP_PARAM_NAMES, model_names
 
-from .options import (SEED, IntList, NameList, ci_option, data_root_option, emit, int_list, output_options,
-                      refine_configs, refine_options)
-from .run import episode_config, episode_options, model_options, model_overrides, train_config, train_options
+from .options import (IntList, NameList, ci_option, config_option, data_root_option, deprecated_alias, emit,
+                      jobs_option, output_options, refine_configs, refine_options, runs_root_option)
+from .run import (episode_config, episode_options, model_options, model_options_with, model_overrides, train_config,
+                  train_options)
 
 
 def _common(f):
     """Options every experiment shares: episodes, training, seeds, output."""
     f = output_options(f)
     f = data_root_option(f)
-    f = click.option("--jobs", type=click.IntRange(1), default=1, show_default=True,
-                     help="Processes to spread the independent runs over (each gets cores / jobs threads).")(f)
-    f = click.option("--runs", "runs_root", type=click.Path(file_okay=False), default=None,
-                     help="Keep every trained run under this folder (default: keep none).")(f)
+    f = jobs_option(f)
+    f = runs_root_option(f)
     f = click.option("--episodes", type=click.IntRange(1), default=1, show_default=True,
                      help="Support draws per test graph.")(f)
     f = click.option("--reference", default=None, metavar="NAME",
@@ -28,13 +27,28 @@ def _common(f):
                           "+cs (the same model with that refinement); ablate: a variant (default full); sweep: a "
                           "model or a value.")(f)
     f = ci_option(f)
+    f = config_option(f)
     f = train_options(f)
     f = episode_options(f)
     return f
 
 
-def _seeds(seed: int, seeds: str | None) -> list[int]:
-    return int_list(seeds) if seeds else [seed]
+def seeds_option(f):
+    """``--seed S[,S...]``: one seed, or several aggregated in each row (old spelling ``--seeds``)."""
+    seeds = IntList(0, max_value=2**32 - 1)
+    f = deprecated_alias("--seeds", "--seed", "seed", type=seeds)(f)
+    return click.option("--seed", type=seeds, default="0", show_default=True, metavar="S[,S...]",
+                        help="Seed, or comma-separated seeds: one run per seed, aggregated in each row.")(f)
+
+
+def models_option(default_help: str):
+    """``--model NAME[,NAME...]``: the models to run (old spelling ``--models``)."""
+
+    def deco(f):
+        f = deprecated_alias("--models", "--model", "model", type=NameList())(f)
+        return click.option("--model", type=NameList(), default=None, metavar="NAME[,NAME...]", help=default_help)(f)
+
+    return deco
 
 
 def _split_names(text: str | None) -> list[str] | None:
@@ -43,17 +57,14 @@ def _split_names(text: str | None) -> list[str] | None:
 
 @click.command()
 @click.argument("data", required=False)
-@click.option("--models", default=None, metavar="NAME,...",
-              help="Models to run (default: all): " + ", ".join(gflkit.api.model_names()) + ", and majority.")
-@click.option("--seed", type=SEED, default=0, show_default=True, help="Random seed.")
-@click.option("--seeds", type=IntList(0, max_value=2**32 - 1), default=None, metavar="S,...",
-              help="Several seeds, aggregated in each row (overrides --seed).")
+@models_option("Models to run (default: all): " + ", ".join(model_names()) + ", and majority.")
+@seeds_option
 @click.option("--majority/--no-majority", default=True, show_default=True,
               help="Add the majority-class reference row (rate of each episode's most frequent query class).")
 @refine_options(several=True)
-@model_options
+@model_options_with({"aggregator": "mean and att, a row each"})
 @_common
-def compare(data, models, seed, seeds, majority, reference, ci, runs_root, jobs, episodes, data_root, output, fmt,
+def compare(data, model, seed, majority, reference, ci, runs_root, jobs, episodes, data_root, output, fmt,
             **kwargs):
     """Table 2: GFL against the baselines on DATA's test graphs, as CSV.
 
@@ -66,10 +77,12 @@ def compare(data, models, seed, seeds, majority, reference, ci, runs_root, jobs,
     refines = refine_configs(kwargs)
     overrides = {k: v for k, v in model_overrides(kwargs).items() if v is not None}
     aggregator = overrides.pop("aggregator", None)
+    from gflkit import experiments
+
     table = experiments.compare(
-        data, _split_names(models), aggregators=(aggregator,) if aggregator else ("mean", "att"),
-        model_overrides=overrides, episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed),
-        episodes=episodes, seeds=_seeds(seed, seeds), refines=refines, reference=reference, majority=majority,
+        data, _split_names(model), aggregators=(aggregator,) if aggregator else ("mean", "att"),
+        model_overrides=overrides, episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed[0]),
+        episodes=episodes, seeds=seed, refines=refines, reference=reference, majority=majority,
         ci=ci, root=data_root, runs_root=runs_root, jobs=jobs,
     )
     emit(table, output, fmt)
@@ -80,11 +93,10 @@ def compare(data, models, seed, seeds, majority, reference, ci, runs_root, jobs,
 @click.option("--drop", multiple=True, type=click.Choice(list(ABLATIONS)),
               help="Component to remove (repeatable): structure (M1a), gate (M2a), hierarchy (M2b), recon (M3).")
 @click.option("--all", "all_", is_flag=True, help="Run every ablation of the paper's Table 3.")
-@click.option("--seeds", type=IntList(0, max_value=2**32 - 1), default="0", show_default=True, metavar="S,...",
-              help="Seeds, one run per seed and variant.")
+@seeds_option
 @model_options
 @_common
-def ablate(data, drop, all_, seeds, reference, ci, runs_root, jobs, episodes, data_root, output, fmt, **kwargs):
+def ablate(data, drop, all_, seed, reference, ci, runs_root, jobs, episodes, data_root, output, fmt, **kwargs):
     """Table 3: the full model against variants without a component, as CSV.
 
     One row per variant (seeds aggregated) with accuracy, interval and the
@@ -94,8 +106,10 @@ def ablate(data, drop, all_, seeds, reference, ci, runs_root, jobs, episodes, da
     """
     if not drop and not all_:
         raise click.UsageError("give --drop COMPONENT (repeatable) or --all")
-    seed_list = int_list(seeds)
+    seed_list = list(seed)
     base = gflkit.model_config("gfl", **model_overrides(kwargs))
+    from gflkit import experiments
+
     table = experiments.ablate(
         data, list(ABLATIONS) if all_ else list(drop), base=base, seeds=seed_list,
         episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed_list[0]),
@@ -106,18 +120,15 @@ def ablate(data, drop, all_, seeds, reference, ci, runs_root, jobs, episodes, da
 
 @click.command()
 @click.argument("data", required=False)
-@click.option("--param", type=click.Choice(list(experiments.SWEEP_PARAMS)), required=True,
+@click.option("--param", type=click.Choice(list(SWEEP_PARAM_NAMES)), required=True,
               help="Hyperparameter to vary.")
 @click.option("--values", type=NameList(), required=True, metavar="V,...",
               help="Comma-separated values, e.g. 0.5,0.6,0.7,0.8 or jaccard,adamic-adar,pagerank,khop-cn.")
-@click.option("--models", default=None, metavar="NAME,...",
-              help="Models (default: gfl; for k-shot gfl, protonet and maml).")
-@click.option("--seed", type=SEED, default=0, show_default=True, help="Random seed.")
-@click.option("--seeds", type=IntList(0, max_value=2**32 - 1), default=None, metavar="S,...",
-              help="Several seeds, aggregated in each row (overrides --seed).")
+@models_option("Models (default: gfl; for k-shot gfl, protonet and maml).")
+@seeds_option
 @model_options
 @_common
-def sweep(data, param, values, models, seed, seeds, reference, ci, runs_root, jobs, episodes, data_root, output, fmt,
+def sweep(data, param, values, model, seed, reference, ci, runs_root, jobs, episodes, data_root, output, fmt,
           **kwargs):
     """Sensitivity (Tables 4-6, Figure 3): one CSV row per (value, model).
 
@@ -126,9 +137,11 @@ def sweep(data, param, values, models, seed, seeds, reference, ci, runs_root, jo
     several are swept, else the first value.
     """
     base = gflkit.model_config("gfl", **model_overrides(kwargs))
+    from gflkit import experiments
+
     table = experiments.sweep(
-        data, param, _split_names(values), _split_names(models), base=base,
-        episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed), seeds=_seeds(seed, seeds),
+        data, param, _split_names(values), _split_names(model), base=base,
+        episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed[0]), seeds=seed,
         reference=reference, ci=ci, episodes=episodes, root=data_root, runs_root=runs_root, jobs=jobs,
     )
     emit(table, output, fmt)

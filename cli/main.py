@@ -75,6 +75,8 @@ class GFLGroup(click.Group):
     """A group that turns gflkit's user errors, and any unexpected error, into one-line Click errors."""
 
     def invoke(self, ctx: click.Context):
+        # Commands import torch and DGL when they start: a Ctrl-C then is recorded, as at start-up.
+        _set_sigint(_on_sigint)
         try:
             return super().invoke(ctx)
         except GFLError as err:
@@ -86,6 +88,8 @@ class GFLGroup(click.Group):
         except MemoryError:
             raise click.ClickException("not enough memory; use smaller data or options") from None
         except Exception as err:  # noqa: BLE001 - last resort: one line instead of a traceback
+            if _signalled:  # an import cut short by Ctrl-C can surface as another error
+                raise _interrupted() from None
             if _debug():
                 raise
             detail = _one_line(str(err).strip().splitlines()[0]) if str(err).strip() else ""
@@ -93,6 +97,8 @@ class GFLGroup(click.Group):
                 f"unexpected {type(err).__name__}{': ' + detail[:300] if detail else ''} "
                 "(rerun with -vv to see the traceback)"
             ) from None
+        finally:
+            _set_sigint(signal.default_int_handler)
 
 
 @click.group(cls=GFLGroup, context_settings={"help_option_names": ["-h", "--help"]})

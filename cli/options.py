@@ -13,9 +13,7 @@ from typing import Any
 
 import click
 
-from gflkit.data.sampling import METHODS
-from gflkit.refine import REFINE_METHODS, RefineConfig
-from gflkit.results import write_table
+from gflkit.names import REFINE_ALPHA, REFINE_METHODS, REFINE_STEPS, SAMPLING_METHODS as METHODS
 
 
 class FiniteFloatRange(click.FloatRange):
@@ -118,6 +116,8 @@ def output_options(f):
 
 def emit(df, output: str | None, fmt: str) -> None:
     """Write a result DataFrame to ``output`` or stdout."""
+    from gflkit.results import write_table
+
     if output:
         write_table(df, output, fmt)
         click.echo(f"wrote {output}", err=True)
@@ -174,9 +174,7 @@ def sampler_options(collection_name: bool = True):
             click.option("--classes", default=None, metavar="NAME,...", help="Class names to keep."),
             click.option("--num-classes", type=click.IntRange(1, 2**31), default=None,
                          help="Keep this many most frequent classes (default: per family)."),
-            click.option("--out", type=click.Path(file_okay=False), default=None,
-                         help="Output folder (default: <root>/processed/<name>)."),
-            seed_option(), data_root_option,
+            collection_dir_option, seed_option(), data_root_option,
         ]
         if collection_name:
             opts.append(click.option("--name", default=None, help="Collection name (default: the family name)."))
@@ -198,8 +196,6 @@ def ci_option(f):
 
 def refine_options(several: bool = False):
     """``--refine``, ``--refine-alpha``, ``--refine-steps`` (``several``: a comma-separated list of methods)."""
-    default = RefineConfig()
-
     def deco(f):
         if several:
             method = click.option("--refine", default="none", show_default=True, metavar="METHOD,...",
@@ -211,9 +207,9 @@ def refine_options(several: bool = False):
                                        "none, lp (label propagation) or cs (Correct & Smooth).")
         opts = [
             method,
-            click.option("--refine-alpha", type=click.FloatRange(0, 1, max_open=True), default=default.alpha,
+            click.option("--refine-alpha", type=click.FloatRange(0, 1, max_open=True), default=REFINE_ALPHA,
                          show_default=True, help="Weight of the propagated term per refinement step."),
-            click.option("--refine-steps", type=click.IntRange(0), default=default.steps, show_default=True,
+            click.option("--refine-steps", type=click.IntRange(0), default=REFINE_STEPS, show_default=True,
                          help="Propagation steps of the refinement."),
         ]
         for opt in reversed(opts):
@@ -223,11 +219,220 @@ def refine_options(several: bool = False):
     return deco
 
 
-def refine_configs(kwargs: dict) -> list[RefineConfig]:
+def refine_configs(kwargs: dict) -> list:
     """Pop the refinement options from a command's kwargs into one :class:`~gflkit.refine.RefineConfig` per method."""
+    from gflkit.refine import RefineConfig
+
     alpha, steps = kwargs.pop("refine_alpha"), kwargs.pop("refine_steps")
     methods = [m.strip() for m in str(kwargs.pop("refine")).split(",") if m.strip()] or ["none"]
     bad = [m for m in methods if m not in REFINE_METHODS]
     if bad:
         raise click.BadParameter(f"{', '.join(bad)}: choose from {', '.join(REFINE_METHODS)}", param_hint="--refine")
     return [RefineConfig(m, alpha, steps) for m in dict.fromkeys(methods)]
+
+
+def deprecation_warning(old: str, new: str) -> None:
+    """One line on stderr: ``old`` still works for this release, ``new`` is the spelling to use."""
+    click.echo(f"warning: {old} is deprecated and will be removed in the next release; use {new}", err=True)
+
+
+def deprecated_alias(old: str, new: str, dest: str, **option_kwargs: Any):
+    """Keep the old spelling ``old`` of the option ``new`` (parameter ``dest``) working, with a warning.
+
+    Registers a hidden option ``old`` (same type as ``new``: pass ``type=...``,
+    ``is_flag=...``); when it is given, a deprecation warning goes to stderr and
+    its value is used for ``dest``. Giving both spellings is a usage error.
+    Apply it below ``@click.command()`` like any option decorator.
+
+    Args:
+        old: the old flag, e.g. ``"--out"``.
+        new: the flag that replaces it, e.g. ``"--run-dir"`` (for the messages).
+        dest: the parameter name of ``new`` in the command function.
+        **option_kwargs: passed to :func:`click.option` for the hidden option.
+    """
+    import functools
+
+    hidden = "deprecated_" + old.lstrip("-").replace("-", "_")
+
+    def deco(f):
+        @functools.wraps(f)
+        def wrapper(*args, **kwargs):
+            value = kwargs.pop(hidden, None)
+            if value is None:
+                return f(*args, **kwargs)
+            ctx = click.get_current_context()
+            if ctx.get_parameter_source(dest) is click.core.ParameterSource.COMMANDLINE:
+                raise click.UsageError(f"give {new} only ({old} is its deprecated spelling)")
+            deprecation_warning(old, new)
+            kwargs[dest] = value
+            return f(*args, **kwargs)
+
+        option_kwargs.setdefault("default", None)
+        return click.option(old, hidden, hidden=True, **option_kwargs)(wrapper)
+
+    return deco
+
+
+def collection_dir_option(f):
+    """``--out-dir DIR``: the collection folder a preprocess command writes (old spelling ``--out``)."""
+    f = deprecated_alias("--out", "--out-dir", "out_dir", type=click.Path(file_okay=False))(f)
+    return click.option("--out-dir", "out_dir", type=click.Path(file_okay=False), default=None,
+                        help="Collection folder to write (default: <root>/processed/<name>).")(f)
+
+
+def runs_root_option(f):
+    """``--runs-root DIR``: a folder that holds run folders (old spelling ``--runs``)."""
+    f = deprecated_alias("--runs", "--runs-root", "runs_root", type=click.Path(file_okay=False))(f)
+    return click.option("--runs-root", "runs_root", type=click.Path(file_okay=False), default=None,
+                        help="Keep every trained run under this folder (default: keep none).")(f)
+
+
+def cross_network_options(f):
+    """The options that give networks their roles in a cross-network collection."""
+    opts = [
+        click.option("--train-graphs", default=None, metavar="NAME,...",
+                     help="Source networks (values of --graph-col) that give the train graphs (default: every "
+                          "network not named by --test-graphs or --val-graphs)."),
+        click.option("--val-graphs", default=None, metavar="NAME,...",
+                     help="Networks that give the val graphs (default: carved from the train networks; none with "
+                          "--keep-whole)."),
+        click.option("--test-graphs", default=None, metavar="NAME,...",
+                     help="Target networks that give the test graphs (default: every network not named by "
+                          "--train-graphs or --val-graphs)."),
+        click.option("--sample/--keep-whole", "sample", default=None,
+                     help="Cut the networks into subgraphs with the sampler options (default with --train-graphs/"
+                          "--test-graphs) or keep each as one graph (default otherwise)."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def jobs_option(f):
+    """``--jobs N``: processes to spread a table's independent runs over."""
+    return click.option("--jobs", type=click.IntRange(1), default=1, show_default=True,
+                        help="Processes to spread the independent runs over (each gets cores / jobs threads).")(f)
+
+
+def distributed_options(f):
+    """``--nproc``, ``--threads-per-proc``, ``--timeout``: one training run over several processes."""
+    from gflkit.names import DEFAULT_TIMEOUT
+
+    f = click.option("--timeout", type=FiniteFloatRange(1), default=DEFAULT_TIMEOUT, show_default=True,
+                     help="Seconds a process waits for a dead or stuck peer before the run fails.")(f)
+    f = click.option("--threads-per-proc", type=click.IntRange(1), default=None,
+                     help="Threads of each process with --nproc or torchrun [default: cores / processes].")(f)
+    return click.option("--nproc", type=click.IntRange(1), default=1, show_default=True,
+                        help="Processes that train the one model together (torch.distributed, gloo); "
+                             "ignored under torchrun.")(f)
+
+
+def run_dir_option(f):
+    """``--run-dir DIR``: the folder of one run (old spelling ``--out``)."""
+    f = deprecated_alias("--out", "--run-dir", "run_dir", type=click.Path(file_okay=False))(f)
+    return click.option("--run-dir", "run_dir", type=click.Path(file_okay=False), default=None,
+                        help="Run folder for config.json, metrics.csv and best.pt "
+                             "(default: runs/<dataset>-<model>[-<aggregator>]-s<seed>-<hash of the settings>).")(f)
+
+
+#: Splits a command can score.
+SPLITS = ("test", "val", "train")
+
+
+class _SplitChoice(click.Choice):
+    """:data:`SPLITS`, plus the deprecated ``none`` of ``train --split`` (now ``--no-eval``), unlisted."""
+
+    def convert(self, value: Any, param, ctx):
+        if value == "none":
+            return value
+        return super().convert(value, param, ctx)
+
+
+def split_option(help_: str):
+    """``--split test|val|train``: the split a command scores."""
+
+    def deco(f):
+        return click.option("--split", type=_SplitChoice(SPLITS), default="test", show_default=True, help=help_)(f)
+
+    return deco
+
+
+#: Sections of a run's config.json (and of a TOML settings file), by config dataclass name.
+CONFIG_SECTIONS = {"model_config": "GFLConfig", "episode_config": "EpisodeConfig", "train_config": "TrainConfig"}
+
+
+def read_settings(path: str) -> dict[str, Any]:
+    """The sections of a settings file: a run's ``config.json`` or a ``.toml`` file with the same keys.
+
+    Raises:
+        GFLError: the file cannot be read or parsed, or a section holds a key
+            its config does not have.
+    """
+    import json
+    import tomllib
+    from dataclasses import fields
+
+    from gflkit import config as configs
+    from gflkit.errors import GFLError
+
+    try:
+        text = open(path, encoding="utf-8").read()
+        data = tomllib.loads(text) if str(path).lower().endswith(".toml") else json.loads(text)
+    except OSError as err:
+        raise GFLError(f"--config {path}: cannot read it ({err.strerror or err})") from None
+    except (ValueError, tomllib.TOMLDecodeError) as err:
+        raise GFLError(f"--config {path}: not valid {'TOML' if str(path).endswith('.toml') else 'JSON'} "
+                       f"({' '.join(str(err).split())})") from None
+    if not isinstance(data, dict):
+        raise GFLError(f"--config {path}: expected an object with model_config, episode_config, train_config")
+    for section, cls_name in CONFIG_SECTIONS.items():
+        values = data.get(section) or {}
+        if not isinstance(values, dict):
+            raise GFLError(f"--config {path}: {section} must be a table/object of settings")
+        known = {f.name for f in fields(getattr(configs, cls_name))}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise GFLError(f"--config {path}: {section} has no setting {', '.join(unknown)} "
+                           f"(known: {', '.join(sorted(known))})")
+    return data
+
+
+def settings_defaults(data: dict[str, Any], params: set[str]) -> dict[str, Any]:
+    """Map the sections of a settings file onto a command's parameter names (those in ``params``)."""
+    flat: dict[str, Any] = {}
+    for section in CONFIG_SECTIONS:
+        flat.update(data.get(section) or {})
+    if isinstance(data.get("model"), str):
+        flat["model"] = data["model"]
+    if isinstance(data.get("options"), dict) and data["options"]:
+        import json
+
+        flat["options"] = tuple(f"{k}={json.dumps(v)}" for k, v in data["options"].items())
+    return {k: v for k, v in flat.items() if k in params and v is not None}
+
+
+def _apply_settings(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    from gflkit.errors import GFLError
+
+    try:
+        data = read_settings(value)
+    except GFLError as err:
+        raise click.BadParameter(" ".join(str(err).split()).removeprefix(f"--config {value}: "),
+                                 ctx=ctx, param=param) from None
+    names = {p.name for p in ctx.command.params if p.name and not p.name.startswith("deprecated_")}
+    if ctx.command.name != "train":  # a run's model and options select what train runs, not what compare runs
+        names -= {"model", "options"}
+    ctx.default_map = {**(ctx.default_map or {}), **settings_defaults(data, names)}
+    return value
+
+
+def config_option(f):
+    """``--config FILE``: defaults from a run's ``config.json`` or a TOML file; flags given override them."""
+    return click.option(
+        "--config", "config_file", type=click.Path(dir_okay=False, exists=True), default=None, is_eager=True,
+        expose_value=False, callback=_apply_settings,
+        help="Take settings from a run's config.json or a TOML file with the same tables (model_config, "
+             "episode_config, train_config); options given on the command line override them.",
+    )(f)

@@ -5,13 +5,13 @@ from pathlib import Path
 
 import click
 
-from gflkit import plotting, tsne as tsne_figure
+from gflkit.names import FIGURE_FORMATS
 
 from .options import data_root_option, seed_option
 
 
 def _figure_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    if Path(value).suffix.lower().lstrip(".") not in plotting.FORMATS:
+    if Path(value).suffix.lower().lstrip(".") not in FIGURE_FORMATS:
         raise click.BadParameter(f"{value!r}: give a file name ending in .png, .pdf or .svg")
     return value
 
@@ -20,7 +20,7 @@ def figure_options(f):
     """``-o FILE``, ``--format`` and ``--dpi``, shared by every figure."""
     f = click.option("--dpi", type=click.IntRange(30, 1200), default=150, show_default=True,
                      help="Resolution of PNG figures (dots per inch).")(f)
-    f = click.option("--format", "fmt", type=click.Choice(plotting.FORMATS), default=None,
+    f = click.option("--format", "fmt", type=click.Choice(FIGURE_FORMATS), default=None,
                      help="Figure format [default: from the file name's suffix].")(f)
     return click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), callback=_figure_name,
                         help="Figure file to write: .png, .pdf or .svg (written atomically).")(f)
@@ -50,6 +50,8 @@ def shots(results, output, fmt, dpi):
     optionally dataset: one panel per dataset; seed: several seeds are
     averaged), e.g. a sweep over --param k-shot.
     """
+    from gflkit import plotting
+
     _wrote(plotting.plot_shots(list(results), output, fmt=fmt, dpi=dpi))
 
 
@@ -64,6 +66,8 @@ def bars(results, output, fmt, dpi):
     it removes). Rows of several seeds (e.g. two ablate CSVs) are averaged.
     When the bars differ by little, the y axis starts above 0.
     """
+    from gflkit import plotting
+
     _wrote(plotting.plot_bars(list(results), output, fmt=fmt, dpi=dpi))
 
 
@@ -84,5 +88,7 @@ def tsne(run, data, baseline_run, graph_id, negatives, seed, data_root, output, 
     the others. DATA defaults to the collection the run was trained on. Only
     GFL runs (gfl, protonet) have node embeddings.
     """
+    from gflkit import tsne as tsne_figure
+
     _wrote(tsne_figure.plot_tsne(run, output, data, baseline_run=baseline_run, graph_id=graph_id,
                                  negatives=negatives, seed=seed, root=data_root, fmt=fmt, dpi=dpi))

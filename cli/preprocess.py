@@ -5,12 +5,11 @@ from dataclasses import replace
 
 import click
 
-from gflkit.data import DEFAULT_COLLECTION, SMALL_SPEC, SyntheticSpec, make_synthetic_family
-from gflkit.data.synthetic import check_memory
 from gflkit.errors import GFLError
+from gflkit.names import DEFAULT_COLLECTION
 from gflkit.paths import processed_dir
 
-from .options import FiniteFloatRange, GraphCounts, IntList, data_root_option, seed_option
+from .options import FiniteFloatRange, collection_dir_option, GraphCounts, IntList, data_root_option, seed_option
 
 #: Where ``preprocess synthetic --small`` writes unless given --name.
 SMALL_COLLECTION = f"{DEFAULT_COLLECTION}-small"
@@ -24,8 +23,7 @@ def preprocess() -> None:
 @preprocess.command()
 @click.option("--name", default=None,
               help="Collection name (default: synthetic, or synthetic-small with --small).")
-@click.option("--out", type=click.Path(file_okay=False), default=None,
-              help="Output folder (default: <root>/processed/<name>).")
+@collection_dir_option
 @click.option("--small", is_flag=True, help="A small family for tests and quick trials (16/4/8 graphs of 200-400 nodes, 32 features).")
 @click.option("--graphs", "n_graphs", type=GraphCounts(), default=None, metavar="TRAIN,VAL,TEST",
               help="Graphs per split (default 100,10,20; with --small 16,4,8).")
@@ -37,8 +35,11 @@ def preprocess() -> None:
               help="Share of nodes carrying another class's feature profile (default 0.15).")
 @seed_option()
 @data_root_option
-def synthetic(name, out, small, n_graphs, nodes, num_classes, feat_size, outlier_rate, seed, data_root):
+def synthetic(name, out_dir, small, n_graphs, nodes, num_classes, feat_size, outlier_rate, seed, data_root):
     """The built-in seeded family of attributed graphs (the default data)."""
+    from gflkit.data import SMALL_SPEC, SyntheticSpec, make_synthetic_family
+    from gflkit.data.synthetic import check_memory
+
     if small and name == DEFAULT_COLLECTION:
         raise click.BadParameter(f"--small never writes over the default family {DEFAULT_COLLECTION!r}; "
                                  f"leave --name out (gives {SMALL_COLLECTION!r}) or choose another name",
@@ -61,7 +62,7 @@ def synthetic(name, out, small, n_graphs, nodes, num_classes, feat_size, outlier
     except GFLError as err:
         raise click.UsageError(f"{err} (--graphs, --nodes, --classes, --feat-size)") from None
     collection = make_synthetic_family(spec, seed=seed, name=name, progress=True)
-    path = collection.save(out or processed_dir(name, data_root))
+    path = collection.save(out_dir or processed_dir(name, data_root))
     click.echo(f"wrote {collection!r} to {path}", err=True)
 
 

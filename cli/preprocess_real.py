@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import click
 
-from gflkit.data.sampling import FAMILY_DEFAULTS, sample_family
 from gflkit.paths import processed_dir, raw_dir
 
-from .options import graph_counts, int_tuple, sampler_options
+from .options import deprecated_alias, graph_counts, int_tuple, sampler_options
+
+#: Datasets ``preprocess pubmed --dataset`` reads.
+PLANETOID = ("pubmed", "cora", "citeseer")
 
 
 def _classes(text):
@@ -21,6 +23,8 @@ def _classes(text):
 
 def _sample_and_save(source, family, kw, name=None):
     """Cut ``source`` into a family with the command's sampler options; write it."""
+    from gflkit.data.sampling import FAMILY_DEFAULTS, sample_family
+
     defaults = FAMILY_DEFAULTS[family]
     collection = sample_family(
         source, method=kw["method"],
@@ -33,7 +37,7 @@ def _sample_and_save(source, family, kw, name=None):
         from gflkit.data.transform import attach_transform
 
         attach_transform(collection, source.transform)
-    path = collection.save(kw["out"] or processed_dir(collection.name, kw["data_root"]))
+    path = collection.save(kw["out_dir"] or processed_dir(collection.name, kw["data_root"]))
     if source.report:
         click.echo(f"{source.report.total} malformed input item(s) skipped or repaired; "
                    "see the warnings above and meta.bad_input in the manifest", err=True)
@@ -55,6 +59,7 @@ def aminer(dump, task, venue_map, feat_size, **kw):
     DUMP is the dump file or its folder (default <root>/raw/aminer/, where
     AMiner-Paper.txt, dblp.txt, outputacm.txt or else the largest *.txt is read).
     """
+    from gflkit.data.sampling import FAMILY_DEFAULTS
     from gflkit.data.sources.aminer import read_aminer
 
     source = read_aminer(
@@ -74,6 +79,7 @@ def reddit(folder, prefix, **kw):
 
     FOLDER defaults to <root>/raw/reddit/.
     """
+    from gflkit.data.sampling import FAMILY_DEFAULTS
     from gflkit.data.sources.reddit import read_reddit
 
     source = read_reddit(folder or raw_dir("reddit", kw["data_root"]), prefix=prefix, classes=_classes(kw["classes"]),
@@ -83,17 +89,19 @@ def reddit(folder, prefix, **kw):
 
 @click.command()
 @click.argument("folder", required=False, type=click.Path())
-@click.option("--name", type=click.Choice(["pubmed", "cora", "citeseer"]), default="pubmed", show_default=True,
+@click.option("--dataset", type=click.Choice(PLANETOID), default="pubmed", show_default=True,
               help="Dataset to read; also the collection name.")
+@deprecated_alias("--name", "--dataset", "dataset", type=click.Choice(PLANETOID))
 @sampler_options(collection_name=False)
-def pubmed(folder, name, **kw):
+def pubmed(folder, dataset, **kw):
     """Pubmed (Planetoid or LINQS files), Cora or Citeseer -> a family of graphs.
 
-    FOLDER defaults to <root>/raw/pubmed/ and holds Planetoid ind.<name>.* files
+    FOLDER defaults to <root>/raw/pubmed/ and holds Planetoid ind.<dataset>.* files
     or, for Pubmed, the LINQS Pubmed-Diabetes tab files.
     """
     from gflkit.data.sources.planetoid import read_pubmed
 
+    name = dataset
     source = read_pubmed(folder or raw_dir("pubmed", kw["data_root"]), name=name, classes=_classes(kw["classes"]),
                          num_classes=kw["num_classes"])
     _sample_and_save(source, "pubmed", kw, name=name)

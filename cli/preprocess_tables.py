@@ -13,7 +13,8 @@ import click
 
 from gflkit.paths import processed_dir, raw_dir
 
-from .options import data_root_option, graph_counts, int_tuple, sampler_options, seed_option
+from .options import (collection_dir_option, cross_network_options, data_root_option, graph_counts, int_tuple,
+                      sampler_options, seed_option)
 
 
 def _table(folder: Path, given: str | None, stem: str) -> Path:
@@ -41,7 +42,7 @@ def _report_and_save(collection, report, out, data_root, features_from=None) -> 
 def graph_table_options(f):
     """The options that describe a user's graph tables, shared by ``preprocess tables``,
     ``predict`` and ``embed`` (read by :func:`table_columns`)."""
-    from gflkit.data.sources.tables import FEATURE_KEYS
+    from gflkit.names import FEATURE_KEYS
 
     opts = [
         click.option("--edges", default=None, help="Edge table, CSV/TSV/Parquet."),
@@ -80,27 +81,6 @@ def table_columns(kw: dict, graph_col: str | None = None, split_col: str | None 
                         label=label_col if label else None, graph=graph_col, split=split_col,
                         features=feature_cols, feature_key=kw.pop("feature_key"),
                         unlabelled=tuple(v.strip() for v in kw.pop("unlabelled").split(",") if v.strip()))
-
-
-def cross_network_options(f):
-    """The options that give networks their roles in a cross-network collection."""
-    opts = [
-        click.option("--train-graphs", default=None, metavar="NAME,...",
-                     help="Source networks (values of --graph-col) that give the train graphs (default: every "
-                          "network not named by --test-graphs or --val-graphs)."),
-        click.option("--val-graphs", default=None, metavar="NAME,...",
-                     help="Networks that give the val graphs (default: carved from the train networks; none with "
-                          "--keep-whole)."),
-        click.option("--test-graphs", default=None, metavar="NAME,...",
-                     help="Target networks that give the test graphs (default: every network not named by "
-                          "--train-graphs or --val-graphs)."),
-        click.option("--sample/--keep-whole", "sample", default=None,
-                     help="Cut the networks into subgraphs with the sampler options (default with --train-graphs/"
-                          "--test-graphs) or keep each as one graph (default otherwise)."),
-    ]
-    for opt in reversed(opts):
-        f = opt(f)
-    return f
 
 
 @click.command()
@@ -163,7 +143,7 @@ def tables(folder, edges, nodes, features, graph_col, split_col, feat_size, feat
     if graph_col:
         collection, report = read_table_collection(edges, nodes, n_graphs=n_graphs, k_shot=k_shot, fit=fit,
                                                    **common)
-        return _report_and_save(collection, report, kw["out"], kw["data_root"], features_from)
+        return _report_and_save(collection, report, kw["out_dir"], kw["data_root"], features_from)
     source = read_table_graph(edges, nodes, fit=fit, **common)
     if kw["num_classes"]:
         label, source.classes = select_classes(source.g.ndata["label"].numpy(), source.classes,
@@ -179,7 +159,7 @@ def tables(folder, edges, nodes, features, graph_col, split_col, feat_size, feat
     warning = small_classes(collection, k_shot)
     if warning:
         click.echo(f"warning: {warning}", err=True)
-    _report_and_save(collection, source.report, kw["out"], kw["data_root"], features_from)
+    _report_and_save(collection, source.report, kw["out_dir"], kw["data_root"], features_from)
 
 
 def _names(text: str | None) -> list[str] | None:
@@ -218,7 +198,7 @@ def _cross_network_tables(edges, nodes, roles, sample, n_graphs, parts, ego_hops
         )
     collection, report = read_cross_network(edges, nodes, sampler=sampler, num_classes=kw["num_classes"],
                                             k_shot=k_shot, fit=fit, progress=True, **roles, **common)
-    _report_and_save(collection, report, kw["out"], kw["data_root"], features_from)
+    _report_and_save(collection, report, kw["out_dir"], kw["data_root"], features_from)
 
 
 def _transform_from(features_from: str | None, data_root):
@@ -235,11 +215,10 @@ def _transform_from(features_from: str | None, data_root):
 @click.option("--val", "n_val", type=click.IntRange(0), default=0, show_default=True,
               help="Meta-train graphs held out for validation (chosen by --seed).")
 @click.option("--name", default="gfl_release", show_default=True, help="Collection name.")
-@click.option("--out", type=click.Path(file_okay=False), default=None,
-              help="Output folder (default: <root>/processed/<name>).")
+@collection_dir_option
 @seed_option()
 @data_root_option
-def gfl_release(folder, n_val, name, out, seed, data_root):
+def gfl_release(folder, n_val, name, out_dir, seed, data_root):
     """The GFL authors' released graphs (graph/, feature.txt), kept as given.
 
     FOLDER defaults to <root>/raw/gfl_release/. graph_<i> files become train
@@ -249,4 +228,4 @@ def gfl_release(folder, n_val, name, out, seed, data_root):
 
     collection, report = read_gfl_release(folder or raw_dir("gfl_release", data_root), n_val=n_val, seed=seed,
                                           name=name)
-    _report_and_save(collection, report, out, data_root)
+    _report_and_save(collection, report, out_dir, data_root)

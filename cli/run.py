@@ -4,91 +4,123 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 import gflkit
-from gflkit import distributed
-from gflkit.config import AGGREGATORS, DISTANCES, GATE_MODES, PGNN_NORMS, PRESETS, SIMILARITIES, EpisodeConfig, GFLConfig, TrainConfig
-from gflkit.models.baselines import PER_GRAPH, TRANSFER
-from gflkit.api import default_run_dir
-from gflkit.run_folder import partial_path
-from gflkit.training import CHECKPOINT_EVERY
+from gflkit.config import (AGGREGATORS, DISTANCES, GATE_MODES, PGNN_NORMS, PRESETS, SIMILARITIES, EpisodeConfig,
+                           GFLConfig, TrainConfig, field_default, field_help)
+from gflkit.names import CHECKPOINT_EVERY, PER_GRAPH_MODELS as PER_GRAPH, TRANSFER_MODELS as TRANSFER
 
-from .options import (FiniteFloatRange, IntList, ci_option, data_root_option, emit, int_list, output_options,
-                      refine_configs, refine_options, seed_option)
+from .options import (FiniteFloatRange, IntList, ci_option, config_option, data_root_option, deprecated_alias,
+                      deprecation_warning, distributed_options, emit, int_list, output_options, refine_configs,
+                      refine_options, run_dir_option, seed_option, split_option)
 
-_DEFAULT = GFLConfig()
-
-# (flag, config field, click type, help). Defaults come from the model preset.
+# (flag, config field, click type); help and default come from the config's fields.
 _MODEL_FLAGS = [
-    ("--aggregator", "aggregator", click.Choice(AGGREGATORS), "Aggregator of the hierarchy levels (GFL-mean / GFL-att)."),
-    ("--prototype", "prototype", click.Choice(["pgnn", "mean"]), "Graph-structured (pgnn) or mean (Protonet) prototype."),
-    ("--pool", "pool", click.Choice(["mean", "max"]), "Pooling of PGNN outputs into a prototype."),
-    ("--pgnn-activation", "pgnn_activation", click.Choice(["tanh", "none"]), "Activation of the PGNN layer."),
-    ("--pgnn-norm", "pgnn_norm", click.Choice(PGNN_NORMS), "PGNN normalisation: row (D^-1 R) or sym (D^-1/2 R D^-1/2, the paper's GCN)."),
-    ("--similarity", "similarity", click.Choice(SIMILARITIES), "Similarity behind the relational structure."),
-    ("--hops", "hops", click.IntRange(1), "k of the k-hop common-neighbour similarity."),
-    ("--mu", "mu", FiniteFloatRange(0, 1), "Threshold: relation weights below it become mu0."),
-    ("--mu0", "mu0", FiniteFloatRange(0, 1), "Weight given to relations below mu."),
-    ("--gate/--no-gate", "gate", None, "Hierarchical graph representation gate on the PGNN."),
-    ("--gate-mode", "gate_mode", click.Choice(GATE_MODES), "Gate form and start: open (sigmoid near 1), centered (2 sigmoid, starts at 1), paper (sigmoid, usual init)."),
-    ("--levels", "levels", click.IntRange(1), "R, levels of the hierarchical graph representation."),
-    ("--clusters", "clusters", IntList(min_value=1, max_value=1 << 16), "Clusters of levels 2..R, comma-separated."),
-    ("--graph-feats", "graph_feats", click.IntRange(1), "Size of the graph representation."),
-    ("--recon/--no-recon", "recon", None, "Auxiliary graph reconstruction loss."),
-    ("--gamma", "gamma", FiniteFloatRange(0), "Weight of the reconstruction loss."),
-    ("--recon-reduction", "recon_reduction", click.Choice(["mean", "sum"]), "Divide the reconstruction loss by n^2 (mean) or not."),
-    ("--recon-normalize/--no-recon-normalize", "recon_normalize", None, "L2-normalise decoder rows (bounded loss)."),
-    ("--distance", "distance", click.Choice(DISTANCES), "Distance between queries and prototypes."),
-    ("--cosine-scale", "cosine_scale", FiniteFloatRange(0, min_open=True), "Logit scale of the cosine distance."),
-    ("--hidden-feats", "hidden_feats", click.IntRange(1), "Hidden units of the GCN encoder."),
-    ("--out-feats", "out_feats", click.IntRange(1), "Embedding size of the GCN encoder."),
-    ("--dropout", "dropout", FiniteFloatRange(0, 1, max_open=True), "Dropout in the encoder."),
+    ("--aggregator", "aggregator", click.Choice(AGGREGATORS)),
+    ("--prototype", "prototype", click.Choice(["pgnn", "mean"])),
+    ("--pool", "pool", click.Choice(["mean", "max"])),
+    ("--pgnn-activation", "pgnn_activation", click.Choice(["tanh", "none"])),
+    ("--pgnn-norm", "pgnn_norm", click.Choice(PGNN_NORMS)),
+    ("--similarity", "similarity", click.Choice(SIMILARITIES)),
+    ("--hops", "hops", click.IntRange(1)),
+    ("--mu", "mu", FiniteFloatRange(0, 1)),
+    ("--mu0", "mu0", FiniteFloatRange(0, 1)),
+    ("--gate/--no-gate", "gate", None),
+    ("--gate-mode", "gate_mode", click.Choice(GATE_MODES)),
+    ("--levels", "levels", click.IntRange(1)),
+    ("--clusters", "clusters", IntList(min_value=1, max_value=1 << 16)),
+    ("--graph-feats", "graph_feats", click.IntRange(1)),
+    ("--recon/--no-recon", "recon", None),
+    ("--gamma", "gamma", FiniteFloatRange(0)),
+    ("--recon-reduction", "recon_reduction", click.Choice(["mean", "sum"])),
+    ("--recon-normalize/--no-recon-normalize", "recon_normalize", None),
+    ("--distance", "distance", click.Choice(DISTANCES)),
+    ("--cosine-scale", "cosine_scale", FiniteFloatRange(0, min_open=True)),
+    ("--hidden-feats", "hidden_feats", click.IntRange(1)),
+    ("--out-feats", "out_feats", click.IntRange(1)),
+    ("--dropout", "dropout", FiniteFloatRange(0, 1, max_open=True)),
 ]
-_MODEL_KEYS = [field for _, field, _, _ in _MODEL_FLAGS]
+_MODEL_KEYS = [field for _, field, _ in _MODEL_FLAGS]
 
 
-def model_options(f):
-    """Every GFL hyperparameter as a flag; unset flags keep the preset's value."""
-    for flag, field, type_, help_ in reversed(_MODEL_FLAGS):
-        default = getattr(_DEFAULT, field)
-        shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
-        kwargs = {"default": None, "help": f"{help_} [default: {shown}]"}
-        if type_ is not None:
-            kwargs["type"] = type_
-        f = click.option(flag, field, **kwargs)(f)
-    return f
+def model_options_with(shown: dict[str, str] | None = None):
+    """Every GFL hyperparameter as a flag; unset flags keep the preset's value.
+
+    Help texts and the defaults shown come from :class:`~gflkit.config.GFLConfig`'s
+    field metadata; ``shown`` replaces the default shown for a field where a
+    command does something else when the flag is unset (``compare`` runs both
+    aggregators).
+    """
+    shown = shown or {}
+
+    def deco(f):
+        for flag, field, type_ in reversed(_MODEL_FLAGS):
+            kwargs = {"default": field_default(GFLConfig, field), "help": field_help(GFLConfig, field),
+                      "show_default": True}
+            if field in shown:
+                kwargs.update(default=None, show_default=shown[field])
+            if type_ is not None:
+                kwargs["type"] = type_
+            f = click.option(flag, field, **kwargs)(f)
+        return f
+
+    return deco
+
+
+#: :func:`model_options_with` with the presets' defaults shown.
+model_options = model_options_with()
+
+
+def _config_option(cls, flag: str, type_, **extra):
+    """An option for the field of ``cls`` named like ``flag``, with that field's help and default."""
+    field = flag.lstrip("-").replace("-", "_")
+    default = field_default(cls, field)
+    return click.option(flag, type=type_, default=default, show_default=default is not None,
+                        help=field_help(cls, field), **extra)
 
 
 def episode_options(f):
-    f = click.option("--on-small", type=click.Choice(["skip", "error"]), default="skip", show_default=True,
-                     help="Graphs with a class of fewer than k_shot + 1 labelled nodes: skip (and list) or fail.")(f)
-    f = click.option("--n-query", type=click.IntRange(1), default=None,
-                     help="Cap on query nodes per graph (default: every other labelled node).")(f)
-    f = click.option("--k-shot", type=click.IntRange(1), default=10, show_default=True,
-                     help="Labelled support nodes per class.")(f)
+    """``--k-shot``, ``--n-query`` and ``--on-small`` (:class:`~gflkit.config.EpisodeConfig`)."""
+    for opt in reversed([
+        _config_option(EpisodeConfig, "--k-shot", click.IntRange(1)),
+        _config_option(EpisodeConfig, "--n-query", click.IntRange(1)),
+        _config_option(EpisodeConfig, "--on-small", click.Choice(["skip", "error"])),
+    ]):
+        f = opt(f)
     return f
 
 
 def train_options(f):
-    t = TrainConfig()
+    """The meta-training settings of :class:`~gflkit.config.TrainConfig` (except the seed)."""
     specs = [
-        ("--steps", click.IntRange(1), t.steps, "Maximum meta-training steps."),
-        ("--meta-batch", click.IntRange(1), t.meta_batch, "Graphs per meta-training step."),
-        ("--lr", FiniteFloatRange(0, min_open=True), t.lr, "Adam learning rate."),
-        ("--weight-decay", FiniteFloatRange(0), t.weight_decay, "Adam weight decay."),
-        ("--eval-every", click.IntRange(1), t.eval_every, "Steps between validation rounds."),
-        ("--patience", click.IntRange(1), t.patience, "Validation rounds without gain before stopping."),
-        ("--val-episodes", click.IntRange(1), t.val_episodes, "Support draws per validation graph."),
-        ("--grad-clip", FiniteFloatRange(0, min_open=True), t.grad_clip, "Clip the gradient norm to this value (default: no clipping)."),
+        ("--steps", click.IntRange(1)),
+        ("--meta-batch", click.IntRange(1)),
+        ("--lr", FiniteFloatRange(0, min_open=True)),
+        ("--weight-decay", FiniteFloatRange(0)),
+        ("--eval-every", click.IntRange(1)),
+        ("--patience", click.IntRange(1)),
+        ("--val-episodes", click.IntRange(1)),
+        ("--grad-clip", FiniteFloatRange(0, min_open=True)),
     ]
-    for flag, type_, default, help_ in reversed(specs):
-        f = click.option(flag, type=type_, default=default, show_default=True, help=help_)(f)
+    for flag, type_ in reversed(specs):
+        f = _config_option(TrainConfig, flag, type_)(f)
     return f
 
 
 def model_overrides(kwargs: dict) -> dict:
-    """Pop the model flags from a command's kwargs into config overrides."""
-    overrides = {key: kwargs.pop(key) for key in _MODEL_KEYS}
+    """Pop the model flags from a command's kwargs into config overrides (``None``: keep the preset's value).
+
+    A flag left at its default keeps the preset's value (``--model protonet``
+    has no gate although the flag's default is ``--gate``).
+    """
+    ctx = click.get_current_context(silent=True)
+
+    def given(key: str) -> bool:
+        return ctx is None or ctx.get_parameter_source(key) is not ParameterSource.DEFAULT
+
+    values = {key: kwargs.pop(key) for key in _MODEL_KEYS}
+    overrides = {key: value if given(key) else None for key, value in values.items()}
     if overrides.get("clusters") is not None:
         overrides["clusters"] = tuple(int_list(overrides["clusters"]))
     return overrides
@@ -121,7 +153,8 @@ def parse_options(pairs: tuple[str, ...]) -> dict:
 
 #: Parameters that set what a run is; --resume takes them from the run instead.
 _SETTINGS = [*_MODEL_KEYS, "model", "k_shot", "n_query", "on_small", "steps", "meta_batch", "lr", "weight_decay",
-             "eval_every", "patience", "val_episodes", "grad_clip", "seed", "options", "out", "force"]
+             "eval_every", "patience", "val_episodes", "grad_clip", "seed", "options", "run_dir", "deprecated_out",
+             "force"]
 
 
 def _check_resume(ctx: click.Context) -> None:
@@ -133,14 +166,13 @@ def _check_resume(ctx: click.Context) -> None:
 
 @click.command()
 @click.argument("data", required=False)
+@config_option
 @click.option("--model", type=click.Choice(list(PRESETS) + list(TRANSFER)), default="gfl", show_default=True,
               help="GFL, a GFL configuration (protonet), or a transfer baseline.")
 @model_options
 @episode_options
 @train_options
-@click.option("--out", type=click.Path(file_okay=False), default=None,
-              help="Run folder for config.json, metrics.csv and best.pt "
-                   "(default: runs/<dataset>-<model>[-<aggregator>]-s<seed>-<hash of the settings>).")
+@run_dir_option
 @click.option("--force", is_flag=True, help="Replace the run folder if it exists (else that is an error).")
 @click.option("--resume", type=click.Path(file_okay=False), default=None, metavar="RUN",
               help="Continue the interrupted run RUN from its last checkpoint, with its own settings "
@@ -149,29 +181,28 @@ def _check_resume(ctx: click.Context) -> None:
               help="Steps between resume checkpoints (last.pt in the hidden .<run>.partial folder).")
 @click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
               help="Option of a transfer baseline, repeatable (e.g. --option k=5); values are read as JSON.")
-@click.option("--split", type=click.Choice(["test", "val", "none"]), default="test", show_default=True,
-              help="Split to evaluate the selected checkpoint on ('none' to skip).")
+@split_option("Split to score the selected checkpoint on after training.")
+@click.option("--no-eval", is_flag=True, help="Do not score the checkpoint after training (no CSV row).")
 @click.option("--episodes", type=click.IntRange(1), default=1, show_default=True,
               help="Support draws per graph in that evaluation.")
-@click.option("--nproc", type=click.IntRange(1), default=1, show_default=True,
-              help="Processes that train the one model together (torch.distributed, gloo); ignored under torchrun.")
-@click.option("--threads-per-proc", type=click.IntRange(1), default=None,
-              help="Threads of each process with --nproc or torchrun [default: cores / processes].")
-@click.option("--timeout", type=FiniteFloatRange(1), default=distributed.DEFAULT_TIMEOUT, show_default=True,
-              help="Seconds a process waits for a dead or stuck peer before the run fails.")
+@distributed_options
 @refine_options()
 @ci_option
 @seed_option()
 @data_root_option
 @output_options
-def train(data, model, out, force, resume, checkpoint_every, options, split, episodes, nproc, threads_per_proc, timeout,
-          seed, ci, data_root, output, fmt, **kwargs):
+def train(data, model, run_dir, force, resume, checkpoint_every, options, split, no_eval, episodes, nproc,
+          threads_per_proc, timeout, seed, ci, data_root,
+          output, fmt, **kwargs):
     """Meta-train on DATA's train graphs and print the test result as CSV.
 
     DATA is a collection folder or a name under <root>/processed/; without it
     the built-in synthetic family is used (generated on first use). --nproc N
     splits each meta-batch over N processes of this machine; the same command
-    runs under torchrun (python -m gflkit train ...) across machines.
+    runs under torchrun (python -m gflkit train ...) across machines. Model
+    flags left unset keep the --model preset's values (the defaults shown are
+    the full GFL's); --config FILE takes settings from a run's config.json or
+    a TOML file, and flags given override them.
 
     The run folder appears only when training has finished: until then the
     run lives in the hidden folder .<run>.partial beside it, with a resume
@@ -180,7 +211,14 @@ def train(data, model, out, force, resume, checkpoint_every, options, split, epi
     and row as an uninterrupted run (at the same thread count). An existing
     run folder is replaced only with --force.
     """
-    eval_split = None if split == "none" else split
+    from gflkit import distributed
+    from gflkit.api import default_run_dir
+    from gflkit.run_folder import partial_path
+
+    if split == "none":
+        deprecation_warning("--split none", "--no-eval")
+    eval_split = None if no_eval or split == "none" else split
+    out = run_dir
     refine = refine_configs(kwargs)[0]
     if resume is not None:
         _check_resume(click.get_current_context())
@@ -203,7 +241,7 @@ def train(data, model, out, force, resume, checkpoint_every, options, split, epi
     try:
         result, table = gflkit.train(data, root=data_root, eval_split=eval_split, episodes=episodes,
                                      checkpoint_every=checkpoint_every, refine=refine, ci=ci, nproc=nproc,
-                                     threads_per_proc=threads_per_proc, timeout=timeout, **call)
+                                     threads_per_proc=threads_per_proc, timeout=timeout, return_result=True, **call)
     except KeyboardInterrupt:
         if not partial_path(target).is_dir():
             raise click.ClickException("interrupted before training started") from None
@@ -218,11 +256,11 @@ def train(data, model, out, force, resume, checkpoint_every, options, split, epi
 @click.command()
 @click.argument("run", required=False)
 @click.argument("data", required=False)
-@click.option("--model", type=click.Choice(list(PER_GRAPH)), default=None,
-              help="Score a baseline that needs no meta-training instead of a run; then the first argument is DATA.")
+@click.option("--baseline", type=click.Choice(list(PER_GRAPH)), default=None,
+              help="Score this baseline, which needs no meta-training, instead of a run; the argument is then DATA.")
+@deprecated_alias("--model", "--baseline", "baseline", type=click.Choice(list(PER_GRAPH)))
 @episode_options
-@click.option("--split", type=click.Choice(["test", "val", "train"]), default="test", show_default=True,
-              help="Split to evaluate on.")
+@split_option("Split to evaluate on.")
 @click.option("--episodes", type=click.IntRange(1), default=1, show_default=True,
               help="Support draws per graph (accuracy per graph is their mean).")
 @refine_options()
@@ -231,7 +269,7 @@ def train(data, model, out, force, resume, checkpoint_every, options, split, epi
 @seed_option(None)
 @data_root_option
 @output_options
-def evaluate(run, data, model, split, episodes, force, seed, ci, data_root, output, fmt, **kwargs):
+def evaluate(run, data, baseline, split, episodes, force, seed, ci, data_root, output, fmt, **kwargs):
     """Score RUN (a run folder or checkpoint) on DATA's test graphs as CSV.
 
     Accuracy is computed per graph (the mean over its episodes), then averaged
@@ -241,13 +279,17 @@ def evaluate(run, data, model, split, episodes, force, seed, ci, data_root, outp
     under another data root). Without --seed and the episode flags the run's
     own are used, so the row repeats the one training printed; the seed used
     is printed on stderr. A per-graph baseline is scored
-    with --model NAME [DATA] (or with its name in place of RUN).
+    with --baseline NAME [DATA].
     """
+    if split == "none":
+        raise click.BadParameter("'none' is not one of 'test', 'val', 'train'.", param_hint="--split")
     refine = refine_configs(kwargs)[0]
     ctx = click.get_current_context()
     episode_given = any(ctx.get_parameter_source(k).name != "DEFAULT" for k in ("k_shot", "n_query", "on_small"))
     ep_cfg = episode_config(kwargs)
+    model = baseline
     if model is None and run in PER_GRAPH and not Path(run).exists():
+        deprecation_warning(f"naming a baseline in place of RUN ({run})", f"--baseline {run}")
         model, run = run, None
     if model is not None:
         if data is None and run is not None:
@@ -258,7 +300,7 @@ def evaluate(run, data, model, split, episodes, force, seed, ci, data_root, outp
                                          seed=0 if seed is None else seed, root=data_root, ci=ci)
     else:
         if run is None:
-            raise click.UsageError("give a RUN folder (from gflkit train) or --model NAME")
+            raise click.UsageError("give a RUN folder (from gflkit train) or --baseline NAME")
         table = gflkit.evaluate(run, data, split=split, episodes=episodes,
                                 episode_cfg=ep_cfg if episode_given else None, seed=seed, root=data_root,
                                 refine=refine, ci=ci, force=force)

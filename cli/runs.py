@@ -4,10 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-import pandas as pd
 
 from gflkit.paths import runs_dir
-from gflkit.runs import list_runs
 
 from .options import emit, output_options
 
@@ -26,6 +24,10 @@ def runs(folder, output, fmt):
     far for an interrupted run); date is when the run ended (UTC), else when
     it started.
     """
+    import pandas as pd
+
+    from gflkit.runs import list_runs
+
     if folder is None and not runs_dir().is_dir():
         entries = []
     else:

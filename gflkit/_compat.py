@@ -13,8 +13,12 @@ DGL 2.1.0 is the newest DGL release on PyPI for Linux. Its core (graphs,
   is missing; ``setuptools.extern`` is gone from setuptools 71+. When it is
   missing, this module registers the real ``packaging`` under that name.
 
-Both steps run only when needed, and must run before the first ``import dgl``:
-``gflkit/__init__.py`` imports this module first.
+Both steps run only when needed, and must run before the first ``import dgl``.
+``gflkit/__init__.py`` calls :func:`arm`, which puts a small finder first on
+``sys.meta_path``: the first ``import dgl`` anywhere in the process (after
+``import gflkit``) runs :func:`install` and then imports DGL as usual. So
+``import gflkit`` stays cheap (torch and DGL load only when a function needs
+them) and the fixes still come first.
 
 It also selects DGL's PyTorch backend through ``DGLBACKEND=pytorch`` when that
 variable is unset or names another backend. Without it, the first ``import dgl``
@@ -31,7 +35,7 @@ import os
 import sys
 import types
 
-__all__ = ["graphbolt_library_available", "install", "patched", "select_backend"]
+__all__ = ["arm", "graphbolt_library_available", "install", "patched", "select_backend"]
 
 #: What :func:`install` changed, for tests and bug reports.
 patched: dict[str, bool] = {"graphbolt": False, "setuptools_extern": False, "backend": False}
@@ -129,4 +133,35 @@ def install() -> None:
         )
 
 
-install()
+class _BeforeDGL:
+    """A ``sys.meta_path`` finder that runs :func:`install` when ``dgl`` is first looked up.
+
+    It finds nothing itself (the regular finders then import DGL) and removes
+    itself before doing anything, so it runs at most once.
+    """
+
+    @classmethod
+    def find_spec(cls, fullname: str, path=None, target=None):
+        if fullname == "dgl":
+            disarm()
+            install()
+        return None
+
+
+def arm() -> None:
+    """Apply :func:`install` right before the first ``import dgl`` (at once if DGL is already imported)."""
+    if "dgl" in sys.modules:
+        return
+    if _BeforeDGL not in sys.meta_path:
+        sys.meta_path.insert(0, _BeforeDGL)
+
+
+def disarm() -> None:
+    """Remove the finder :func:`arm` installed (nothing when it is not there)."""
+    while _BeforeDGL in sys.meta_path:
+        sys.meta_path.remove(_BeforeDGL)
+
+
+def armed() -> bool:
+    """Whether :func:`install` still waits for the first ``import dgl``."""
+    return _BeforeDGL in sys.meta_path

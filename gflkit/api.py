@@ -4,14 +4,19 @@ Every ``gflkit`` command is a thin layer over one of these, so a notebook gets
 the same numbers as the command line::
 
     import gflkit
-    result, table = gflkit.train(aggregator="att")       # gflkit train --aggregator att
-    table = gflkit.evaluate("runs/gfl-att", episodes=5)  # gflkit evaluate runs/gfl-att --episodes 5
+    table = gflkit.train(aggregator="att", out="runs/gfl-att")  # gflkit train --aggregator att --run-dir runs/gfl-att
+    table = gflkit.evaluate("runs/gfl-att", episodes=5)          # gflkit evaluate runs/gfl-att --episodes 5
+    result, table = gflkit.train(return_result=True)             # also the TrainResult (model, metrics, run)
+
+Keyword model settings (``aggregator="att"``, ``mu=0.6``: the fields of
+:class:`~gflkit.config.GFLConfig`, as the command line's flags) change the
+preset named by ``model``.
 """
 from __future__ import annotations
 
 import logging
 import os
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -112,8 +117,14 @@ def train(
     timeout: float = distributed.DEFAULT_TIMEOUT,
     refine: RefineConfig = RefineConfig(),
     ci: str = "t",
-) -> tuple[TrainResult, pd.DataFrame]:
+    return_result: bool = False,
+    **model_settings: Any,
+) -> pd.DataFrame | tuple[TrainResult, pd.DataFrame]:
     """Train ``model`` on the train graphs of a collection and score the result.
+
+    As :func:`evaluate`, it returns the result table (one row, or none when
+    ``eval_split`` is ``None``); ``return_result=True`` returns the
+    :class:`~gflkit.training.TrainResult` (model, metrics, run folder) too.
 
     Args:
         data: collection folder, name, object, or ``None`` for the built-in family
@@ -140,10 +151,42 @@ def train(
         timeout: seconds after which a rank waiting for a dead peer gives up.
         refine: transductive refinement of the scores (:mod:`gflkit.refine`).
         ci: interval of the row, ``t`` or ``paper`` (:func:`gflkit.results.mean_ci`).
+        return_result: return ``(TrainResult, table)`` instead of the table.
+        **model_settings: fields of :class:`~gflkit.config.GFLConfig` that
+            change ``model_cfg`` (default: the preset ``model``), e.g.
+            ``aggregator="att"``.
 
     Returns:
-        The training result and a one-row DataFrame (empty when not evaluated).
+        The one-row result DataFrame (empty when not evaluated), or
+        ``(TrainResult, DataFrame)`` with ``return_result=True``.
     """
+    if model_settings:
+        model_cfg = _with_settings(model, model_cfg, model_settings)
+    result, table = _train(data, model_cfg, episode_cfg, train_cfg, model, options, out, force, resume,
+                           checkpoint_every, root, eval_split, episodes, progress, nproc, threads_per_proc, timeout,
+                           refine, ci)
+    return (result, table) if return_result else table
+
+
+def _with_settings(model: str, model_cfg: GFLConfig | None, settings: dict[str, Any]) -> GFLConfig:
+    """``model_cfg`` (default: the preset ``model``) with keyword GFL settings; unknown names are a GFLError."""
+    known = {f.name for f in fields(GFLConfig)}
+    unknown = sorted(set(settings) - known)
+    if unknown:
+        raise GFLError(f"train() got unknown settings {', '.join(unknown)}: give fields of GFLConfig "
+                       f"({', '.join(sorted(known))})")
+    if model not in PRESETS:
+        raise GFLError(f"model settings ({', '.join(sorted(settings))}) apply to GFL presets "
+                       f"({', '.join(PRESETS)}), not to {model}")
+    base = model_cfg or PRESETS[model]
+    changes = {k: tuple(v) if k == "clusters" else v for k, v in settings.items() if v is not None}
+    return replace(base, **changes)
+
+
+def _train(data, model_cfg, episode_cfg, train_cfg, model, options, out, force, resume, checkpoint_every, root,
+           eval_split, episodes, progress, nproc, threads_per_proc, timeout, refine,
+           ci) -> tuple[TrainResult, pd.DataFrame]:
+    """:func:`train`'s work: the training result and the result table."""
     spread = None
     if nproc > 1 or distributed.env_context() is not None:  # one run over several processes
         spread = dict(nproc=nproc, threads=threads_per_proc, timeout=timeout)

@@ -10,21 +10,21 @@ code paths::
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
 from .errors import GFLError
+from .names import GATE_MODES, PGNN_NORMS
 
 __all__ = [
     "GFLConfig", "EpisodeConfig", "TrainConfig", "PRESETS", "ABLATIONS",
     "SIMILARITIES", "DISTANCES", "AGGREGATORS", "GATE_MODES", "PGNN_NORMS", "config_from_dict", "to_dict",
+    "field_help", "field_default",
 ]
 
 SIMILARITIES = ("khop-cn", "jaccard", "adamic-adar", "pagerank")
 DISTANCES = ("inner", "cosine", "euclidean")
 AGGREGATORS = ("mean", "att")
-GATE_MODES = ("open", "centered", "paper")
-PGNN_NORMS = ("row", "sym")
 
 
 #: Largest seed (NumPy's generators take 32-bit seeds).
@@ -75,29 +75,33 @@ class GFLConfig:
         cosine_scale: logits multiplier for the cosine distance.
     """
 
-    hidden_feats: int = 32
-    out_feats: int = 32
-    dropout: float = 0.0
-    prototype: str = "pgnn"
-    pool: str = "mean"
-    pgnn_activation: str = "tanh"
-    pgnn_norm: str = "row"
-    similarity: str = "khop-cn"
-    hops: int = 3
-    mu: float = 0.5
-    mu0: float = 0.1
-    gate: bool = True
-    gate_mode: str = "open"
-    levels: int = 3
-    clusters: tuple[int, ...] = (32, 8)
-    graph_feats: int = 32
-    aggregator: str = "mean"
-    recon: bool = True
-    gamma: float = 1.0
-    recon_reduction: str = "mean"
-    recon_normalize: bool = True
-    distance: str = "inner"
-    cosine_scale: float = 10.0
+    hidden_feats: int = field(default=32, metadata={"help": "Hidden units of the GCN encoder."})
+    out_feats: int = field(default=32, metadata={"help": "Embedding size of the GCN encoder."})
+    dropout: float = field(default=0.0, metadata={"help": "Dropout in the encoder."})
+    prototype: str = field(default="pgnn", metadata={"help": "Graph-structured (pgnn) or mean (Protonet) prototype."})
+    pool: str = field(default="mean", metadata={"help": "Pooling of PGNN outputs into a prototype."})
+    pgnn_activation: str = field(default="tanh", metadata={"help": "Activation of the PGNN layer."})
+    pgnn_norm: str = field(default="row",
+        metadata={"help": "PGNN normalisation: row (D^-1 R) or sym (D^-1/2 R D^-1/2, as in the paper)."})
+    similarity: str = field(default="khop-cn", metadata={"help": "Similarity behind the relational structure."})
+    hops: int = field(default=3, metadata={"help": "k of the k-hop common-neighbour similarity."})
+    mu: float = field(default=0.5, metadata={"help": "Threshold: relation weights below it become mu0."})
+    mu0: float = field(default=0.1, metadata={"help": "Weight given to relations below mu."})
+    gate: bool = field(default=True, metadata={"help": "Hierarchical graph representation gate on the PGNN."})
+    gate_mode: str = field(default="open",
+        metadata={"help": "Form and start of the gate: open (sigmoid near 1), centered (2 sigmoid) or paper."})
+    levels: int = field(default=3, metadata={"help": "R, levels of the hierarchical graph representation."})
+    clusters: tuple[int, ...] = field(default=(32, 8), metadata={"help": "Clusters of levels 2..R, comma-separated."})
+    graph_feats: int = field(default=32, metadata={"help": "Size of the graph representation."})
+    aggregator: str = field(default="mean",
+        metadata={"help": "Aggregator of the hierarchy levels (GFL-mean / GFL-att)."})
+    recon: bool = field(default=True, metadata={"help": "Auxiliary graph reconstruction loss."})
+    gamma: float = field(default=1.0, metadata={"help": "Weight of the reconstruction loss."})
+    recon_reduction: str = field(default="mean",
+        metadata={"help": "Divide the reconstruction loss by n^2 (mean) or not."})
+    recon_normalize: bool = field(default=True, metadata={"help": "L2-normalise decoder rows (bounded loss)."})
+    distance: str = field(default="inner", metadata={"help": "Distance between queries and prototypes."})
+    cosine_scale: float = field(default=10.0, metadata={"help": "Logit scale of the cosine distance."})
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "clusters", tuple(int(c) for c in self.clusters))
@@ -156,9 +160,11 @@ class EpisodeConfig:
             labelled nodes: ``"skip"`` it (and log its id) or ``"error"``.
     """
 
-    k_shot: int = 10
-    n_query: int | None = None
-    on_small: str = "skip"
+    k_shot: int = field(default=10, metadata={"help": "Labelled support nodes per class."})
+    n_query: int | None = field(default=None,
+        metadata={"help": "Cap on query nodes per graph (default: every other labelled node)."})
+    on_small: str = field(default="skip",
+        metadata={"help": "Graphs with a class of fewer than k_shot + 1 labelled nodes: skip (and list) or fail."})
 
     def __post_init__(self) -> None:
         if self.k_shot < 1:
@@ -186,15 +192,16 @@ class TrainConfig:
             (``None``: no clipping, as in the paper).
     """
 
-    steps: int = 400
-    meta_batch: int = 5
-    lr: float = 0.01
-    weight_decay: float = 0.0
-    eval_every: int = 20
-    patience: int = 8
-    val_episodes: int = 1
-    seed: int = 0
-    grad_clip: float | None = None
+    steps: int = field(default=400, metadata={"help": "Maximum meta-training steps."})
+    meta_batch: int = field(default=5, metadata={"help": "Graphs per meta-training step."})
+    lr: float = field(default=0.01, metadata={"help": "Adam learning rate."})
+    weight_decay: float = field(default=0.0, metadata={"help": "Adam weight decay."})
+    eval_every: int = field(default=20, metadata={"help": "Steps between validation rounds."})
+    patience: int = field(default=8, metadata={"help": "Validation rounds without gain before stopping."})
+    val_episodes: int = field(default=1, metadata={"help": "Support draws per validation graph."})
+    seed: int = field(default=0, metadata={"help": "Seed of initialisation, graph order and episodes."})
+    grad_clip: float | None = field(default=None,
+        metadata={"help": "Clip the gradient norm to this value (default: no clipping)."})
 
     def __post_init__(self) -> None:
         _check_finite(self)
@@ -207,6 +214,17 @@ class TrainConfig:
                 raise GFLError(f"{name}={getattr(self, name)} must be at least 1")
         if self.lr <= 0:
             raise GFLError(f"lr={self.lr} must be positive")
+
+
+def field_help(cls, name: str) -> str:
+    """The one-line help of a config field (its ``metadata["help"]``), as the command line shows it."""
+    return next(f.metadata.get("help", "") for f in fields(cls) if f.name == name)
+
+
+def field_default(cls, name: str) -> Any:
+    """The default value of a config field."""
+    found = next(f for f in fields(cls) if f.name == name)
+    return None if found.default is MISSING else found.default
 
 
 def config_from_dict(cls, data: dict[str, Any]):

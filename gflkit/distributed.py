@@ -37,6 +37,7 @@ import torch.distributed as tdist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from . import names
 from .config import EpisodeConfig, GFLConfig, TrainConfig
 from .data import GraphCollection
 from .errors import GFLError
@@ -51,7 +52,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TIMEOUT = 300.0
+DEFAULT_TIMEOUT = names.DEFAULT_TIMEOUT
 _ENV_KEYS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 

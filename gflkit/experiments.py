@@ -37,6 +37,7 @@ from .errors import GFLError
 from .metrics import baseline_records, majority_records, paired, summarise
 from .models.baselines import PER_GRAPH
 from .parallel import portable, run_jobs, shared_collection
+from .progress import RunCounter
 from .refine import REFINE_METHODS, RefineConfig
 from .results import PAIRED_COLUMNS, RESULT_COLUMNS, to_frame
 
@@ -88,7 +89,7 @@ def _score(collection: GraphCollection, model: str, cfg: GFLConfig | None, episo
     if model in PER_GRAPH:
         return [baseline_records(PER_GRAPH[model], sampler, episodes, seed)]
     result, _ = train(collection, cfg, episode_cfg, train_cfg, model=model, out=out, eval_split=None,
-                      progress=progress)
+                      progress=progress, return_result=True)
     return [score_records(result.model, collection, "test", episode_cfg, episodes, seed, r) for r in refines]
 
 
@@ -96,11 +97,21 @@ def _score_task(args: tuple) -> list[pd.DataFrame]:
     return _score(shared_collection(args[0]), *args[1:])
 
 
-def _score_all(tasks: list[tuple], jobs: int) -> list[list[pd.DataFrame]]:
-    """``_score(*task)`` for every task, over ``jobs`` processes when above 1 (results in task order)."""
-    if jobs > 1:  # workers load the collection from its folder; their progress bars would interleave
+def _score_all(tasks: list[tuple], jobs: int, counter: RunCounter, labels: list[str]) -> list[list[pd.DataFrame]]:
+    """``_score(*task)`` for every task, over ``jobs`` processes when above 1 (results in task order).
+
+    ``counter`` announces each run as it starts (one process) or counts each
+    as its result comes back (a pool, where runs finish in any order).
+    """
+    if jobs > 1 and len(tasks) > 1:  # workers load the collection from its folder; their bars would interleave
         tasks = [(portable(t[0]), *t[1:7], False, *t[8:]) for t in tasks]
-    return run_jobs(_score_task, tasks, jobs)
+        return run_jobs(_score_task, tasks, jobs, on_result=lambda i: counter.finished(labels[i]))
+    results = []
+    for task, label in zip(tasks, labels):
+        counter.start(label)
+        results.append(_score(*task))
+        counter.finish()
+    return results
 
 
 def _seeded(records: Sequence[pd.DataFrame], seeds: Sequence[int]) -> pd.DataFrame:
@@ -208,16 +219,17 @@ def compare(
     if majority and MAJORITY not in models:
         models.append(MAJORITY)
     seeds = list(seeds or [train_cfg.seed])
-    tasks = []
+    tasks, labels = [], []
     for model in models:
         trained = model not in PER_GRAPH and model != MAJORITY
         for agg, cfg in _variants(model, aggregators, model_overrides or {}):
             for seed in seeds:
-                log.info("compare: %s%s (seed %d) on %s", model, f"-{agg}" if agg else "", seed, collection.name)
+                log.debug("compare: %s%s (seed %d) on %s", model, f"-{agg}" if agg else "", seed, collection.name)
                 out = _out(runs_root, collection.name, model, *([agg] if agg else []), f"s{seed}")
                 tasks.append((collection, model, cfg, episode_cfg, replace(train_cfg, seed=seed), episodes, out,
                               progress, refines if trained else (RefineConfig(),)))
-    results = iter(_score_all(tasks, jobs))
+                labels.append(f"{model}{f'-{agg}' if agg else ''}, seed {seed}")
+    results = iter(_score_all(tasks, jobs, RunCounter(len(tasks), "compare", enabled=progress), labels))
     entries = []
     for model in models:
         trained = model not in PER_GRAPH and model != MAJORITY
@@ -289,13 +301,14 @@ def ablate(
     variants = [("full", "GFL (full model)", base)]
     variants += [(d, ABLATION_NAMES[d], replace(base, **ABLATIONS[d])) for d in drop]
     seeds = list(seeds)
-    tasks = []
+    tasks, labels = [], []
     for name, description, cfg in variants:
         for seed in seeds:
-            log.info("ablate: %s (seed %d) on %s", name, seed, collection.name)
+            log.debug("ablate: %s (seed %d) on %s", name, seed, collection.name)
             out = _out(runs_root, collection.name, "ablate", name, f"s{seed}")
             tasks.append((collection, "gfl", cfg, episode_cfg, replace(train_cfg, seed=seed), episodes, out, progress))
-    results = iter(_score_all(tasks, jobs))
+            labels.append(f"{name}, seed {seed}")
+    results = iter(_score_all(tasks, jobs, RunCounter(len(tasks), "ablate", enabled=progress), labels))
     entries = []
     for name, description, cfg in variants:
         runs = [records for _ in seeds for records in next(results)]
@@ -348,12 +361,12 @@ def sweep(
     if models is None:
         models = ["gfl", "protonet"] + (["maml"] if "maml" in model_names() else []) if kind == "episode" else ["gfl"]
     if kind == "model" and any(m not in ("gfl", "protonet") for m in models):
-        raise GFLError(f"--param {param} changes the GFL model: use --models gfl and/or protonet")
+        raise GFLError(f"--param {param} changes the GFL model: use --model gfl and/or protonet")
     models = list(models)
     collection = load_collection(data, root)
     base = base or GFLConfig()
     seeds = list(seeds or [train_cfg.seed])
-    settings, tasks = [], []
+    settings, tasks, labels = [], [], []
     for value in values:
         ep_cfg = replace(episode_cfg, **{field: value}) if kind == "episode" else episode_cfg
         for model in models:
@@ -363,10 +376,11 @@ def sweep(
                 cfg = replace(preset, **{field: value}) if kind == "model" else preset
             settings.append((value, ep_cfg, model, cfg))
             for seed in seeds:
-                log.info("sweep: %s=%s, %s (seed %d) on %s", param, value, model, seed, collection.name)
+                log.debug("sweep: %s=%s, %s (seed %d) on %s", param, value, model, seed, collection.name)
                 out = _out(runs_root, collection.name, "sweep", param, value, model, f"s{seed}")
                 tasks.append((collection, model, cfg, ep_cfg, replace(train_cfg, seed=seed), episodes, out, progress))
-    results = iter(_score_all(tasks, jobs))
+                labels.append(f"{param}={value}, {model}, seed {seed}")
+    results = iter(_score_all(tasks, jobs, RunCounter(len(tasks), "sweep", enabled=progress), labels))
     entries = []
     for value, ep_cfg, model, cfg in settings:
         runs = [records for _ in seeds for records in next(results)]

@@ -19,7 +19,7 @@ import shutil
 import signal
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.connection import wait
 from pathlib import Path
@@ -77,7 +77,8 @@ def _terminate(pool: ProcessPoolExecutor) -> None:
         p.join(5)
 
 
-def run_jobs(fn: Callable[[T], R], tasks: Iterable[T], jobs: int = 1, *, threads: int | None = None) -> list[R]:
+def run_jobs(fn: Callable[[T], R], tasks: Iterable[T], jobs: int = 1, *, threads: int | None = None,
+             on_result: Callable[[int], None] | None = None) -> list[R]:
     """``[fn(task) for task in tasks]``, over ``jobs`` spawned processes when ``jobs > 1``.
 
     Args:
@@ -85,6 +86,8 @@ def run_jobs(fn: Callable[[T], R], tasks: Iterable[T], jobs: int = 1, *, threads
         tasks: picklable arguments, one call each.
         jobs: processes; 1 runs everything here, in order.
         threads: threads per worker (default: cores / jobs).
+        on_result: called here with a task's index as its result comes back
+            (in the order the tasks end).
 
     Returns:
         The results in the order of ``tasks``.
@@ -95,7 +98,12 @@ def run_jobs(fn: Callable[[T], R], tasks: Iterable[T], jobs: int = 1, *, threads
     """
     tasks = list(tasks)
     if jobs <= 1 or len(tasks) <= 1:
-        return [fn(task) for task in tasks]
+        results = []
+        for i, task in enumerate(tasks):
+            results.append(fn(task))
+            if on_result is not None:
+                on_result(i)
+        return results
     jobs = min(jobs, len(tasks))
     threads = threads or default_threads(jobs)
     log.info("running %d tasks in %d processes of %d threads", len(tasks), jobs, threads)
@@ -104,6 +112,11 @@ def run_jobs(fn: Callable[[T], R], tasks: Iterable[T], jobs: int = 1, *, threads
                                    initargs=(threads, logging.getLogger().getEffectiveLevel()))
         futures = [pool.submit(fn, task) for task in tasks]
     try:
+        index = {f: i for i, f in enumerate(futures)}
+        for f in as_completed(futures):
+            f.result()  # the first failure ends the pool
+            if on_result is not None:
+                on_result(index[f])
         return [f.result() for f in futures]
     except BrokenProcessPool:
         _terminate(pool)

@@ -96,7 +96,7 @@ class _Lock:
                 if err.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                     raise GFLError(
                         f"{self.run}: another gflkit process is writing this run (lock {self.path.name}); "
-                        f"wait for it to end or choose another --out"
+                        f"wait for it to end or choose another --run-dir"
                     ) from None
                 raise GFLError(f"{self.path}: cannot lock the run ({err.strerror})") from None
             try:  # the holder before us may have removed the file: then lock the new one
@@ -172,7 +172,7 @@ class RunFolder:
             return
         if (self.path.exists() or self.path.is_symlink()) and not self.force:
             raise GFLError(
-                f"{self.path} exists: pass --force to replace it, or --out {next_free_path(self.path)}"
+                f"{self.path} exists: pass --force to replace it, or --run-dir {next_free_path(self.path)}"
             )
         if self.work.exists():
             log.warning("removing %s, left by an interrupted run (--resume continues such a run)", self.work)

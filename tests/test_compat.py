@@ -100,7 +100,8 @@ sys.modules["dgl.graphbolt"] = types.ModuleType("dgl.graphbolt")
 before = {k: sys.modules.get(k) for k in ("setuptools.extern", "setuptools.extern.packaging")}
 spec = importlib.util.spec_from_file_location("compat_under_test", compat_file)
 compat = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(compat)  # runs install()
+spec.loader.exec_module(compat)
+compat.install()
 result = {"patched": compat.patched, "torch_imported": "torch" in sys.modules,
           "dgl_imported": "dgl" in sys.modules}
 if compat.patched["setuptools_extern"]:

@@ -81,11 +81,11 @@ def test_the_target_built_later_with_features_from_has_the_same_fingerprint(netw
     base = ["preprocess", "tables", folder, "--graph-col", "graph", "--feature-cols", "f", "--feat-size",
             str(FEAT_SIZE), "--k-shot", "1", "--walk-length", "20,40", "--min-degree", "2"]
     runner = CliRunner()
-    first = runner.invoke(cli, [str(a) for a in base + ["--test-graphs", "c", "--graphs", "4,2,3", "--out",
+    first = runner.invoke(cli, [str(a) for a in base + ["--test-graphs", "c", "--graphs", "4,2,3", "--out-dir",
                                                         tmp_path / "x"]])
     assert first.exit_code == 0, first.output
     again = runner.invoke(cli, [str(a) for a in base + ["--train-graphs", "a", "--test-graphs", "c", "--keep-whole",
-                                                        "--features-from", tmp_path / "x", "--out", tmp_path / "y"]])
+                                                        "--features-from", tmp_path / "x", "--out-dir", tmp_path / "y"]])
     assert again.exit_code == 0, again.output
     x, y = GraphCollection.load(tmp_path / "x"), GraphCollection.load(tmp_path / "y")
     assert feature_fingerprint(x) == feature_fingerprint(y) and feature_fingerprint(x)["transform"] != "none"
@@ -102,12 +102,12 @@ def test_roles_from_the_split_column(networks, tmp_path):
     base = ["preprocess", "tables", folder, "--graph-col", "graph", "--split-col", "split", "--feature-cols", "f",
             "--k-shot", "1"]
     result = CliRunner().invoke(cli, [str(a) for a in base + ["--sample", "--method", "metis", "--graphs", "4,2,2",
-                                                              "--out", tmp_path / "m"]])
+                                                              "--out-dir", tmp_path / "m"]])
     assert result.exit_code == 0, result.output
     c = GraphCollection.load(tmp_path / "m")
     assert _by_split(c) == {"train": {"a", "b"}, "val": {"a", "b"}, "test": {"c"}}
     assert c.sampler["method"] == "metis" and c.meta["node_overlap"] == {"val": 0.0, "test": 0.0, "val_test": 0.0}
-    whole = CliRunner().invoke(cli, [str(a) for a in base + ["--out", tmp_path / "w"]])  # as before: kept whole
+    whole = CliRunner().invoke(cli, [str(a) for a in base + ["--out-dir", tmp_path / "w"]])  # as before: kept whole
     assert whole.exit_code == 0, whole.output
     w = GraphCollection.load(tmp_path / "w")
     assert w.splits == ["train", "train", "test"] and [g.num_nodes() for g in w.graphs] == [N_NODES] * 3
@@ -146,7 +146,7 @@ def test_keep_whole_with_named_networks(networks):
 def test_role_errors_are_one_line_naming_the_option(networks, tmp_path, args, option, words):
     edges, nodes, folder = networks
     cmd = ["preprocess", "tables", folder, "--graph-col", "graph", "--feature-cols", "f", "--k-shot", "1",
-           "--out", tmp_path / "out", *args]
+           "--out-dir", tmp_path / "out", *args]
     result = CliRunner().invoke(cli, [str(a) for a in cmd])
     lines = result.stderr.strip().splitlines()
     assert result.exit_code == 1 and len(lines) == 1, result.stderr
@@ -157,7 +157,7 @@ def test_role_errors_are_one_line_naming_the_option(networks, tmp_path, args, op
 def test_role_options_need_a_graph_column(networks, tmp_path):
     edges, nodes, folder = networks
     result = CliRunner().invoke(cli, ["preprocess", "tables", str(folder), "--feature-cols", "f", "--test-graphs",
-                                      "c", "--out", str(tmp_path / "out")])
+                                      "c", "--out-dir", str(tmp_path / "out")])
     assert result.exit_code == 1 and "--test-graphs needs --graph-col" in result.stderr
 
 

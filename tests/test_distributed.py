@@ -74,10 +74,10 @@ def test_share_covers_every_item_once():
 def test_two_ranks_match_one_process(small_family, tmp_path, meta_batch, one_thread):
     """B graphs over 2 ranks (even and uneven split) give the single-process parameters, val curve and row."""
     cfg = replace(TINY, meta_batch=meta_batch)
-    single, single_table = gflkit.train(small_family, train_cfg=cfg, progress=False)
+    single, single_table = gflkit.train(small_family, train_cfg=cfg, progress=False, return_result=True)
     out = tmp_path / "run"
     dist, dist_table = gflkit.train(small_family, train_cfg=cfg, progress=False, out=out, nproc=2,
-                                    threads_per_proc=1, timeout=TIMEOUT)
+                                    threads_per_proc=1, timeout=TIMEOUT, return_result=True)
     ref, got = dict(single.model.named_parameters()), dict(dist.model.named_parameters())
     assert ref.keys() == got.keys()
     for name, p in ref.items():
@@ -104,7 +104,7 @@ def _start_long_run(small_family_dir: Path, out: Path, timeout: int) -> tuple[su
     """A 2-rank CLI run that would train for long; returns it once rank 0 has started the run folder."""
     proc = subprocess.Popen(
         _cli("-v", "train", str(small_family_dir), "--steps", "100000", "--eval-every", "100000", "--nproc", "2",
-             "--timeout", str(timeout), "--checkpoint-every", "1", "--out", str(out)),
+             "--timeout", str(timeout), "--checkpoint-every", "1", "--run-dir", str(out)),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), start_new_session=True,
     )
     pids: list[int] = []
@@ -167,7 +167,7 @@ def test_existing_run_needs_force(small_family, tmp_path):
 def test_resume_over_two_ranks_matches_an_uninterrupted_run(small_family, tmp_path, monkeypatch, one_thread):
     """A run interrupted after its step-2 checkpoint, resumed with --nproc 2, ends as if never stopped."""
     cfg = replace(TINY, steps=6)
-    whole, whole_table = gflkit.train(small_family, train_cfg=cfg, progress=False)
+    whole, whole_table = gflkit.train(small_family, train_cfg=cfg, progress=False, return_result=True)
     out = tmp_path / "run"
     save_last = RunFolder.save_last
 
@@ -181,7 +181,7 @@ def test_resume_over_two_ranks_matches_an_uninterrupted_run(small_family, tmp_pa
     monkeypatch.undo()
     assert torch.load(partial_path(out) / LAST_FILE, weights_only=True)["step"] == 2
     resumed, table = gflkit.train(small_family, resume=out, nproc=2, threads_per_proc=1, timeout=TIMEOUT,
-                                  progress=False)
+                                  progress=False, return_result=True)
     assert resumed.run_dir == out and not partial_path(out).exists()
     for name, p in dict(whole.model.named_parameters()).items():
         got = dict(resumed.model.named_parameters())[name]
@@ -193,11 +193,11 @@ def test_resume_over_two_ranks_matches_an_uninterrupted_run(small_family, tmp_pa
 
 def test_torchrun_prints_the_single_process_row(small_family_dir, tmp_path):
     args = ["train", str(small_family_dir), "--steps", "3", "--eval-every", "2", "--meta-batch", "3"]
-    single = subprocess.run(_cli(*args, "--out", str(tmp_path / "one")), capture_output=True, text=True,
+    single = subprocess.run(_cli(*args, "--run-dir", str(tmp_path / "one")), capture_output=True, text=True,
                             env=_env(), timeout=TIMEOUT)
     assert single.returncode == 0, single.stderr
     launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m",
-              "gflkit", *args, "--out", str(tmp_path / "two"), "--timeout", "60"]
+              "gflkit", *args, "--run-dir", str(tmp_path / "two"), "--timeout", "60"]
     multi = subprocess.run(launch, capture_output=True, text=True, env=_env(), timeout=TIMEOUT)
     assert multi.returncode == 0, multi.stderr
     ref, got = pd.read_csv(StringIO(single.stdout)), pd.read_csv(StringIO(multi.stdout))
@@ -209,6 +209,10 @@ def test_torchrun_prints_the_single_process_row(small_family_dir, tmp_path):
 def test_run_jobs_keeps_order_and_raises():
     assert run_jobs(abs, [-3, 1, -2, 5], jobs=2) == [3, 1, 2, 5]
     assert run_jobs(abs, [-3, 1], jobs=1) == [3, 1]
+    for jobs in (1, 2):
+        ended: list[int] = []
+        assert run_jobs(abs, [-3, 1, -2], jobs=jobs, on_result=ended.append) == [3, 1, 2]
+        assert sorted(ended) == [0, 1, 2]
     with pytest.raises(ValueError):
         run_jobs(int, ["1", "x", "3"], jobs=2)
 

@@ -209,7 +209,8 @@ def test_load_checkpoint_rejects_other_files(tmp_path):
 
 def test_seeded_training_is_reproducible(small_family):
     runs = [
-        gflkit.train(small_family, train_cfg=TrainConfig(steps=5, eval_every=5), eval_split=None, progress=False)[0]
+        gflkit.train(small_family, train_cfg=TrainConfig(steps=5, eval_every=5), eval_split=None, progress=False,
+                     return_result=True)[0]
         for _ in range(2)
     ]
     a, b = (r.model.state_dict() for r in runs)
@@ -228,8 +229,9 @@ def test_grad_clip_bounds_the_update(small_family):
 
     with pytest.raises(GFLError, match="grad_clip"):
         TrainConfig(grad_clip=0)
-    plain, _ = gflkit.train(small_family, train_cfg=TrainConfig(steps=2, eval_every=2), eval_split=None, progress=False)
+    plain, _ = gflkit.train(small_family, train_cfg=TrainConfig(steps=2, eval_every=2), eval_split=None, progress=False,
+                            return_result=True)
     clipped, _ = gflkit.train(small_family, train_cfg=TrainConfig(steps=2, eval_every=2, grad_clip=1e-3),
-                              eval_split=None, progress=False)
+                              eval_split=None, progress=False, return_result=True)
     a, b = plain.model.state_dict(), clipped.model.state_dict()
     assert any(not torch.equal(a[k], b[k]) for k in a)

@@ -375,13 +375,14 @@ def test_new_run_of_the_same_name_removes_an_interrupted_one(root, tmp_path):
 def test_python_api_mirrors_the_cli(root, tmp_path):
     ep, tr = EpisodeConfig(k_shot=5), TrainConfig(steps=6, eval_every=3)
     run = tmp_path / "run"
-    result, table = gflkit.train("tiny", episode_cfg=ep, train_cfg=tr, out=run, root=root, progress=False)
+    result, table = gflkit.train("tiny", episode_cfg=ep, train_cfg=tr, out=run, root=root, progress=False,
+                                 return_result=True)
     assert result.run_dir == run and (run / "metrics.csv").is_file()
     with pytest.raises(GFLError, match="--force"):
         gflkit.train("tiny", episode_cfg=ep, train_cfg=tr, out=run, root=root, progress=False)
-    _, forced = gflkit.train("tiny", episode_cfg=ep, train_cfg=tr, out=run, force=True, root=root, progress=False)
+    forced = gflkit.train("tiny", episode_cfg=ep, train_cfg=tr, out=run, force=True, root=root, progress=False)
     pd.testing.assert_frame_equal(forced, table)
-    _, resumed = gflkit.train(resume=run, root=root, progress=False)
+    resumed = gflkit.train(resume=run, root=root, progress=False)
     pd.testing.assert_frame_equal(resumed, table)
     with pytest.raises(GFLError, match="own settings"):
         gflkit.train(resume=run, train_cfg=TrainConfig(steps=3), root=root)

@@ -250,11 +250,11 @@ def test_cli_reads_per_graph_tables(per_graph, tmp_path):
     edges, nodes, feat = per_graph
     base = ["preprocess", "tables", "--edges", edges, "--nodes", nodes, "--features", feat, "--graph-col", "graph",
             "--graphs", "1,1,1", "--k-shot", "1"]
-    result = CliRunner().invoke(cli, [str(a) for a in base + ["--out", tmp_path / "c"]])
+    result = CliRunner().invoke(cli, [str(a) for a in base + ["--out-dir", tmp_path / "c"]])
     assert result.exit_code == 0, result.output
     assert "'y' (at most 1)" in result.stderr
     c = GraphCollection.load(tmp_path / "c")
     assert c.classes == ["x", "y"] and len({float(g.ndata["feat"][0, 0]) for g in c.graphs}) == 3
-    refused = CliRunner().invoke(cli, [str(a) for a in base + ["--feature-key", "node", "--out", tmp_path / "d"]])
+    refused = CliRunner().invoke(cli, [str(a) for a in base + ["--feature-key", "node", "--out-dir", tmp_path / "d"]])
     assert refused.exit_code == 1 and "--feature-key row" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1 and not (tmp_path / "d").exists()

@@ -1,0 +1,54 @@
+"""Names the command line offers as choices, without importing torch or DGL.
+
+The modules that implement these names build their registries from the tuples
+here (or are checked against them by the tests), so ``gflkit --help`` can list
+every choice in a fraction of a second.
+"""
+from __future__ import annotations
+
+__all__ = [
+    "PER_GRAPH_MODELS", "TRANSFER_MODELS", "SAMPLING_METHODS", "REFINE_METHODS", "FIGURE_FORMATS",
+    "SWEEP_PARAM_NAMES", "CHECKPOINT_EVERY", "DEFAULT_COLLECTION", "FEATURE_KEYS", "REFINE_ALPHA", "REFINE_STEPS",
+    "GATE_MODES", "PGNN_NORMS", "DEFAULT_TIMEOUT",
+    "trainable_names", "model_names",
+]
+
+#: Baselines fitted on each test graph alone (``gflkit.models.baselines.PER_GRAPH``).
+PER_GRAPH_MODELS = ("lp", "planetoid", "deepwalk", "node2vec", "gcn")
+#: Baselines trained on the train graphs, then adapted (``gflkit.models.baselines.TRANSFER``).
+TRANSFER_MODELS = ("agf", "knn", "matchingnet", "maml", "transfer-head")
+#: How a large graph is cut into a family (``gflkit.data.sampling.METHODS``).
+SAMPLING_METHODS = ("walk", "metis", "ego")
+#: Refinements of the scores (``gflkit.refine.REFINE_METHODS``).
+REFINE_METHODS = ("none", "lp", "cs")
+#: Default weight and steps of a refinement (``gflkit.refine.RefineConfig``).
+REFINE_ALPHA = 0.8
+REFINE_STEPS = 10
+#: Figure formats of ``gflkit plot`` (``gflkit.plotting.FORMATS``).
+FIGURE_FORMATS = ("png", "pdf", "svg")
+#: Parameters ``gflkit sweep --param`` varies (``gflkit.experiments.SWEEP_PARAMS``).
+SWEEP_PARAM_NAMES = ("mu", "mu0", "similarity", "distance", "aggregator", "levels", "gamma", "k-shot")
+#: How a feature file's rows map to nodes (``gflkit.data.sources.tables.FEATURE_KEYS``).
+FEATURE_KEYS = ("row", "node", "graph-node")
+#: Name of the built-in synthetic family (``gflkit.data.DEFAULT_COLLECTION``).
+DEFAULT_COLLECTION = "synthetic"
+#: Steps between resume checkpoints (``gflkit.training.CHECKPOINT_EVERY``).
+CHECKPOINT_EVERY = 50
+#: Forms of the hierarchical gate (``gflkit.config.GFLConfig.gate_mode``).
+GATE_MODES = ("open", "centered", "paper")
+#: Normalisations of the PGNN's relation matrix (``gflkit.config.GFLConfig.pgnn_norm``).
+PGNN_NORMS = ("row", "sym")
+#: Seconds a rank waits for a dead or stuck peer (``gflkit.distributed.DEFAULT_TIMEOUT``).
+DEFAULT_TIMEOUT = 300.0
+
+
+def trainable_names() -> tuple[str, ...]:
+    """Models that learn from the meta-training graphs (``train --model``)."""
+    from .config import PRESETS
+
+    return tuple(PRESETS) + TRANSFER_MODELS
+
+
+def model_names() -> tuple[str, ...]:
+    """Every model name: trainable ones and per-graph baselines."""
+    return trainable_names() + PER_GRAPH_MODELS

@@ -1,0 +1,279 @@
+"""One option scheme across commands: new spellings, deprecated aliases, help from the configs, --config."""
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import fields
+
+import click
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from gflkit.config import EpisodeConfig, GFLConfig, TrainConfig, field_help
+from gflkit_cli.main import cli
+from gflkit_cli.options import deprecated_alias
+from gflkit_cli.run import train
+
+FAST = ["--steps", "5", "--eval-every", "5", "--k-shot", "5"]
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def _table(result) -> pd.DataFrame:
+    assert result.exit_code == 0, result.output
+    return pd.read_csv(io.StringIO(result.stdout))
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+    path = tmp_path_factory.mktemp("root")
+    result = invoke("preprocess", "synthetic", "--small", "--name", "tiny", "--graphs", "3,2,2",
+                    "--nodes", "100,150", "--data-root", path)
+    assert result.exit_code == 0, result.output
+    return path
+
+
+# -- the deprecated-alias helper --------------------------------------------------------------------
+
+@click.command()
+@click.option("--run-dir", default=None)
+@deprecated_alias("--out", "--run-dir", "run_dir")
+def _echo(run_dir):
+    click.echo(f"run_dir={run_dir}")
+
+
+def test_alias_warns_on_stderr_and_passes_its_value():
+    result = CliRunner().invoke(_echo, ["--out", "x"])
+    assert result.exit_code == 0
+    assert result.stdout == "run_dir=x\n"
+    assert "--out is deprecated" in result.stderr and "use --run-dir" in result.stderr
+
+
+def test_new_spelling_gives_no_warning_and_the_alias_is_hidden():
+    result = CliRunner().invoke(_echo, ["--run-dir", "y"])
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "run_dir=y\n", "")
+    assert "--out" not in CliRunner().invoke(_echo, ["--help"]).stdout
+
+
+def test_both_spellings_are_a_usage_error():
+    result = CliRunner().invoke(_echo, ["--out", "x", "--run-dir", "y"])
+    assert result.exit_code == 2 and "give --run-dir only" in result.stderr
+
+
+# -- help and defaults from the config dataclasses -----------------------------------------------------
+
+def test_model_train_and_episode_options_take_help_and_default_from_the_configs():
+    params = {p.name: p for p in train.params}
+    checked = 0
+    for cls in (GFLConfig, EpisodeConfig, TrainConfig):
+        for f in fields(cls):
+            if f.name not in params or f.name == "seed":
+                continue
+            param = params[f.name]
+            assert param.help == field_help(cls, f.name) != "", f.name
+            default = param.default
+            expected = f.default
+            if isinstance(expected, tuple):
+                default = tuple(default)
+            assert default == expected, f.name
+            assert param.show_default is True or expected is None, f.name
+            checked += 1
+    assert checked >= len(fields(GFLConfig)) + 2 + 8
+
+
+def test_compare_says_it_runs_both_aggregators():
+    text = " ".join(invoke("compare", "--help").stdout.split())
+    assert "mean and att, a row each" in text
+    assert "[default: mean]" not in text.split("--aggregator", 1)[1].split("--prototype", 1)[0]
+
+
+def test_protonet_keeps_its_preset_when_flags_are_left_at_their_defaults(root, tmp_path):
+    run = tmp_path / "p"
+    _table(invoke("train", "--model", "protonet", *FAST, "--run-dir", run, "--data-root", root, "tiny"))
+    cfg = json.loads((run / "config.json").read_text())["model_config"]
+    assert (cfg["prototype"], cfg["gate"], cfg["recon"]) == ("mean", False, False)
+
+
+# -- new spellings and old ones on the real commands ------------------------------------------------------
+
+def test_train_run_dir_and_deprecated_out(root, tmp_path):
+    new = invoke("train", *FAST, "--run-dir", tmp_path / "new", "--data-root", root, "tiny")
+    old = invoke("train", *FAST, "--out", tmp_path / "old", "--data-root", root, "tiny")
+    assert _table(new).accuracy[0] == _table(old).accuracy[0]
+    assert (tmp_path / "new" / "best.pt").is_file() and (tmp_path / "old" / "best.pt").is_file()
+    assert "deprecated" not in new.stderr and "--out is deprecated" in old.stderr
+
+
+def test_train_no_eval_and_deprecated_split_none(root, tmp_path):
+    new = invoke("train", *FAST, "--run-dir", tmp_path / "a", "--no-eval", "--data-root", root, "tiny")
+    old = invoke("train", *FAST, "--run-dir", tmp_path / "b", "--split", "none", "--data-root", root, "tiny")
+    assert new.exit_code == 0 and old.exit_code == 0, old.output
+    assert new.stdout == "" and old.stdout == ""
+    assert "--split none is deprecated" in old.stderr and "--no-eval" in old.stderr
+    bad = invoke("evaluate", "--split", "none", tmp_path / "a")
+    assert bad.exit_code == 2 and "--split" in bad.stderr
+
+
+def test_evaluate_baseline_and_its_old_spellings(root):
+    new = invoke("evaluate", "--baseline", "lp", "--k-shot", "5", "--data-root", root, "tiny")
+    old = invoke("evaluate", "--model", "lp", "--k-shot", "5", "--data-root", root, "tiny")
+    bare = invoke("evaluate", "lp", "tiny", "--k-shot", "5", "--data-root", root)
+    assert _table(new).equals(_table(old)) and _table(new).equals(_table(bare))
+    assert "deprecated" not in new.stderr
+    assert "--model is deprecated" in old.stderr and "--baseline lp" in bare.stderr
+
+
+def test_preprocess_out_dir_and_deprecated_out(tmp_path):
+    args = ["preprocess", "synthetic", "--small", "--graphs", "2,1,1", "--nodes", "60,80"]
+    new = invoke(*args, "--out-dir", tmp_path / "new")
+    old = invoke(*args, "--out", tmp_path / "old")
+    assert new.exit_code == 0 and old.exit_code == 0, old.output
+    assert (tmp_path / "new" / "manifest.json").is_file() and (tmp_path / "old" / "manifest.json").is_file()
+    assert "--out is deprecated" in old.stderr and "use --out-dir" in old.stderr
+
+
+def test_compare_model_seed_runs_root_and_their_old_spellings(root, tmp_path):
+    new = invoke("compare", "tiny", "--model", "lp", "--seed", "0,1", "--no-majority", "--runs-root", tmp_path / "r",
+                 "--k-shot", "5", "--data-root", root)
+    old = invoke("compare", "tiny", "--models", "lp", "--seeds", "0,1", "--no-majority", "--runs", tmp_path / "s",
+                 "--k-shot", "5", "--data-root", root)
+    assert _table(new).equals(_table(old)) and _table(new).seed[0] == "0,1"
+    for spelling in ("--models", "--seeds", "--runs"):
+        assert f"{spelling} is deprecated" in old.stderr
+
+
+def test_ablate_seed_list_is_checked_under_its_name():
+    result = invoke("ablate", "--all", "--seed", "0,-1")
+    assert result.exit_code == 2 and "--seed" in result.stderr
+
+
+# -- --config --------------------------------------------------------------------------------------------
+
+def test_config_repeats_a_run_and_flags_override_it(root, tmp_path):
+    first = tmp_path / "first"
+    invoke("train", *FAST, "--aggregator", "att", "--mu", "0.6", "--run-dir", first, "--data-root", root, "tiny")
+    again = invoke("train", "--config", first / "config.json", "--run-dir", tmp_path / "again",
+                   "--data-root", root, "tiny")
+    varied = invoke("train", "--config", first / "config.json", "--mu", "0.7", "--run-dir", tmp_path / "varied",
+                    "--data-root", root, "tiny")
+    assert again.exit_code == 0 and varied.exit_code == 0, varied.output
+    cfg = {name: json.loads((tmp_path / name / "config.json").read_text()) for name in ("first", "again", "varied")}
+    for key in ("model_config", "episode_config", "train_config"):
+        assert cfg["again"][key] == cfg["first"][key], key
+    assert cfg["varied"]["model_config"]["mu"] == 0.7 and cfg["varied"]["model_config"]["aggregator"] == "att"
+    assert cfg["varied"]["train_config"]["steps"] == 5
+    assert _table(again).accuracy[0] == _table(invoke("evaluate", first)).accuracy[0]
+
+
+def test_config_from_toml(root, tmp_path):
+    toml = tmp_path / "settings.toml"
+    toml.write_text('[model_config]\naggregator = "att"\nclusters = [16, 4]\n\n'
+                    '[episode_config]\nk_shot = 5\n\n[train_config]\nsteps = 5\neval_every = 5\nseed = 3\n')
+    result = invoke("train", "--config", toml, "--run-dir", tmp_path / "run", "--data-root", root, "tiny")
+    row = _table(result).iloc[0]
+    assert (row["aggregator"], row["k_shot"], row["seed"]) == ("att", 5, 3)
+    cfg = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert cfg["model_config"]["clusters"] == [16, 4] and cfg["train_config"]["steps"] == 5
+
+
+@pytest.mark.parametrize("text, message", [
+    ('[model_config]\nnope = 1\n', "model_config has no setting nope"),
+    ('[model_config\n', "not valid TOML"),
+])
+def test_config_errors_are_one_line_usage_errors(tmp_path, text, message):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text)
+    result = invoke("train", "--config", bad)
+    assert result.exit_code == 2 and message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+# -- overall progress of compare, ablate and sweep -------------------------------------------------------
+
+def test_run_counter_lines_and_eta():
+    from gflkit.progress import RunCounter, set_progress
+
+    now = [100.0]
+    out = io.StringIO()
+    counter = RunCounter(3, "sweep", stream=out, clock=lambda: now[0])
+    counter.start("mu=0.5, gfl, seed 0")
+    now[0] += 10
+    counter.finish()
+    counter.start("mu=0.6, gfl, seed 0")
+    assert out.getvalue().splitlines() == [
+        "sweep: run 1 of 3 (mu=0.5, gfl, seed 0)",
+        "sweep: run 2 of 3 (mu=0.6, gfl, seed 0), 1 done in 10s, about 20s left",
+    ]
+    quiet = io.StringIO()
+    RunCounter(2, "x", stream=quiet, enabled=False).start("a")
+    set_progress(False)
+    try:
+        RunCounter(2, "x", stream=quiet).start("a")
+    finally:
+        set_progress(True)
+    assert quiet.getvalue() == ""
+
+
+def test_run_counter_counts_pool_runs_as_they_end():
+    from gflkit.progress import RunCounter
+
+    now = [0.0]
+    out = io.StringIO()
+    counter = RunCounter(2, "ablate", stream=out, clock=lambda: now[0])
+    now[0] += 30
+    counter.finished("gate, seed 1")
+    now[0] += 30
+    counter.finished("full, seed 0")
+    assert counter.done == 2
+    assert out.getvalue().splitlines() == [
+        "ablate: 1 of 2 done (gate, seed 1) in 30s, about 30s left",
+        "ablate: 2 of 2 done (full, seed 0) in 1m00s",
+    ]
+
+
+@pytest.mark.parametrize("flags, shown", [([], True), (["-q"], False), (["--no-progress"], False)])
+def test_compare_shows_overall_progress_unless_quiet(root, flags, shown):
+    result = invoke(*flags, "compare", "tiny", "--model", "lp", "--seed", "0,1", "--k-shot", "5", "--data-root", root)
+    assert result.exit_code == 0, result.output
+    assert ("compare: run 2 of 4 (lp, seed 1)" in result.stderr) is shown
+    assert ("compare: run 4 of 4 (majority, seed 1)" in result.stderr) is shown
+    assert "run 1 of" not in result.stdout
+
+
+# -- the Python API reads like the command line ------------------------------------------------------------
+
+def test_train_takes_model_settings_as_keywords_and_returns_a_table_like_evaluate(root, tmp_path):
+    import gflkit
+    from gflkit.errors import GFLError
+
+    episodes, steps = EpisodeConfig(k_shot=5), TrainConfig(steps=5, eval_every=5)
+    run = tmp_path / "att"
+    table = gflkit.train("tiny", aggregator="att", mu=0.6, episode_cfg=episodes, train_cfg=steps, out=run,
+                         root=root, progress=False)
+    assert isinstance(table, pd.DataFrame) and table.aggregator[0] == "att"
+    cfg = json.loads((run / "config.json").read_text())["model_config"]
+    assert (cfg["aggregator"], cfg["mu"]) == ("att", 0.6)
+    scored = gflkit.evaluate(run)
+    assert isinstance(scored, pd.DataFrame) and list(scored.columns) == list(table.columns)
+    assert scored.accuracy[0] == table.accuracy[0]
+    result, again = gflkit.train("tiny", aggregator="att", mu=0.6, episode_cfg=episodes, train_cfg=steps,
+                                 root=root, progress=False, return_result=True)
+    assert result.model.cfg.aggregator == "att" and again.accuracy[0] == table.accuracy[0]
+    with pytest.raises(GFLError, match="unknown settings aggregatr"):
+        gflkit.train("tiny", aggregatr="att", root=root)
+    with pytest.raises(GFLError, match="apply to GFL presets"):
+        gflkit.train("tiny", model="knn", aggregator="att", root=root)
+
+
+def test_config_on_compare_sets_episodes_but_not_the_models(root, tmp_path):
+    first = tmp_path / "first"
+    invoke("train", *FAST, "--model", "protonet", "--run-dir", first, "--no-eval", "--data-root", root, "tiny")
+    table = _table(invoke("compare", "tiny", "--config", first / "config.json", "--model", "lp", "--no-majority",
+                          "--data-root", root))
+    assert list(table.model) == ["lp"] and table.k_shot[0] == 5
+    overridden = _table(invoke("compare", "tiny", "--config", first / "config.json", "--model", "lp", "--k-shot", "3",
+                               "--no-majority", "--data-root", root))
+    assert overridden.k_shot[0] == 3

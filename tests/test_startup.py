@@ -1,0 +1,106 @@
+"""Start-up: the command line's help never loads torch or DGL, and the compat layer still runs first."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+from gflkit import names
+
+HEAVY = ("torch", "dgl", "pandas", "numpy", "scipy")
+
+
+def _fresh(code: str) -> dict:
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_importing_the_command_line_loads_no_heavy_module():
+    out = _fresh(f"""
+        import json, sys
+        import gflkit_cli.main
+        print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))
+    """)
+    assert out == []
+
+
+def test_help_of_every_command_loads_no_heavy_module():
+    out = _fresh(f"""
+        import json, sys
+        from click.testing import CliRunner
+        from gflkit_cli.main import cli
+        bad = []
+        def walk(group, path):
+            for name, cmd in group.commands.items():
+                result = CliRunner().invoke(cli, [*path, name, "--help"])
+                if result.exit_code != 0:
+                    bad.append([*path, name, result.output])
+                if hasattr(cmd, "commands"):
+                    walk(cmd, [*path, name])
+        walk(cli, [])
+        print(json.dumps({{"bad": bad, "heavy": [m for m in {HEAVY!r} if m in sys.modules]}}))
+    """)
+    assert out == {"bad": [], "heavy": []}
+
+
+def test_version_without_torch():
+    out = _fresh("""
+        import json, sys
+        import gflkit
+        print(json.dumps({"version": gflkit.__version__, "torch": "torch" in sys.modules}))
+    """)
+    assert out["version"] and out["torch"] is False
+
+
+def test_compat_runs_on_the_first_import_of_dgl_after_gflkit():
+    out = _fresh("""
+        import json, sys
+        import gflkit
+        from gflkit import _compat
+        armed_before = _compat.armed()
+        import dgl
+        print(json.dumps({"armed_before": armed_before, "armed_after": _compat.armed(),
+                          "backend": dgl.backend.backend_name,
+                          "graphbolt": _compat.patched["graphbolt"],
+                          "available": _compat.graphbolt_library_available()}))
+    """)
+    assert out["armed_before"] and not out["armed_after"]
+    assert out["backend"] == "pytorch"
+    assert out["graphbolt"] is (not out["available"])
+
+
+def test_lazy_attributes_resolve_and_unknown_ones_raise():
+    import pytest
+
+    import gflkit
+
+    assert callable(gflkit.train) and gflkit.GFLConfig().hops == 3
+    assert set(gflkit.__all__) <= set(dir(gflkit))
+    with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
+        gflkit.nonexistent  # noqa: B018
+
+
+def test_light_names_match_the_registries():
+    from gflkit.api import model_names
+    from gflkit.data import DEFAULT_COLLECTION
+    from gflkit.data.sampling import METHODS
+    from gflkit.data.sources.tables import FEATURE_KEYS
+    from gflkit.experiments import SWEEP_PARAMS
+    from gflkit.models.baselines import PER_GRAPH, TRANSFER
+    from gflkit.plotting import FORMATS
+    from gflkit.refine import REFINE_METHODS, RefineConfig
+    from gflkit.training import CHECKPOINT_EVERY
+
+    assert names.PER_GRAPH_MODELS == tuple(PER_GRAPH)
+    assert names.TRANSFER_MODELS == tuple(TRANSFER)
+    assert names.model_names() == model_names()
+    assert names.SAMPLING_METHODS == METHODS
+    assert names.REFINE_METHODS == REFINE_METHODS
+    assert (names.REFINE_ALPHA, names.REFINE_STEPS) == (RefineConfig().alpha, RefineConfig().steps)
+    assert names.FIGURE_FORMATS == FORMATS
+    assert names.SWEEP_PARAM_NAMES == tuple(SWEEP_PARAMS)
+    assert names.CHECKPOINT_EVERY == CHECKPOINT_EVERY
+    assert names.DEFAULT_COLLECTION == DEFAULT_COLLECTION
+    assert names.FEATURE_KEYS == FEATURE_KEYS
