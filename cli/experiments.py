@@ -64,7 +64,7 @@ def _split_names(text: str | None) -> list[str] | None:
 @refine_options(several=True)
 @model_options_with({"aggregator": "mean and att, a row each"})
 @_common
-def compare(data, model, seed, majority, reference, ci, runs_root, jobs, episodes, data_root, output, fmt,
+def compare(data, model, seed, majority, reference, ci, runs_root, force, jobs, episodes, data_root, output, fmt,
             **kwargs):
     """Table 2: GFL against the baselines on DATA's test graphs, as CSV.
 
@@ -83,7 +83,7 @@ def compare(data, model, seed, majority, reference, ci, runs_root, jobs, episode
         data, _split_names(model), aggregators=(aggregator,) if aggregator else ("mean", "att"),
         model_overrides=overrides, episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed[0]),
         episodes=episodes, seeds=seed, refines=refines, reference=reference, majority=majority,
-        ci=ci, root=data_root, runs_root=runs_root, jobs=jobs,
+        ci=ci, root=data_root, runs_root=runs_root, force=force, jobs=jobs,
     )
     emit(table, output, fmt)
 
@@ -96,7 +96,7 @@ def compare(data, model, seed, majority, reference, ci, runs_root, jobs, episode
 @seeds_option
 @model_options
 @_common
-def ablate(data, drop, all_, seed, reference, ci, runs_root, jobs, episodes, data_root, output, fmt, **kwargs):
+def ablate(data, drop, all_, seed, reference, ci, runs_root, force, jobs, episodes, data_root, output, fmt, **kwargs):
     """Table 3: the full model against variants without a component, as CSV.
 
     One row per variant (seeds aggregated) with accuracy, interval and the
@@ -113,7 +113,7 @@ def ablate(data, drop, all_, seed, reference, ci, runs_root, jobs, episodes, dat
     table = experiments.ablate(
         data, list(ABLATIONS) if all_ else list(drop), base=base, seeds=seed_list,
         episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed_list[0]),
-        episodes=episodes, reference=reference or "full", ci=ci, root=data_root, runs_root=runs_root, jobs=jobs,
+        episodes=episodes, reference=reference or "full", ci=ci, root=data_root, runs_root=runs_root, force=force, jobs=jobs,
     )
     emit(table, output, fmt)
 
@@ -128,7 +128,7 @@ def ablate(data, drop, all_, seed, reference, ci, runs_root, jobs, episodes, dat
 @seeds_option
 @model_options
 @_common
-def sweep(data, param, values, model, seed, reference, ci, runs_root, jobs, episodes, data_root, output, fmt,
+def sweep(data, param, values, model, seed, reference, ci, runs_root, force, jobs, episodes, data_root, output, fmt,
           **kwargs):
     """Sensitivity (Tables 4-6, Figure 3): one CSV row per (value, model).
 
@@ -142,7 +142,7 @@ def sweep(data, param, values, model, seed, reference, ci, runs_root, jobs, epis
     table = experiments.sweep(
         data, param, _split_names(values), _split_names(model), base=base,
         episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed[0]), seeds=seed,
-        reference=reference, ci=ci, episodes=episodes, root=data_root, runs_root=runs_root, jobs=jobs,
+        reference=reference, ci=ci, episodes=episodes, root=data_root, runs_root=runs_root, force=force, jobs=jobs,
     )
     emit(table, output, fmt)
 

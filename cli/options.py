@@ -282,6 +282,8 @@ def collection_dir_option(f):
 
 def runs_root_option(f):
     """``--runs-root DIR``: a folder that holds run folders (old spelling ``--runs``)."""
+    f = click.option("--force", is_flag=True,
+                     help="Replace run folders that already exist under --runs-root (else that is an error).")(f)
     f = deprecated_alias("--runs", "--runs-root", "runs_root", type=click.Path(file_okay=False))(f)
     return click.option("--runs-root", "runs_root", type=click.Path(file_okay=False), default=None,
                         help="Keep every trained run under this folder (default: keep none).")(f)

@@ -80,7 +80,7 @@ class _Entry:
 
 def _score(collection: GraphCollection, model: str, cfg: GFLConfig | None, episode_cfg: EpisodeConfig,
            train_cfg: TrainConfig, episodes: int, out: str | None, progress: bool,
-           refines: Sequence[RefineConfig] = (RefineConfig(),)) -> list[pd.DataFrame]:
+           refines: Sequence[RefineConfig] = (RefineConfig(),), force: bool = False) -> list[pd.DataFrame]:
     """Train (when needed) and score one model with one seed: records per refinement."""
     seed = train_cfg.seed
     sampler = EpisodeSampler(collection, "test", episode_cfg, seed).require_graphs()
@@ -88,7 +88,7 @@ def _score(collection: GraphCollection, model: str, cfg: GFLConfig | None, episo
         return [majority_records(sampler, episodes)]
     if model in PER_GRAPH:
         return [baseline_records(PER_GRAPH[model], sampler, episodes, seed)]
-    result, _ = train(collection, cfg, episode_cfg, train_cfg, model=model, out=out, eval_split=None,
+    result, _ = train(collection, cfg, episode_cfg, train_cfg, model=model, out=out, force=force, eval_split=None,
                       progress=progress, return_result=True)
     return [score_records(result.model, collection, "test", episode_cfg, episodes, seed, r) for r in refines]
 
@@ -182,6 +182,7 @@ def compare(
     ci: str = "t",
     root: str | os.PathLike | None = None,
     runs_root: str | os.PathLike | None = None,
+    force: bool = False,
     progress: bool = True,
     jobs: int = 1,
 ) -> pd.DataFrame:
@@ -205,6 +206,8 @@ def compare(
         ci: ``t`` or ``paper`` (:func:`gflkit.results.mean_ci`).
         jobs: processes to spread the runs (model x aggregator x seed) over;
             the rows are the same as with one.
+        runs_root, force: keep each trained run under ``runs_root``; an
+            existing run folder there is an error unless ``force``.
 
     Returns:
         One row per (model, aggregator, refinement) with the result columns
@@ -227,7 +230,7 @@ def compare(
                 log.debug("compare: %s%s (seed %d) on %s", model, f"-{agg}" if agg else "", seed, collection.name)
                 out = _out(runs_root, collection.name, model, *([agg] if agg else []), f"s{seed}")
                 tasks.append((collection, model, cfg, episode_cfg, replace(train_cfg, seed=seed), episodes, out,
-                              progress, refines if trained else (RefineConfig(),)))
+                              progress, refines if trained else (RefineConfig(),), force))
                 labels.append(f"{model}{f'-{agg}' if agg else ''}, seed {seed}")
     results = iter(_score_all(tasks, jobs, RunCounter(len(tasks), "compare", enabled=progress), labels))
     entries = []
@@ -274,6 +277,7 @@ def ablate(
     ci: str = "t",
     root: str | os.PathLike | None = None,
     runs_root: str | os.PathLike | None = None,
+    force: bool = False,
     progress: bool = True,
     jobs: int = 1,
 ) -> pd.DataFrame:
@@ -306,7 +310,8 @@ def ablate(
         for seed in seeds:
             log.debug("ablate: %s (seed %d) on %s", name, seed, collection.name)
             out = _out(runs_root, collection.name, "ablate", name, f"s{seed}")
-            tasks.append((collection, "gfl", cfg, episode_cfg, replace(train_cfg, seed=seed), episodes, out, progress))
+            tasks.append((collection, "gfl", cfg, episode_cfg, replace(train_cfg, seed=seed), episodes, out, progress,
+                          (RefineConfig(),), force))
             labels.append(f"{name}, seed {seed}")
     results = iter(_score_all(tasks, jobs, RunCounter(len(tasks), "ablate", enabled=progress), labels))
     entries = []
@@ -336,6 +341,7 @@ def sweep(
     ci: str = "t",
     root: str | os.PathLike | None = None,
     runs_root: str | os.PathLike | None = None,
+    force: bool = False,
     progress: bool = True,
     jobs: int = 1,
 ) -> pd.DataFrame:
@@ -378,7 +384,8 @@ def sweep(
             for seed in seeds:
                 log.debug("sweep: %s=%s, %s (seed %d) on %s", param, value, model, seed, collection.name)
                 out = _out(runs_root, collection.name, "sweep", param, value, model, f"s{seed}")
-                tasks.append((collection, model, cfg, ep_cfg, replace(train_cfg, seed=seed), episodes, out, progress))
+                tasks.append((collection, model, cfg, ep_cfg, replace(train_cfg, seed=seed), episodes, out, progress,
+                              (RefineConfig(),), force))
                 labels.append(f"{param}={value}, {model}, seed {seed}")
     results = iter(_score_all(tasks, jobs, RunCounter(len(tasks), "sweep", enabled=progress), labels))
     entries = []

@@ -174,3 +174,20 @@ def test_one_test_graph_gives_an_interval_over_episodes(tmp_path):
     assert (df.ci95[:2] > 0).all() and set(df.n_pairs) == {6}
     # every episode leaves the same number of queries per class: the majority rate does not vary
     assert df.ci95[2] == 0
+
+
+def test_rerun_into_the_same_runs_root_needs_force(small_family_dir, tmp_path):
+    from click.testing import CliRunner
+
+    from gflkit_cli.main import cli
+
+    args = ["compare", str(small_family_dir), "--model", "protonet", "--steps", "3", "--eval-every", "3",
+            "--no-majority", "--runs-root", str(tmp_path / "runs")]
+    first = CliRunner().invoke(cli, args)
+    assert first.exit_code == 0, first.output
+    again = CliRunner().invoke(cli, args)
+    errors = [line for line in again.stderr.splitlines() if line.startswith("Error")]
+    assert again.exit_code == 1 and len(errors) == 1 and "--force" in errors[0] and again.stdout == ""
+    forced = CliRunner().invoke(cli, args + ["--force"])
+    assert forced.exit_code == 0, forced.output
+    assert forced.stdout == first.stdout  # the same seeded run, replaced
