@@ -62,6 +62,8 @@ def _environ(**values: str) -> Iterator[None]:
 
 
 def _init_worker(threads: int, log_level: int) -> None:
+    import dgl  # noqa: F401  (DGL's native library loads before any worker thread starts; see _entry)
+
     torch.set_num_threads(threads)
     logging.basicConfig(level=log_level, format="%(levelname)s %(name)s: %(message)s", force=True)
 
@@ -148,6 +150,10 @@ def shared_collection(data: Any) -> GraphCollection:
 def _entry(worker: Callable, rank: int, nproc: int, threads: int, folder: str, args: tuple) -> None:
     """What a spawned rank runs: ``worker(rank, nproc, folder, *args)``, errors reported in one line."""
     try:
+        # DGL's native library must load before this rank starts threads (OpenMP,
+        # gloo): loaded later, it aborted ranks at random on start-up.
+        import dgl  # noqa: F401
+
         torch.set_num_threads(threads)
         worker(rank, nproc, folder, *args)
     except KeyboardInterrupt:
