@@ -17,6 +17,7 @@ import multiprocessing
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -62,8 +63,6 @@ def _environ(**values: str) -> Iterator[None]:
 
 
 def _init_worker(threads: int, log_level: int) -> None:
-    import dgl  # noqa: F401  (DGL's native library loads before any worker thread starts; see _entry)
-
     torch.set_num_threads(threads)
     logging.basicConfig(level=log_level, format="%(levelname)s %(name)s: %(message)s", force=True)
 
@@ -150,10 +149,6 @@ def shared_collection(data: Any) -> GraphCollection:
 def _entry(worker: Callable, rank: int, nproc: int, threads: int, folder: str, args: tuple) -> None:
     """What a spawned rank runs: ``worker(rank, nproc, folder, *args)``, errors reported in one line."""
     try:
-        # DGL's native library must load before this rank starts threads (OpenMP,
-        # gloo): loaded later, it aborted ranks at random on start-up.
-        import dgl  # noqa: F401
-
         torch.set_num_threads(threads)
         worker(rank, nproc, folder, *args)
     except KeyboardInterrupt:
@@ -164,6 +159,15 @@ def _entry(worker: Callable, rank: int, nproc: int, threads: int, folder: str, a
         message = f"{type(err).__name__}: {text[0] if text else ''}".rstrip(": ")
         Path(folder, f"error-{rank}.txt").write_text(f"{int(peer)}\n{message}\n", encoding="utf-8")
         os._exit(1)
+    # A finished rank leaves at once, as a failed one does. Going through the
+    # interpreter's shutdown instead ran native destructors while library
+    # threads were still alive, and about one rank in five then died of
+    # SIGABRT ("terminate called without an active exception") after its work
+    # was done.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _failure(rank: int, exitcode: int, folder: str) -> tuple[int, str]:
