@@ -15,12 +15,11 @@ import time
 from dataclasses import replace
 
 import pandas as pd
-import torch
 
 import gflkit
-from gflkit.batching import GraphCache, batch_episodes
 from gflkit.config import ABLATIONS, PRESETS, EpisodeConfig, TrainConfig
 from gflkit.episodes import EpisodeSampler
+from gflkit.metrics import graph_records
 from gflkit.training import meta_train
 
 
@@ -42,20 +41,12 @@ def variants(names: list[str]) -> dict[str, object]:
     return out
 
 
-@torch.no_grad()
 def episode_accuracies(model, collection, ep_cfg, episodes: int, seed: int) -> list[dict]:
+    """Query accuracy of every (test graph, episode), as gflkit's own evaluation computes it."""
     sampler = EpisodeSampler(collection, "test", ep_cfg, seed).require_graphs()
-    cache = GraphCache(collection)
-    model.eval()
-    rows = []
-    for gid in sampler.graph_ids:
-        for e in range(episodes):
-            ep = sampler.episode(gid, e)
-            bg, support, queries = batch_episodes([cache[gid]], [ep])
-            out = model(bg, support, queries)
-            acc = float((out.logits[0].argmax(1) == ep.query_label).float().mean())
-            rows.append({"graph": gid, "episode": e, "accuracy": acc})
-    return rows
+    records = graph_records(model, sampler, episodes)
+    return [{"graph": int(r.graph_id), "episode": int(r.episode), "accuracy": float(r.accuracy)}
+            for r in records.itertuples()]
 
 
 def main(argv=None) -> None:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-import numpy as np
 import pandas as pd
-from scipy import stats
+
+from gflkit.results import mean_ci, paired_difference
 
 
 def paired(df: pd.DataFrame, reference: str) -> pd.DataFrame:
@@ -23,19 +23,15 @@ def paired(df: pd.DataFrame, reference: str) -> pd.DataFrame:
         wide = d.pivot_table(index=["seed", "graph", "episode"], columns="variant", values="accuracy").dropna()
         if reference not in wide:
             continue
-        ref = wide[reference]
         seeds = d["seed"].nunique()
+        ref_graph = wide[reference].groupby(level="graph").mean() * 100
         for var in d["variant"].unique():
-            per_graph = (wide[var] - ref).groupby(level="graph").mean() * 100
             acc_graph = wide[var].groupby(level="graph").mean() * 100
-            n = len(per_graph)
-            mean, sd = per_graph.mean(), per_graph.std(ddof=1)
-            half = stats.t.ppf(0.975, n - 1) * sd / np.sqrt(n) if n > 1 and sd > 0 else 0.0
-            p = stats.ttest_1samp(per_graph, 0).pvalue if n > 1 and sd > 0 else float("nan")
-            acc_half = stats.t.ppf(0.975, n - 1) * acc_graph.std(ddof=1) / np.sqrt(n)
-            rows.append({"family": fam, "variant": var, "seeds": seeds, "graphs": n,
-                         "accuracy": acc_graph.mean(), "ci95": acc_half, f"diff_vs_{reference}": mean,
-                         "diff_lo": mean - half, "diff_hi": mean + half, "p_value": p})
+            accuracy, ci95, _ = mean_ci(acc_graph.to_numpy())
+            diff = paired_difference(acc_graph.to_numpy(), ref_graph.to_numpy())
+            rows.append({"family": fam, "variant": var, "seeds": seeds, "graphs": diff["n_pairs"],
+                         "accuracy": accuracy, "ci95": ci95, f"diff_vs_{reference}": diff["delta"],
+                         "diff_lo": diff["delta_lo"], "diff_hi": diff["delta_hi"], "p_value": diff["p_value"]})
     return pd.DataFrame(rows)
 
 
