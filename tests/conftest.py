@@ -46,3 +46,16 @@ def small_family():
 @pytest.fixture(scope="session")
 def small_family_dir(small_family, tmp_path_factory) -> Path:
     return small_family.save(tmp_path_factory.mktemp("collections") / "small")
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory) -> Path:
+    """A data root holding the collection ``tiny`` (3/2/2 graphs of 100-150 nodes, 4 classes), one per module."""
+    from cli_helpers import invoke
+
+    path = tmp_path_factory.mktemp("root")
+    result = invoke("preprocess", "synthetic", "--small", "--name", "tiny", "--graphs", "3,2,2",
+                    "--nodes", "100,150", "--data-root", path)
+    assert result.exit_code == 0, result.output
+    assert (path / "processed" / "tiny" / "manifest.json").is_file()
+    return path

@@ -1,37 +1,14 @@
 """The command line end to end on a tiny family: CSV on stdout, files, exit codes."""
 from __future__ import annotations
 
-import io
 import json
 
 import pandas as pd
 import pytest
-from click.testing import CliRunner
-
-from gflkit_cli.main import cli
+from cli_helpers import csv_table, invoke, one_line_error
 
 COLUMNS = ["model", "aggregator", "dataset", "split", "n_graphs", "k_shot", "accuracy", "ci95", "seed"]
 FAST = ["--steps", "5", "--eval-every", "5", "--k-shot", "5"]
-
-
-def invoke(*args: str):
-    return CliRunner().invoke(cli, [str(a) for a in args])
-
-
-def _table(result) -> pd.DataFrame:
-    assert result.exit_code == 0, result.output
-    return pd.read_csv(io.StringIO(result.stdout))
-
-
-@pytest.fixture(scope="module")
-def root(tmp_path_factory):
-    """A data root holding the collection ``tiny`` (3/2/2 graphs of 100-150 nodes)."""
-    path = tmp_path_factory.mktemp("root")
-    result = invoke("preprocess", "synthetic", "--small", "--name", "tiny", "--graphs", "3,2,2",
-                    "--nodes", "100,150", "--data-root", path)
-    assert result.exit_code == 0, result.output
-    assert (path / "processed" / "tiny" / "manifest.json").is_file()
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +17,7 @@ def trained(root, tmp_path_factory):
     run = tmp_path_factory.mktemp("runs") / "gfl"
     result = invoke("train", *FAST, "--out", run, "--data-root", root, "tiny")
     assert "run written to" in result.stderr
-    return run, _table(result)
+    return run, csv_table(result)
 
 
 def test_train_prints_one_csv_row(trained):
@@ -63,7 +40,7 @@ def test_run_folder(trained):
 
 
 def test_train_with_attention_aggregator(root, tmp_path):
-    table = _table(invoke("train", *FAST, "--aggregator", "att", "--out", tmp_path / "att", "--data-root", root, "tiny"))
+    table = csv_table(invoke("train", *FAST, "--aggregator", "att", "--out", tmp_path / "att", "--data-root", root, "tiny"))
     assert table.loc[0, "aggregator"] == "att"
 
 
@@ -85,37 +62,29 @@ def test_train_json_and_output_file(root, tmp_path):
 
 def test_evaluate_run(trained, root):
     run, trained_table = trained
-    table = _table(invoke("evaluate", run, "tiny", "--episodes", "2", "--data-root", root))
+    table = csv_table(invoke("evaluate", run, "tiny", "--episodes", "2", "--data-root", root))
     assert set(COLUMNS) <= set(table.columns)
     assert table.loc[0, "episodes"] == 2 and table.loc[0, "k_shot"] == 5  # the run's own k_shot
     # the same checkpoint and episodes as right after training
-    again = _table(invoke("evaluate", run, "tiny", "--data-root", root))
+    again = csv_table(invoke("evaluate", run, "tiny", "--data-root", root))
     assert again.loc[0, "accuracy"] == pytest.approx(trained_table.loc[0, "accuracy"])
 
 
 def test_evaluate_per_graph_baseline(root):
-    table = _table(invoke("evaluate", "--model", "gcn", "--k-shot", "5", "--data-root", root, "tiny"))
+    table = csv_table(invoke("evaluate", "--model", "gcn", "--k-shot", "5", "--data-root", root, "tiny"))
     row = table.iloc[0]
     assert (row["model"], row["dataset"], row["n_graphs"], row["k_shot"]) == ("gcn", "tiny", 2, 5)
 
 
-def _one_line_error(result, code: int) -> str:
-    assert result.exit_code == code, result.output
-    assert "Traceback" not in result.output and result.stdout == ""
-    lines = [line for line in result.stderr.splitlines() if line.startswith("Error")]
-    assert len(lines) == 1
-    return lines[0]
-
-
 def test_missing_collection_is_a_one_line_error(tmp_path):
-    line = _one_line_error(invoke("train", *FAST, "--data-root", tmp_path, "nope"), 1)
+    line = one_line_error(invoke("train", *FAST, "--data-root", tmp_path, "nope"), code=1)
     assert "no collection at 'nope'" in line
 
 
 def test_missing_run_is_a_one_line_error(root, tmp_path):
-    line = _one_line_error(invoke("evaluate", tmp_path / "no-run", "tiny", "--data-root", root), 1)
+    line = one_line_error(invoke("evaluate", tmp_path / "no-run", "tiny", "--data-root", root), code=1)
     assert "no such checkpoint" in line
-    assert len(_one_line_error(invoke("evaluate", "--data-root", root), 2)) > 0  # neither RUN nor --model
+    assert len(one_line_error(invoke("evaluate", "--data-root", root), code=2)) > 0  # neither RUN nor --model
 
 
 @pytest.mark.parametrize("args", [

@@ -8,32 +8,14 @@ from dataclasses import fields
 import click
 import pandas as pd
 import pytest
+from cli_helpers import csv_table, invoke
 from click.testing import CliRunner
-
-from gflkit.config import EpisodeConfig, GFLConfig, TrainConfig, field_help
-from gflkit_cli.main import cli
 from gflkit_cli.options import deprecated_alias
 from gflkit_cli.run import train
 
+from gflkit.config import EpisodeConfig, GFLConfig, TrainConfig, field_help
+
 FAST = ["--steps", "5", "--eval-every", "5", "--k-shot", "5"]
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args])
-
-
-def _table(result) -> pd.DataFrame:
-    assert result.exit_code == 0, result.output
-    return pd.read_csv(io.StringIO(result.stdout))
-
-
-@pytest.fixture(scope="module")
-def root(tmp_path_factory):
-    path = tmp_path_factory.mktemp("root")
-    result = invoke("preprocess", "synthetic", "--small", "--name", "tiny", "--graphs", "3,2,2",
-                    "--nodes", "100,150", "--data-root", path)
-    assert result.exit_code == 0, result.output
-    return path
 
 
 # -- the deprecated-alias helper --------------------------------------------------------------------
@@ -92,7 +74,7 @@ def test_compare_says_it_runs_both_aggregators():
 
 def test_protonet_keeps_its_preset_when_flags_are_left_at_their_defaults(root, tmp_path):
     run = tmp_path / "p"
-    _table(invoke("train", "--model", "protonet", *FAST, "--run-dir", run, "--data-root", root, "tiny"))
+    csv_table(invoke("train", "--model", "protonet", *FAST, "--run-dir", run, "--data-root", root, "tiny"))
     cfg = json.loads((run / "config.json").read_text())["model_config"]
     assert (cfg["prototype"], cfg["gate"], cfg["recon"]) == ("mean", False, False)
 
@@ -102,7 +84,7 @@ def test_protonet_keeps_its_preset_when_flags_are_left_at_their_defaults(root, t
 def test_train_run_dir_and_deprecated_out(root, tmp_path):
     new = invoke("train", *FAST, "--run-dir", tmp_path / "new", "--data-root", root, "tiny")
     old = invoke("train", *FAST, "--out", tmp_path / "old", "--data-root", root, "tiny")
-    assert _table(new).accuracy[0] == _table(old).accuracy[0]
+    assert csv_table(new).accuracy[0] == csv_table(old).accuracy[0]
     assert (tmp_path / "new" / "best.pt").is_file() and (tmp_path / "old" / "best.pt").is_file()
     assert "deprecated" not in new.stderr and "--out is deprecated" in old.stderr
 
@@ -121,7 +103,7 @@ def test_evaluate_baseline_and_its_old_spellings(root):
     new = invoke("evaluate", "--baseline", "lp", "--k-shot", "5", "--data-root", root, "tiny")
     old = invoke("evaluate", "--model", "lp", "--k-shot", "5", "--data-root", root, "tiny")
     bare = invoke("evaluate", "lp", "tiny", "--k-shot", "5", "--data-root", root)
-    assert _table(new).equals(_table(old)) and _table(new).equals(_table(bare))
+    assert csv_table(new).equals(csv_table(old)) and csv_table(new).equals(csv_table(bare))
     assert "deprecated" not in new.stderr
     assert "--model is deprecated" in old.stderr and "--baseline lp" in bare.stderr
 
@@ -140,7 +122,7 @@ def test_compare_model_seed_runs_root_and_their_old_spellings(root, tmp_path):
                  "--k-shot", "5", "--data-root", root)
     old = invoke("compare", "tiny", "--models", "lp", "--seeds", "0,1", "--no-majority", "--runs", tmp_path / "s",
                  "--k-shot", "5", "--data-root", root)
-    assert _table(new).equals(_table(old)) and _table(new).seed[0] == "0,1"
+    assert csv_table(new).equals(csv_table(old)) and csv_table(new).seed[0] == "0,1"
     for spelling in ("--models", "--seeds", "--runs"):
         assert f"{spelling} is deprecated" in old.stderr
 
@@ -165,7 +147,7 @@ def test_config_repeats_a_run_and_flags_override_it(root, tmp_path):
         assert cfg["again"][key] == cfg["first"][key], key
     assert cfg["varied"]["model_config"]["mu"] == 0.7 and cfg["varied"]["model_config"]["aggregator"] == "att"
     assert cfg["varied"]["train_config"]["steps"] == 5
-    assert _table(again).accuracy[0] == _table(invoke("evaluate", first)).accuracy[0]
+    assert csv_table(again).accuracy[0] == csv_table(invoke("evaluate", first)).accuracy[0]
 
 
 def test_config_from_toml(root, tmp_path):
@@ -173,7 +155,7 @@ def test_config_from_toml(root, tmp_path):
     toml.write_text('[model_config]\naggregator = "att"\nclusters = [16, 4]\n\n'
                     '[episode_config]\nk_shot = 5\n\n[train_config]\nsteps = 5\neval_every = 5\nseed = 3\n')
     result = invoke("train", "--config", toml, "--run-dir", tmp_path / "run", "--data-root", root, "tiny")
-    row = _table(result).iloc[0]
+    row = csv_table(result).iloc[0]
     assert (row["aggregator"], row["k_shot"], row["seed"]) == ("att", 5, 3)
     cfg = json.loads((tmp_path / "run" / "config.json").read_text())
     assert cfg["model_config"]["clusters"] == [16, 4] and cfg["train_config"]["steps"] == 5
@@ -271,9 +253,9 @@ def test_train_takes_model_settings_as_keywords_and_returns_a_table_like_evaluat
 def test_config_on_compare_sets_episodes_but_not_the_models(root, tmp_path):
     first = tmp_path / "first"
     invoke("train", *FAST, "--model", "protonet", "--run-dir", first, "--no-eval", "--data-root", root, "tiny")
-    table = _table(invoke("compare", "tiny", "--config", first / "config.json", "--model", "lp", "--no-majority",
+    table = csv_table(invoke("compare", "tiny", "--config", first / "config.json", "--model", "lp", "--no-majority",
                           "--data-root", root))
     assert list(table.model) == ["lp"] and table.k_shot[0] == 5
-    overridden = _table(invoke("compare", "tiny", "--config", first / "config.json", "--model", "lp", "--k-shot", "3",
+    overridden = csv_table(invoke("compare", "tiny", "--config", first / "config.json", "--model", "lp", "--k-shot", "3",
                                "--no-majority", "--data-root", root))
     assert overridden.k_shot[0] == 3

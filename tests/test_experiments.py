@@ -1,14 +1,15 @@
 """compare / ablate / sweep: rows parse with pandas and carry every documented column."""
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
+from cli_helpers import csv_table, invoke
 from click.testing import CliRunner
+from gflkit_cli.main import cli
 
 from gflkit.config import EpisodeConfig, TrainConfig
 from gflkit.data import SMALL_SPEC, GraphCollection, make_synthetic_family
@@ -18,7 +19,6 @@ from gflkit.metrics import baseline_accuracies, transfer_accuracies
 from gflkit.models.baselines import PER_GRAPH, TRANSFER
 from gflkit.refine import RefineConfig
 from gflkit.training import fit_transfer
-from gflkit_cli.main import cli
 
 RESULT = ["model", "aggregator", "dataset", "split", "n_graphs", "k_shot", "episodes", "refine", "accuracy", "ci95",
           "ci_over", "std", "balanced_accuracy", "macro_f1"]
@@ -27,18 +27,7 @@ FAST = ["--steps", "4", "--eval-every", "2", "--k-shot", "5"]
 
 
 def _csv(*args) -> pd.DataFrame:
-    result = CliRunner().invoke(cli, [str(a) for a in args])
-    assert result.exit_code == 0, result.output
-    return pd.read_csv(io.StringIO(result.stdout), keep_default_na=False)
-
-
-@pytest.fixture(scope="module")
-def root(tmp_path_factory):
-    path = tmp_path_factory.mktemp("root")
-    result = CliRunner().invoke(cli, ["preprocess", "synthetic", "--small", "--name", "tiny", "--graphs", "3,2,2",
-                                      "--nodes", "100,150", "--data-root", str(path)])
-    assert result.exit_code == 0, result.output
-    return path
+    return csv_table(invoke(*args), keep_default_na=False)
 
 
 def test_ablate_drop_gate_rows(root):
@@ -178,7 +167,6 @@ def test_one_test_graph_gives_an_interval_over_episodes(tmp_path):
 
 def test_rerun_into_the_same_runs_root_needs_force(small_family_dir, tmp_path):
     from click.testing import CliRunner
-
     from gflkit_cli.main import cli
 
     args = ["compare", str(small_family_dir), "--model", "protonet", "--steps", "3", "--eval-every", "3",

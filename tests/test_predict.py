@@ -1,14 +1,13 @@
 """Prediction and embeddings on a new graph: CLI, Python, baselines, feature transforms, checks."""
 from __future__ import annotations
 
-import io
 import json
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
-from click.testing import CliRunner
+from cli_helpers import csv_table, invoke, one_line_error
 
 import gflkit
 from gflkit.batching import prepare_graph
@@ -16,39 +15,9 @@ from gflkit.config import EpisodeConfig, TrainConfig
 from gflkit.data.transform import FeatureTransform, feature_fingerprint
 from gflkit.errors import GFLError
 from gflkit.scoring import gfl_prototypes
-from gflkit_cli.main import cli
 
 FAST = TrainConfig(steps=3, eval_every=3, seed=0)
 EPISODES = EpisodeConfig(k_shot=5)
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args])
-
-
-def _csv(result) -> pd.DataFrame:
-    assert result.exit_code == 0, result.output
-    return pd.read_csv(io.StringIO(result.stdout))
-
-
-def _one_line_error(result, *needles: str) -> str:
-    assert result.exit_code == 1, result.output
-    errors = [line for line in result.stderr.splitlines() if line.startswith("Error")]
-    assert len(errors) == 1 and "Traceback" not in result.stderr, result.stderr
-    message = errors[0]
-    for needle in needles:
-        assert needle in message, message
-    return message
-
-
-@pytest.fixture(scope="module")
-def root(tmp_path_factory):
-    """A data root with the synthetic collection ``tiny`` (3/2/2 graphs, 32 features, 4 classes)."""
-    path = tmp_path_factory.mktemp("root")
-    result = invoke("preprocess", "synthetic", "--small", "--name", "tiny", "--graphs", "3,2,2",
-                    "--nodes", "100,150", "--data-root", path)
-    assert result.exit_code == 0, result.output
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +49,7 @@ def _predict(run, region, *extra):
 
 
 def test_minimal_input_one_row_per_node(runs, region):
-    table = _csv(_predict(runs["gfl"], region))
+    table = csv_table(_predict(runs["gfl"], region))
     labels = pd.read_csv(region / "labels.csv")
     truth = pd.read_csv(region / "nodes.csv")
     classes = sorted(labels["label"].unique())
@@ -98,14 +67,14 @@ def test_minimal_input_one_row_per_node(runs, region):
 
 
 def test_tables_and_collection_graph_give_the_same_rows(runs, region, root):
-    from_tables = _csv(_predict(runs["gfl"], region))
-    from_graph = _csv(invoke("predict", runs["gfl"], "--graph", "tiny:6", "--labels", region / "labels.csv",
+    from_tables = csv_table(_predict(runs["gfl"], region))
+    from_graph = csv_table(invoke("predict", runs["gfl"], "--graph", "tiny:6", "--labels", region / "labels.csv",
                              "--data-root", root))
     pd.testing.assert_frame_equal(from_tables, from_graph)
 
 
 def test_python_api_mirrors_the_cli(runs, region, root):
-    cli_table = _csv(_predict(runs["gfl"], region))
+    cli_table = csv_table(_predict(runs["gfl"], region))
     table = gflkit.predict(runs["gfl"], edges=region / "edges.csv", features=region / "feat.npy",
                            labels=region / "labels.csv")
     assert table["label"].tolist() == cli_table["label"].tolist()
@@ -141,7 +110,7 @@ def test_any_label_set_and_a_warning_below_k(runs, region, tmp_path, caplog):
     labels.write_text("node,label\n0,spam\n1,ham\n2,ham\n3,-1\n4,\n")
     result = invoke("predict", runs["gfl"], "--edges", region / "edges.csv", "--features", region / "feat.npy",
                     "--labels", labels)
-    table = _csv(result)
+    table = csv_table(result)
     assert list(table.columns) == ["node", "label", "score_ham", "score_spam", "is_support"]
     assert set(table["label"]) <= {"ham", "spam"} and table["is_support"].sum() == 3
     assert "fewer labelled nodes than the run's k_shot = 5" in result.stderr
@@ -149,7 +118,7 @@ def test_any_label_set_and_a_warning_below_k(runs, region, tmp_path, caplog):
 
 @pytest.mark.parametrize("model", ["protonet", "knn", "matchingnet", "maml", "agf"])
 def test_transfer_baselines_predict_too(runs, region, model):
-    table = _csv(_predict(runs[model], region))
+    table = csv_table(_predict(runs[model], region))
     truth = pd.read_csv(region / "nodes.csv")
     assert len(table) == len(truth)
     scores = table.filter(like="score_").to_numpy()
@@ -159,7 +128,7 @@ def test_transfer_baselines_predict_too(runs, region, model):
 def test_head_models_refuse_more_classes_than_trained(runs, region, tmp_path):
     labels = tmp_path / "labels.csv"
     labels.write_text("node,label\n" + "".join(f"{i},c{i}\n" for i in range(5)))
-    _one_line_error(invoke("predict", runs["maml"], "--edges", region / "edges.csv", "--features",
+    one_line_error(invoke("predict", runs["maml"], "--edges", region / "edges.csv", "--features",
                            region / "feat.npy", "--labels", labels), "4-class head", "5 classes")
 
 
@@ -176,7 +145,7 @@ def test_embed_writes_npy_csv_and_parquet(runs, region, tmp_path):
     assert invoke("embed", runs["gfl"], *args, "-o", tmp_path / "z.npy").exit_code == 0
     z = np.load(tmp_path / "z.npy")
     assert z.shape == (n, 32) and np.isfinite(z).all()
-    table = _csv(invoke("embed", runs["gfl"], *args))
+    table = csv_table(invoke("embed", runs["gfl"], *args))
     assert list(table.columns[:2]) == ["node", "z_0"] and np.allclose(table.filter(like="z_").to_numpy(), z,
                                                                       atol=1e-5)
     pytest.importorskip("pyarrow")
@@ -201,12 +170,12 @@ def test_bad_input_is_one_line(runs, region, tmp_path):
     np.save(tmp_path / "f100.npy", np.zeros((n, 100), np.float32))
     result = invoke("predict", run, "--edges", region / "edges.csv", "--features", tmp_path / "f100.npy",
                     "--labels", region / "labels.csv")
-    _one_line_error(result, "the run expects 32 features per node;", "has 100")
+    one_line_error(result, "the run expects 32 features per node;", "has 100")
 
     feat = np.load(region / "feat.npy")
     feat[7, 3] = np.inf
     np.save(tmp_path / "inf.npy", feat)
-    _one_line_error(invoke("predict", run, "--edges", region / "edges.csv", "--features", tmp_path / "inf.npy",
+    one_line_error(invoke("predict", run, "--edges", region / "edges.csv", "--features", tmp_path / "inf.npy",
                            "--labels", region / "labels.csv"), "NaN or infinite")
 
     cases = {"dup.csv": ("node,label\n1,a\n1,b\n", "listed 2 times"),
@@ -214,20 +183,20 @@ def test_bad_input_is_one_line(runs, region, tmp_path):
              "text.csv": ("node,label\nx,a\n", "not an integer")}
     for name, (text, needle) in cases.items():
         (tmp_path / name).write_text(text)
-        _one_line_error(_predict_labels(run, region, tmp_path / name), needle)
+        one_line_error(_predict_labels(run, region, tmp_path / name), needle)
     (tmp_path / "two.csv").write_text("node,label\n1,a\n2,b\n")
-    _one_line_error(_predict_labels(run, region, tmp_path / "two.csv", "--classes", "a,b,c"),
+    one_line_error(_predict_labels(run, region, tmp_path / "two.csv", "--classes", "a,b,c"),
                     "class 'c' has no labelled node")
 
     nodes = tmp_path / "nodes.csv"
     nodes.write_text("id,f0\n" + "".join(f"{i},1\n" for i in range(n)) + "3,2\n")
     np.save(tmp_path / "rows.npy", np.zeros((n + 1, 32), np.float32))
-    _one_line_error(invoke("predict", run, "--edges", region / "edges.csv", "--nodes", nodes, "--features",
+    one_line_error(invoke("predict", run, "--edges", region / "edges.csv", "--nodes", nodes, "--features",
                            tmp_path / "rows.npy", "--labels", tmp_path / "two.csv"), "duplicate node id")
 
     (tmp_path / "empty_edges.csv").write_text("src,dst\n")
     np.save(tmp_path / "empty.npy", np.zeros((0, 32), np.float32))
-    _one_line_error(invoke("predict", run, "--edges", tmp_path / "empty_edges.csv", "--features",
+    one_line_error(invoke("predict", run, "--edges", tmp_path / "empty_edges.csv", "--features",
                            tmp_path / "empty.npy", "--labels", tmp_path / "two.csv"), "no nodes")
 
 
@@ -286,9 +255,9 @@ def test_transform_saved_reused_and_applied_to_raw_features(bag, tmp_path):
     # raw JSON features of an exported test graph go through the run's transform
     region = tmp_path / "region"
     assert invoke("export-graph", "bag:5", region, "--labels-per-class", "3", "--data-root", root).exit_code == 0
-    raw = _csv(invoke("predict", run, "--edges", region / "edges.csv", "--nodes", region / "nodes.csv",
+    raw = csv_table(invoke("predict", run, "--edges", region / "edges.csv", "--nodes", region / "nodes.csv",
                       "--features", bag / "feat.json", "--labels", region / "labels.csv", "--data-root", root))
-    stored = _csv(invoke("predict", run, "--graph", "bag:5", "--labels", region / "labels.csv",
+    stored = csv_table(invoke("predict", run, "--graph", "bag:5", "--labels", region / "labels.csv",
                          "--data-root", root))
     truth = pd.read_csv(region / "nodes.csv")
     assert raw["node"].tolist() == truth["id"].tolist()
@@ -296,11 +265,11 @@ def test_transform_saved_reused_and_applied_to_raw_features(bag, tmp_path):
     assert np.allclose(raw.filter(like="score_").to_numpy(), stored.filter(like="score_").to_numpy(), atol=2e-4)
 
     # another reduction: evaluation and prediction refuse it unless forced
-    _one_line_error(invoke("evaluate", run, "bag3", "--data-root", root, "--k-shot", "3"), "feature transform",
+    one_line_error(invoke("evaluate", run, "bag3", "--data-root", root, "--k-shot", "3"), "feature transform",
                     "--force")
     assert invoke("evaluate", run, "bag3", "--data-root", root, "--k-shot", "3", "--force").exit_code == 0
     assert invoke("evaluate", run, "bag2", "--data-root", root, "--k-shot", "3").exit_code == 0
-    _one_line_error(invoke("predict", run, "--graph", "bag3:5", "--labels", region / "labels.csv",
+    one_line_error(invoke("predict", run, "--graph", "bag3:5", "--labels", region / "labels.csv",
                            "--data-root", root), "--force")
 
 
@@ -346,9 +315,9 @@ def test_node_table_with_feature_columns_and_own_ids(runs, region, tmp_path):
     labels = pd.read_csv(region / "labels.csv")
     labels["node"] += 1000
     labels.to_csv(tmp_path / "labels.csv", index=False)
-    table = _csv(invoke("predict", runs["gfl"], "--edges", tmp_path / "edges.csv", "--nodes", tmp_path / "nodes.csv",
+    table = csv_table(invoke("predict", runs["gfl"], "--edges", tmp_path / "edges.csv", "--nodes", tmp_path / "nodes.csv",
                         "--feature-cols", "f", "--labels", tmp_path / "labels.csv"))
-    want = _csv(_predict(runs["gfl"], region))
+    want = csv_table(_predict(runs["gfl"], region))
     assert table["node"].tolist() == [1000 + i for i in range(n)]
     assert table["label"].tolist() == want["label"].tolist()
     assert np.allclose(table.filter(like="score_").to_numpy(), want.filter(like="score_").to_numpy(), atol=2e-4)

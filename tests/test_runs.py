@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from click.testing import CliRunner
+from cli_helpers import invoke, one_line_error
 
 import gflkit
 from gflkit.config import EpisodeConfig, TrainConfig
@@ -24,34 +24,11 @@ from gflkit.errors import GFLError
 from gflkit.loop import LoopState, fit_loop, restore_rng_state, rng_state
 from gflkit.run_folder import RunFolder, partial_path
 from gflkit.runs import collection_hash, load_checkpoint
-from gflkit_cli.main import cli
 
 FAST = ["--steps", "6", "--eval-every", "3", "--k-shot", "5"]
 # Long enough to be killed in the middle; dropout makes the global torch generator matter.
 KILLABLE = ["--steps", "40", "--eval-every", "4", "--patience", "100", "--k-shot", "5", "--dropout", "0.5",
             "--checkpoint-every", "3"]
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args])
-
-
-def one_line_error(result, code: int = 1) -> str:
-    assert result.exit_code == code, result.output
-    assert "Traceback" not in result.output and result.stdout == ""
-    lines = [line for line in result.stderr.splitlines() if line.startswith("Error")]
-    assert len(lines) == 1, result.stderr
-    return lines[0]
-
-
-@pytest.fixture(scope="module")
-def root(tmp_path_factory) -> Path:
-    """A data root holding the collection ``tiny`` (3/2/2 graphs of 100-150 nodes)."""
-    path = tmp_path_factory.mktemp("root")
-    result = invoke("preprocess", "synthetic", "--small", "--name", "tiny", "--graphs", "3,2,2",
-                    "--nodes", "100,150", "--data-root", path)
-    assert result.exit_code == 0, result.output
-    return path
 
 
 def train(root: Path, *args):

@@ -1,0 +1,32 @@
+"""Helpers shared by the tests that drive the command line through Click's test runner."""
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+from click.testing import CliRunner, Result
+from gflkit_cli.main import cli
+
+__all__ = ["invoke", "csv_table", "one_line_error"]
+
+
+def invoke(*args) -> Result:
+    """Run ``gflkit ARGS...`` in-process; arguments may be paths or numbers."""
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def csv_table(result: Result, **read_csv) -> pd.DataFrame:
+    """The CSV a successful command printed on stdout."""
+    assert result.exit_code == 0, result.output
+    return pd.read_csv(io.StringIO(result.stdout), **read_csv)
+
+
+def one_line_error(result: Result, *needles: str, code: int = 1) -> str:
+    """The one ``Error`` line of a failed command: exit ``code``, no traceback, nothing on stdout."""
+    assert result.exit_code == code, result.output
+    assert "Traceback" not in result.output and result.stdout == "", result.output
+    lines = [line for line in result.stderr.splitlines() if line.startswith("Error")]
+    assert len(lines) == 1, result.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
