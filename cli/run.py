@@ -9,7 +9,7 @@ from click.core import ParameterSource
 import gflkit
 from gflkit.config import (AGGREGATORS, DISTANCES, GATE_MODES, PGNN_NORMS, PRESETS, SIMILARITIES, EpisodeConfig,
                            GFLConfig, TrainConfig, field_default, field_help)
-from gflkit.names import CHECKPOINT_EVERY, PER_GRAPH_MODELS as PER_GRAPH, TRANSFER_MODELS as TRANSFER
+from gflkit.names import CHECKPOINT_EVERY, ENCODERS, PER_GRAPH_MODELS as PER_GRAPH, TRANSFER_MODELS as TRANSFER
 
 from .options import (FiniteFloatRange, IntList, ci_option, config_option, data_root_option, deprecated_alias,
                       deprecation_warning, distributed_options, emit, int_list, output_options, refine_configs,
@@ -17,6 +17,7 @@ from .options import (FiniteFloatRange, IntList, ci_option, config_option, data_
 
 # (flag, config field, click type); help and default come from the config's fields.
 _MODEL_FLAGS = [
+    ("--encoder", "encoder", click.Choice(ENCODERS)),
     ("--aggregator", "aggregator", click.Choice(AGGREGATORS)),
     ("--prototype", "prototype", click.Choice(["pgnn", "mean"])),
     ("--pool", "pool", click.Choice(["mean", "max"])),

@@ -24,7 +24,7 @@ import pandas as pd
 import torch
 
 from . import distributed
-from .config import PRESETS, EpisodeConfig, GFLConfig, TrainConfig, config_from_dict, to_dict
+from .config import PRESETS, EpisodeConfig, GFLConfig, TrainConfig, config_from_dict, hashed_dict, to_dict
 from .data import GraphCollection, load_collection
 from .data.transform import check_fingerprint, feature_fingerprint
 from .episodes import EpisodeSampler
@@ -88,7 +88,7 @@ def default_run_dir(collection: GraphCollection, model: str, model_cfg: GFLConfi
     never share a folder; a rerun with the same settings finds its own.
     """
     settings = {
-        "model": model, "model_config": to_dict(model_cfg) if model_cfg is not None else None,
+        "model": model, "model_config": hashed_dict(model_cfg) if model_cfg is not None else None,
         "options": options or {}, "episode_config": to_dict(episode_cfg), "train_config": to_dict(train_cfg),
     }
     aggregator = _aggregator(model_cfg) if model_cfg is not None else ""

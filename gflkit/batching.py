@@ -39,20 +39,28 @@ def batch_episodes(graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode]):
         ``(bg, support (B, C, K), queries)`` with ``queries`` a list of ``(Q_b,)``.
     """
     bg = dgl.batch(list(graphs))
-    offsets = torch.cumsum(torch.cat([torch.zeros(1, dtype=torch.int64), bg.batch_num_nodes()[:-1]]), 0)
-    support = torch.stack([ep.support + off for ep, off in zip(episodes, offsets)])
-    queries = [ep.query + off for ep, off in zip(episodes, offsets)]
+    sizes = bg.batch_num_nodes()
+    offsets = torch.cumsum(torch.cat([sizes.new_zeros(1), sizes[:-1]]), 0).tolist()
+    support = torch.stack([ep.support + off for ep, off in zip(episodes, offsets)]).to(bg.device)
+    queries = [(ep.query + off).to(bg.device) for ep, off in zip(episodes, offsets)]
     return bg, support, queries
 
 
 class GraphCache:
-    """Model-ready graphs (:func:`prepare_graph`) of a collection, made once each."""
+    """Model-ready graphs (:func:`prepare_graph`) of a collection, made once each.
 
-    def __init__(self, collection: GraphCollection) -> None:
+    Args:
+        collection: the graphs.
+        device: where the prepared graphs are kept (the model's device).
+    """
+
+    def __init__(self, collection: GraphCollection, device: torch.device | str | None = None) -> None:
         self.collection = collection
+        self.device = torch.device(device) if device is not None else torch.device("cpu")
         self._graphs: dict[int, object] = {}
 
     def __getitem__(self, graph_id: int):
         if graph_id not in self._graphs:
-            self._graphs[graph_id] = prepare_graph(self.collection.graphs[graph_id])
+            g = prepare_graph(self.collection.graphs[graph_id])
+            self._graphs[graph_id] = g if self.device.type == "cpu" else g.to(self.device)
         return self._graphs[graph_id]

@@ -14,12 +14,12 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
 from .errors import GFLError
-from .names import GATE_MODES, PGNN_NORMS
+from .names import ENCODERS, GATE_MODES, PGNN_NORMS
 
 __all__ = [
     "GFLConfig", "EpisodeConfig", "TrainConfig", "PRESETS", "ABLATIONS",
-    "SIMILARITIES", "DISTANCES", "AGGREGATORS", "GATE_MODES", "PGNN_NORMS", "config_from_dict", "to_dict",
-    "field_help", "field_default",
+    "SIMILARITIES", "DISTANCES", "AGGREGATORS", "GATE_MODES", "PGNN_NORMS", "ENCODERS", "config_from_dict", "to_dict",
+    "field_help", "field_default", "hashed_dict",
 ]
 
 SIMILARITIES = ("khop-cn", "jaccard", "adamic-adar", "pagerank")
@@ -44,8 +44,11 @@ class GFLConfig:
     """The GFL model (paper section 4; defaults from section 5 and appendix A).
 
     Attributes:
-        hidden_feats: width of the first GCN layer of the node encoder.
-        out_feats: node embedding size (second GCN layer, linear).
+        encoder: the node encoder, one of :data:`ENCODERS`: ``gcn`` (the
+            paper's), ``sage``, ``gat`` or ``gin`` (the ``dgl.nn`` convolutions,
+            two layers of the same widths).
+        hidden_feats: width of the first layer of the node encoder.
+        out_feats: node embedding size (second encoder layer, linear).
         dropout: dropout on the encoder input and hidden layer.
         prototype: ``"pgnn"`` graph-structured prototype, or ``"mean"`` (Protonet).
         pool: pooling of PGNN outputs into a prototype, ``"mean"`` or ``"max"``.
@@ -75,8 +78,10 @@ class GFLConfig:
         cosine_scale: logits multiplier for the cosine distance.
     """
 
-    hidden_feats: int = field(default=32, metadata={"help": "Hidden units of the GCN encoder."})
-    out_feats: int = field(default=32, metadata={"help": "Embedding size of the GCN encoder."})
+    encoder: str = field(default="gcn",
+        metadata={"help": "Node encoder: gcn (GraphConv, the paper's), sage, gat or gin (two dgl.nn layers)."})
+    hidden_feats: int = field(default=32, metadata={"help": "Hidden units of the node encoder."})
+    out_feats: int = field(default=32, metadata={"help": "Embedding size of the node encoder."})
     dropout: float = field(default=0.0, metadata={"help": "Dropout in the encoder."})
     prototype: str = field(default="pgnn", metadata={"help": "Graph-structured (pgnn) or mean (Protonet) prototype."})
     pool: str = field(default="mean", metadata={"help": "Pooling of PGNN outputs into a prototype."})
@@ -107,7 +112,7 @@ class GFLConfig:
         object.__setattr__(self, "clusters", tuple(int(c) for c in self.clusters))
         _check_finite(self)
         choices = {
-            "prototype": ("pgnn", "mean"), "pool": ("mean", "max"), "pgnn_activation": ("tanh", "none"), "similarity": SIMILARITIES,
+            "encoder": ENCODERS, "prototype": ("pgnn", "mean"), "pool": ("mean", "max"), "pgnn_activation": ("tanh", "none"), "similarity": SIMILARITIES,
             "aggregator": AGGREGATORS, "gate_mode": GATE_MODES, "pgnn_norm": PGNN_NORMS, "recon_reduction": ("mean", "sum"), "distance": DISTANCES,
         }
         for name, allowed in choices.items():
@@ -234,6 +239,17 @@ def config_from_dict(cls, data: dict[str, Any]):
     if unknown:
         raise GFLError(f"unknown {cls.__name__} fields: {', '.join(sorted(unknown))}")
     return cls(**data)
+
+
+#: Settings added after 0.1.0, with the default that behaves as 0.1.0 did: a run
+#: that leaves them at it keeps the name (settings hash) it had then.
+ADDED_SINCE_0_1 = {"GFLConfig": {"encoder": "gcn"}}
+
+
+def hashed_dict(cfg) -> dict[str, Any]:
+    """:func:`to_dict` without the settings of :data:`ADDED_SINCE_0_1` left at their default."""
+    added = ADDED_SINCE_0_1.get(type(cfg).__name__, {})
+    return {k: v for k, v in to_dict(cfg).items() if not (k in added and v == added[k])}
 
 
 def to_dict(cfg) -> dict[str, Any]:

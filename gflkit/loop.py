@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from .batching import GraphCache
+from .devices import module_device
 from .config import EpisodeConfig, TrainConfig
 from .data import GraphCollection
 from .episodes import EpisodeSampler
@@ -191,7 +192,7 @@ def fit_loop(
     if dist is not None:  # distributed: this rank's share of each meta-batch, DDP gradients, gathered scores
         step_loss, score = dist.wrap(module, step_loss, score)
         resume, save = dist.follow_main(resume, save)
-    cache = GraphCache(collection)
+    cache = GraphCache(collection, module_device(module))
     optimizer = torch.optim.Adam(module.parameters(), lr=train_cfg.lr, weight_decay=train_cfg.weight_decay)
     train_ids = np.asarray(sampler.graph_ids)
     state = LoopState() if resume is None else LoopState.restore(resume, module, optimizer)

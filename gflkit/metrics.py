@@ -26,6 +26,7 @@ import pandas as pd
 import torch
 
 from .batching import GraphCache
+from .devices import module_device
 from .episodes import Episode, EpisodeSampler
 from .models.gfl import GFL
 from .progress import progress_bar
@@ -87,7 +88,7 @@ def graph_records(
     :func:`~gflkit.refine.refine_scores` propagates the scores before the
     queries are read off.
     """
-    cache = cache or GraphCache(sampler.collection)
+    cache = cache or GraphCache(sampler.collection, module_device(model))
     was_training = model.training
     model.eval()
     rows = []
@@ -97,7 +98,7 @@ def graph_records(
             if refine.active:
                 scores = refine_scores(cache[gid], scores, ep.support, refine)[ep.query]
             rows.append({"graph_id": gid, "episode": e,
-                         **episode_scores(scores.argmax(1), ep.query_label, sampler.num_classes)})
+                         **episode_scores(scores.argmax(1).cpu(), ep.query_label, sampler.num_classes)})
     model.train(was_training)
     return _records(rows)
 

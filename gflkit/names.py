@@ -9,7 +9,7 @@ from __future__ import annotations
 __all__ = [
     "PER_GRAPH_MODELS", "TRANSFER_MODELS", "SAMPLING_METHODS", "REFINE_METHODS", "FIGURE_FORMATS",
     "SWEEP_PARAM_NAMES", "CHECKPOINT_EVERY", "DEFAULT_COLLECTION", "FEATURE_KEYS", "REFINE_ALPHA", "REFINE_STEPS",
-    "GATE_MODES", "PGNN_NORMS", "DEFAULT_TIMEOUT",
+    "GATE_MODES", "PGNN_NORMS", "DEFAULT_TIMEOUT", "ENCODERS", "DEVICES",
     "trainable_names", "model_names",
 ]
 
@@ -38,6 +38,10 @@ CHECKPOINT_EVERY = 50
 GATE_MODES = ("open", "centered", "paper")
 #: Normalisations of the PGNN's relation matrix (``gflkit.config.GFLConfig.pgnn_norm``).
 PGNN_NORMS = ("row", "sym")
+#: Node encoders of GFL (``gflkit.nn.make_encoder``): dgl.nn's GraphConv, SAGEConv, GATConv, GINConv.
+ENCODERS = ("gcn", "sage", "gat", "gin")
+#: Device kinds ``--device`` takes (``cuda:N`` names one GPU).
+DEVICES = ("cpu", "cuda")
 #: Seconds a rank waits for a dead or stuck peer (``gflkit.distributed.DEFAULT_TIMEOUT``).
 DEFAULT_TIMEOUT = 300.0
 

@@ -23,7 +23,7 @@ import torch
 from .config import GFLConfig, config_from_dict
 from .errors import GFLError
 from .models.baselines import TRANSFER
-from .models.gfl import GFL
+from .models.gfl import GFL, upgrade_state_dict
 from .run_folder import BEST_FILE, CONFIG_FILE, LAST_FILE, METRICS_FILE, final_run_path, partial_path
 from .utils import atomic_torch_save
 
@@ -38,7 +38,7 @@ CHECKPOINT_FORMAT = "gflkit.checkpoint"
 
 def checkpoint_dict(model: torch.nn.Module, meta: dict[str, Any]) -> dict[str, Any]:
     """A checkpoint: ``meta`` plus a detached copy of the weights."""
-    return {**meta, "state_dict": {k: v.detach().clone() for k, v in model.state_dict().items()}}
+    return {**meta, "state_dict": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}}
 
 
 def save_checkpoint(model: torch.nn.Module, meta: dict[str, Any], path: str | os.PathLike) -> Path:
@@ -114,7 +114,10 @@ def load_checkpoint(path: str | os.PathLike) -> tuple[torch.nn.Module, dict[str,
     if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
         raise GFLError(f"{path}: not a gflkit checkpoint")
     model = _build_model(path, ckpt)
-    _load_weights(path, model, ckpt.get("state_dict"))
+    state = ckpt.get("state_dict")
+    if isinstance(model, GFL) and isinstance(state, dict):
+        state = upgrade_state_dict(state)  # parameter names of older checkpoints
+    _load_weights(path, model, state)
     model.eval()
     meta = {k: v for k, v in ckpt.items() if k != "state_dict"}
     return model, meta

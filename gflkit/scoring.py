@@ -20,8 +20,6 @@ from torch import nn
 from .errors import GFLError
 from .models.baselines import AllGraphFinetune, KNearestNeighbours, MAML, MatchingNetwork
 from .models.gfl import GFL
-from .nn import logits as class_logits
-from .nn import relation_weights, support_similarity
 from .nn.conv import propagate
 
 __all__ = ["CHUNK", "class_scores", "embeddings", "gfl_prototypes"]
@@ -54,19 +52,13 @@ def gfl_prototypes(model: GFL, g: dgl.DGLGraph, z: torch.Tensor, support: Sequen
     """
     if model.pgnn is None:
         return torch.stack([z[s].mean(0) for s in support])
-    cfg = model.cfg
-    gate = None
-    if model.gate is not None:
-        z_prop = propagate(g, z) if model.decoder is not None else None
-        _, h = model.hierarchy(g, z, z_prop)  # (1, graph_feats)
-        gate = model.gate(h)
+    z_prop = propagate(g, z) if model.gate is not None and model.decoder is not None else None
+    gate = model.graph_gate(g, z, z_prop)  # (1, |phi|) or None
     protos: list[torch.Tensor | None] = [None] * len(support)
     for k in sorted({len(s) for s in support}):
         classes = [c for c, s in enumerate(support) if len(s) == k]
-        ids = torch.stack([support[c] for c in classes]).unsqueeze(0)  # (1, C_k, K)
-        weights = relation_weights(support_similarity(g, ids, cfg.similarity, cfg.hops), cfg.similarity,
-                                   cfg.mu, cfg.mu0)
-        out = model.pgnn(z[ids], weights, gate)[0]  # (C_k, d)
+        ids = torch.stack([support[c] for c in classes]).unsqueeze(0).to(z.device)  # (1, C_k, K)
+        out = model.prototype(g, z, ids, gate)[0]  # (C_k, d)
         for j, c in enumerate(classes):
             protos[c] = out[j]
     return torch.stack(protos)
@@ -76,7 +68,7 @@ def gfl_prototypes(model: GFL, g: dgl.DGLGraph, z: torch.Tensor, support: Sequen
 def _gfl_scores(model: GFL, g, support) -> torch.Tensor:
     z = model.embed(g)
     protos = gfl_prototypes(model, g, z, support)
-    return _chunked(g.num_nodes(), lambda s: class_logits(z[s], protos, model.cfg.distance, model.cfg.cosine_scale))
+    return _chunked(g.num_nodes(), lambda s: model.distance(z[s], protos))
 
 
 @torch.no_grad()

@@ -28,6 +28,7 @@ from . import __version__
 from .batching import GraphCache, batch_episodes
 from .config import EpisodeConfig, GFLConfig, TrainConfig, to_dict
 from .data import GraphCollection
+from .devices import resolve_device
 from .episodes import EpisodeSampler
 from .errors import GFLError
 from .loop import fit_loop
@@ -75,7 +76,7 @@ def _gfl_step(model: GFL):
     def step_loss(cache: GraphCache, sampler: EpisodeSampler, ids: list[int], step: int):
         eps = [sampler.episode(gid, step) for gid in ids]
         bg, support, queries = batch_episodes([cache[gid] for gid in ids], eps)
-        return model.loss(model(bg, support, queries), [e.query_label for e in eps])
+        return model.loss(model(bg, support, queries), [e.query_label.to(bg.device) for e in eps])
 
     return step_loss
 
@@ -156,6 +157,7 @@ def meta_train(
     resume: bool = False,
     checkpoint_every: int = CHECKPOINT_EVERY,
     dist: DistContext | None = None,
+    device: str | torch.device | None = None,
 ) -> TrainResult:
     """Meta-train a GFL model on the ``train`` graphs of ``collection``.
 
@@ -173,9 +175,13 @@ def meta_train(
         dist: this process's :class:`~gflkit.distributed.DistContext` in a
             distributed run: rank 0 writes ``run_dir`` (and reads its
             ``last.pt`` with ``resume``), the other ranks follow it.
+        device: ``cpu`` (default), ``cuda`` or ``cuda:N``
+            (:func:`~gflkit.devices.resolve_device`). The weights are
+            initialised on the CPU, so a seed gives the same start everywhere.
     """
+    device = resolve_device(device)
     seed_everything(train_cfg.seed)
-    model = GFL(collection.feat_size, model_cfg)
+    model = GFL.from_config(model_cfg, collection.feat_size).to(device)
     meta = {
         "format": CHECKPOINT_FORMAT, "gflkit_version": __version__, "model": model_name,
         "model_config": to_dict(model_cfg), "episode_config": to_dict(episode_cfg),

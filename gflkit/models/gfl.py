@@ -1,9 +1,10 @@
 """GFL: graph few-shot learning via knowledge transfer (Yao et al., AAAI 2020).
 
-The model composes the blocks of :mod:`gflkit.nn` as its :class:`GFLConfig`
-says: a GCN node encoder, a prototype per class (graph-structured PGNN or a
-plain mean), the hierarchical graph representation gate on the PGNN
-parameters, the distance, and the auxiliary reconstruction loss. All graphs of
+The model is composed of the blocks of :mod:`gflkit.nn`, passed in as modules:
+a node encoder (GCN by default; any ``dgl.nn`` convolution), a prototype per
+class (graph-structured PGNN or a plain mean), the hierarchical graph
+representation gate on the PGNN parameters, the distance, and the auxiliary
+reconstruction loss. :meth:`GFL.from_config` builds them from a :class:`GFLConfig`. All graphs of
 a meta-batch travel through it as one ``dgl.batch``.
 """
 from __future__ import annotations
@@ -19,12 +20,12 @@ from torch import nn
 from ..config import GFLConfig
 from ..episodes import Episode
 from ..nn import (
-    GCNEncoder, GraphDecoder, HierarchicalGraphRepresentation, HierarchyGate, PrototypeGNN,
-    logits, recon_loss, relation_weights, support_similarity,
+    Distance, GraphDecoder, GraphPrototype, HierarchicalGraphRepresentation, HierarchyGate, MeanPrototype,
+    PrototypeGNN, make_encoder, recon_loss,
 )
 from ..nn.conv import propagate
 
-__all__ = ["GFL", "GFLOutput"]
+__all__ = ["GFL", "GFLOutput", "upgrade_state_dict"]
 
 
 @dataclass
@@ -44,62 +45,106 @@ class GFLOutput:
     gate: torch.Tensor | None = None
 
 
+#: Parameter names of checkpoints written before the model was composed of parts
+#: (old prefix -> new prefix).
+_RENAMED = {"pgnn.": "prototype.pgnn."}
+
+
+def upgrade_state_dict(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A GFL ``state_dict`` with the parameter names of gflkit 0.1.0 mapped to today's.
+
+    Names already current pass through, so it is safe to apply to any GFL state.
+    """
+    out = {}
+    for key, value in state.items():
+        for old, new in _RENAMED.items():
+            if key.startswith(old):
+                key = new + key[len(old):]
+                break
+        out[key] = value
+    return out
+
+
 class GFL(nn.Module):
-    """The full model; ablations and Protonet are configurations of it.
+    """The full model, composed of its parts; ablations and Protonet are configurations of it.
+
+    As PyG's ``GAE(encoder, decoder)``, every part is a module passed in:
+    :meth:`from_config` builds the parts a :class:`~gflkit.config.GFLConfig`
+    describes (that is what the command line and checkpoints use), and
+    ``GFL(in_feats, cfg)`` is short for it. Composing by hand::
+
+        from gflkit.nn import Distance, GraphPrototype, MeanPrototype, PrototypeGNN, make_encoder
+
+        model = GFL(make_encoder("sage", in_feats), MeanPrototype(), Distance("cosine"))
 
     Args:
-        in_feats: node feature size of the collection.
-        cfg: the model configuration.
+        encoder: node encoder, called as ``encoder(g) -> (N, d)`` on a prepared
+            graph (features in ``g.ndata["feat"]``, self-loops); any two
+            ``dgl.nn`` convolutions in a :class:`~gflkit.nn.NodeEncoder` fit.
+        prototype: :class:`~gflkit.nn.GraphPrototype` (PGNN over the relational
+            structure) or :class:`~gflkit.nn.MeanPrototype` (Protonet); called as
+            ``prototype(g, z, support, gate, one_graph)``.
+        distance: scores of queries against prototypes (:class:`~gflkit.nn.Distance`).
+        hierarchy: the hierarchical graph representation, needed with ``gate``.
+        gate: scales the prototype's parameters by the graph representation.
+        decoder: the auxiliary graph reconstruction's decoder (``None``: no such loss).
+        gamma: weight of the reconstruction loss.
+        recon_reduction: ``"mean"`` (divide by n^2 per graph) or ``"sum"``.
+        recon_normalize: L2-normalise the decoder's rows.
     """
 
-    def __init__(self, in_feats: int, cfg: GFLConfig = GFLConfig()) -> None:
+    def __init__(self, encoder: nn.Module | int, prototype: nn.Module | GFLConfig | None = None,
+                 distance: nn.Module | None = None, *, hierarchy: nn.Module | None = None,
+                 gate: nn.Module | None = None, decoder: nn.Module | None = None, gamma: float = 1.0,
+                 recon_reduction: str = "mean", recon_normalize: bool = True) -> None:
+        if isinstance(encoder, int):  # GFL(in_feats, cfg): the parts a config describes
+            cfg = prototype if isinstance(prototype, GFLConfig) else GFLConfig()
+            parts = _parts(encoder, cfg)
+            self.__init__(**parts)
+            self.in_feats, self.cfg = encoder, cfg
+            return
         super().__init__()
-        self.in_feats, self.cfg = in_feats, cfg
-        self.encoder = GCNEncoder(in_feats, cfg.hidden_feats, cfg.out_feats, cfg.dropout)
-        self.decoder = GraphDecoder(cfg.out_feats, cfg.out_feats) if cfg.recon else None
-        self.pgnn = None
-        if cfg.prototype == "pgnn":
-            self.pgnn = PrototypeGNN(cfg.out_feats, cfg.out_feats, cfg.pool, cfg.pgnn_activation, cfg.pgnn_norm)
-        self.hierarchy = self.gate = None
-        if cfg.uses_hierarchy:
-            self.hierarchy = HierarchicalGraphRepresentation(
-                cfg.out_feats, cfg.graph_feats, cfg.levels, cfg.clusters, cfg.aggregator
-            )
-            self.gate = HierarchyGate(cfg.graph_feats, self.pgnn.num_params, mode=cfg.gate_mode)
+        if (gate is None) != (hierarchy is None):
+            raise ValueError("the gate and the hierarchical graph representation go together: give both or neither")
+        if gate is not None and not getattr(prototype, "num_params", 0):
+            raise ValueError("a gate needs a prototype with parameters to scale (GraphPrototype)")
+        self.encoder = encoder
+        self.decoder = decoder
+        self.prototype = prototype if prototype is not None else MeanPrototype()
+        self.hierarchy, self.gate = hierarchy, gate
+        self.distance = distance if distance is not None else Distance()
+        self.gamma, self.recon_reduction, self.recon_normalize = gamma, recon_reduction, recon_normalize
+        self.in_feats, self.cfg = None, None
+        self._register_load_state_dict_pre_hook(_upgrade_hook)
 
     @classmethod
     def from_config(cls, cfg: GFLConfig, in_feats: int) -> "GFL":
+        """The model a configuration describes (the factory the CLI and checkpoints use)."""
         return cls(in_feats, cfg)
+
+    @property
+    def pgnn(self) -> nn.Module | None:
+        """The prototype GNN, or ``None`` with a mean prototype."""
+        return getattr(self.prototype, "pgnn", None)
 
     def embed(self, g: dgl.DGLGraph) -> torch.Tensor:
         """Node embeddings ``Z = f_theta(A, X)``: ``(N, out_feats)``."""
         return self.encoder(g)
 
-    def prototypes(self, g: dgl.DGLGraph, z: torch.Tensor, support: torch.Tensor,
-                   z_prop: torch.Tensor | None = None):
-        """Class prototypes ``(B, C, d)`` and gate values from support ids ``(B, C, K)``.
+    def graph_gate(self, g: dgl.DGLGraph, z: torch.Tensor, z_prop: torch.Tensor | None = None):
+        """Gate values ``(B, |phi|)`` of each graph of ``g``, or ``None`` without a gate.
 
         ``z_prop = A_hat z`` may be passed when it is computed anyway."""
-        if self.pgnn is None:
-            return z[support].mean(2), None
-        gate = None
-        if self.gate is not None:
-            _, h = self.hierarchy(g, z, z_prop)  # (B, graph_feats)
-            gate = self.gate(h)
-        return self._graph_prototypes(g, z, support, gate, one_graph=False), gate
+        if self.gate is None:
+            return None
+        _, h = self.hierarchy(g, z, z_prop)  # (B, graph_feats)
+        return self.gate(h)
 
-    def _graph_prototypes(self, g: dgl.DGLGraph, z: torch.Tensor, support: torch.Tensor,
-                          gate: torch.Tensor | None, one_graph: bool) -> torch.Tensor:
-        """PGNN prototypes ``(E, C, d)`` of support sets ``(E, C, K)``: one per graph
-        of a batched ``g`` (E = B), or, with ``one_graph``, E episodes of one graph."""
-        cfg = self.cfg
-        e, c, k = support.shape
-        # The scores of a class depend only on its own support nodes, so E episodes
-        # of one graph are scored as one episode with E * C classes.
-        rows = support.reshape(1, e * c, k) if one_graph else support
-        score = support_similarity(g, rows, cfg.similarity, cfg.hops).view(e, c, k, k)
-        weights = relation_weights(score, cfg.similarity, cfg.mu, cfg.mu0)  # (E, C, K, K)
-        return self.pgnn(z[support], weights, gate)
+    def prototypes(self, g: dgl.DGLGraph, z: torch.Tensor, support: torch.Tensor,
+                   z_prop: torch.Tensor | None = None):
+        """Class prototypes ``(B, C, d)`` and gate values from support ids ``(B, C, K)``."""
+        gate = self.graph_gate(g, z, z_prop)
+        return self.prototype(g, z, support, gate), gate
 
     @torch.no_grad()
     def score_episodes(self, g: dgl.DGLGraph, episodes: Sequence[Episode],
@@ -124,18 +169,14 @@ class GFL(nn.Module):
         if not episodes:
             return []
         z = self.embed(g)
-        support = torch.stack([ep.support for ep in episodes])  # (E, C, K)
-        if self.pgnn is None:
-            protos = z[support].mean(2)
-        else:
-            gate = self.gate(self.hierarchy(g, z)[1]) if self.gate is not None else None  # (1, |phi|)
-            per_chunk = max(1, chunk_columns // support[0].numel())
-            protos = torch.cat([
-                self._graph_prototypes(g, z, part, None if gate is None else gate.expand(len(part), -1),
-                                       one_graph=True)
-                for part in support.split(per_chunk)
-            ])  # (E, C, d)
-        return [logits(z if all_nodes else z[ep.query], protos[i], self.cfg.distance, self.cfg.cosine_scale)
+        support = torch.stack([ep.support for ep in episodes]).to(z.device)  # (E, C, K)
+        gate = self.graph_gate(g, z)  # (1, |phi|)
+        per_chunk = max(1, chunk_columns // support[0].numel())
+        protos = torch.cat([
+            self.prototype(g, z, part, None if gate is None else gate.expand(len(part), -1), one_graph=True)
+            for part in support.split(per_chunk)
+        ])  # (E, C, d)
+        return [self.distance(z if all_nodes else z[ep.query.to(z.device)], protos[i])
                 for i, ep in enumerate(episodes)]
 
     def forward(self, g: dgl.DGLGraph, support: torch.Tensor, queries: Sequence[torch.Tensor]) -> GFLOutput:
@@ -154,15 +195,13 @@ class GFL(nn.Module):
         # One gather for the queries of all graphs: its backward pass fills one
         # (N, d) gradient instead of one per graph.
         z_query = z[torch.cat(list(queries))].split([len(q) for q in queries])
-        scores = [
-            logits(zq, protos[b], self.cfg.distance, self.cfg.cosine_scale) for b, zq in enumerate(z_query)
-        ]
+        scores = [self.distance(zq, protos[b]) for b, zq in enumerate(z_query)]
         recon = None
         if self.decoder is not None:
             d = self.decoder(g, z, z_prop)
-            if self.cfg.recon_normalize:
+            if self.recon_normalize:
                 d = F.normalize(d, dim=-1)
-            recon = recon_loss(g, d, self.cfg.recon_reduction)
+            recon = recon_loss(g, d, self.recon_reduction)
         return GFLOutput(scores, protos, recon, gate)
 
     def loss(self, out: GFLOutput, labels: Sequence[torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
@@ -172,6 +211,35 @@ class GFL(nn.Module):
         total = ce
         parts = {"ce": float(ce.detach())}
         if out.recon_loss is not None:
-            total = total + self.cfg.gamma * out.recon_loss
+            total = total + self.gamma * out.recon_loss
             parts["recon"] = float(out.recon_loss.detach())
         return total, parts
+
+
+def _parts(in_feats: int, cfg: GFLConfig) -> dict:
+    """The modules of :class:`GFL` a configuration describes, created in a fixed
+    order (encoder, decoder, PGNN, hierarchy, gate) so seeded initialisations
+    stay what they were."""
+    encoder = make_encoder(cfg.encoder, in_feats, cfg.hidden_feats, cfg.out_feats, cfg.dropout)
+    decoder = GraphDecoder(cfg.out_feats, cfg.out_feats) if cfg.recon else None
+    prototype: nn.Module = MeanPrototype()
+    if cfg.prototype == "pgnn":
+        pgnn = PrototypeGNN(cfg.out_feats, cfg.out_feats, cfg.pool, cfg.pgnn_activation, cfg.pgnn_norm)
+        prototype = GraphPrototype(pgnn, cfg.similarity, cfg.hops, cfg.mu, cfg.mu0)
+    hierarchy = gate = None
+    if cfg.uses_hierarchy:
+        hierarchy = HierarchicalGraphRepresentation(cfg.out_feats, cfg.graph_feats, cfg.levels, cfg.clusters,
+                                                    cfg.aggregator)
+        gate = HierarchyGate(cfg.graph_feats, prototype.num_params, mode=cfg.gate_mode)
+    return dict(encoder=encoder, prototype=prototype, distance=Distance(cfg.distance, cfg.cosine_scale),
+                hierarchy=hierarchy, gate=gate, decoder=decoder, gamma=cfg.gamma,
+                recon_reduction=cfg.recon_reduction, recon_normalize=cfg.recon_normalize)
+
+
+def _upgrade_hook(state_dict, prefix, *args) -> None:
+    """``load_state_dict`` pre-hook: rename the parameters of 0.1.0 checkpoints in place."""
+    own = {k[len(prefix):]: k for k in list(state_dict) if k.startswith(prefix)}
+    upgraded = upgrade_state_dict({local: state_dict[full] for local, full in own.items()})
+    for local, full in own.items():
+        del state_dict[full]
+    state_dict.update({prefix + k: v for k, v in upgraded.items()})

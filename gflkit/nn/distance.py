@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-__all__ = ["logits"]
+__all__ = ["logits", "Distance"]
 
 
 def logits(z: torch.Tensor, protos: torch.Tensor, distance: str = "inner", cosine_scale: float = 10.0) -> torch.Tensor:
@@ -27,3 +27,24 @@ def logits(z: torch.Tensor, protos: torch.Tensor, distance: str = "inner", cosin
     if distance == "euclidean":
         return -torch.cdist(z, protos).pow(2)
     raise ValueError(f"unknown distance {distance!r}")
+
+
+class Distance(torch.nn.Module):
+    """:func:`logits` as a module, so the distance is one part of a composed model.
+
+    Args:
+        kind: ``"inner"``, ``"cosine"`` or ``"euclidean"``.
+        cosine_scale: logit scale of the cosine distance.
+    """
+
+    def __init__(self, kind: str = "inner", cosine_scale: float = 10.0) -> None:
+        super().__init__()
+        if kind not in ("inner", "cosine", "euclidean"):
+            raise ValueError(f"unknown distance {kind!r}: choose inner, cosine or euclidean")
+        self.kind, self.cosine_scale = kind, cosine_scale
+
+    def extra_repr(self) -> str:
+        return f"kind={self.kind}" + (f", cosine_scale={self.cosine_scale}" if self.kind == "cosine" else "")
+
+    def forward(self, z: torch.Tensor, protos: torch.Tensor) -> torch.Tensor:
+        return logits(z, protos, self.kind, self.cosine_scale)

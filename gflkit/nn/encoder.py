@@ -1,43 +1,53 @@
-"""The node embedding function f_theta: a two-layer GCN (paper section 5)."""
+"""The node embedding function f_theta: two graph convolutions (paper section 5).
+
+The paper's encoder is a two-layer GCN (:class:`GCNEncoder`, with the graph's
+normalisation read from the prepared graph, the fast path). Any other node
+encoder of ``dgl.nn`` fits the same frame through :class:`NodeEncoder`:
+:func:`make_encoder` builds the GraphSAGE, GAT and GIN variants with the same
+widths, and a user can pass two convolutions of their own.
+"""
 from __future__ import annotations
+
+from typing import Callable
 
 import dgl
 import torch
 from torch import nn
 
+from ..names import ENCODERS
 from .conv import GCNLayer
 
-__all__ = ["GCNEncoder"]
+__all__ = ["NodeEncoder", "GCNEncoder", "make_encoder", "ENCODERS"]
 
 
-class GCNEncoder(nn.Module):
-    """Two GCN layers, ReLU between, linear output.
+class NodeEncoder(nn.Module):
+    """Two graph convolutions, ReLU between them, linear output.
 
-    The first layer multiplies the wide input features by its weight before
-    propagating them (as ``GraphConv`` does), so a prepared graph needs no
-    second, propagated copy of its features.
+    Each convolution is called as ``conv(g, x)``, the signature of every
+    ``dgl.nn`` node convolution. A convolution with attention heads returns
+    ``(N, heads, d)``; the heads are averaged.
 
     Args:
-        in_feats: input feature size.
-        hidden_feats: width of the hidden layer (paper: 32).
-        out_feats: embedding size (paper: 32).
+        conv1: input features to the hidden width.
+        conv2: hidden width to the embedding size.
         dropout: dropout on the input and the hidden layer.
 
     Shapes:
         feat ``(N, in_feats)`` -> ``(N, out_feats)``; the graph must have self-loops.
     """
 
-    def __init__(self, in_feats: int, hidden_feats: int = 32, out_feats: int = 32, dropout: float = 0.0) -> None:
+    def __init__(self, conv1: nn.Module, conv2: nn.Module, dropout: float = 0.0) -> None:
         super().__init__()
-        if in_feats < 1 or hidden_feats < 1 or out_feats < 1:
-            raise ValueError("GCNEncoder sizes must be positive")
-        self.conv1 = GCNLayer(in_feats, hidden_feats)
-        self.conv2 = GCNLayer(hidden_feats, out_feats)
+        self.conv1, self.conv2 = conv1, conv2
         self.dropout = nn.Dropout(dropout)
 
     def reset_parameters(self) -> None:
-        self.conv1.reset_parameters()
-        self.conv2.reset_parameters()
+        for conv in (self.conv1, self.conv2):
+            conv.reset_parameters()
+
+    @staticmethod
+    def _merge_heads(h: torch.Tensor) -> torch.Tensor:
+        return h.mean(1) if h.dim() == 3 else h
 
     def forward(self, g: dgl.DGLGraph, feat: torch.Tensor | None = None) -> torch.Tensor:
         """Embed the nodes of ``g``.
@@ -47,5 +57,71 @@ class GCNEncoder(nn.Module):
             feat: input features; by default the graph's ``ndata["feat"]``.
         """
         x = g.ndata["feat"] if feat is None else feat
-        h = self.conv1(g, self.dropout(x))
-        return self.conv2(g, self.dropout(torch.relu(h)))
+        h = self._merge_heads(self.conv1(g, self.dropout(x)))
+        return self._merge_heads(self.conv2(g, self.dropout(torch.relu(h))))
+
+
+class GCNEncoder(NodeEncoder):
+    """Two GCN layers (:class:`~gflkit.nn.conv.GCNLayer`), the paper's encoder.
+
+    The first layer multiplies the wide input features by its weight before
+    propagating them (as ``GraphConv`` does), and both read the degree
+    normalisation stored on a prepared graph instead of recomputing it.
+
+    Args:
+        in_feats: input feature size.
+        hidden_feats: width of the hidden layer (paper: 32).
+        out_feats: embedding size (paper: 32).
+        dropout: dropout on the input and the hidden layer.
+    """
+
+    def __init__(self, in_feats: int, hidden_feats: int = 32, out_feats: int = 32, dropout: float = 0.0) -> None:
+        _check_sizes("GCNEncoder", in_feats, hidden_feats, out_feats)
+        super().__init__(GCNLayer(in_feats, hidden_feats), GCNLayer(hidden_feats, out_feats), dropout)
+
+
+def _check_sizes(name: str, *sizes: int) -> None:
+    if min(sizes) < 1:
+        raise ValueError(f"{name} sizes must be positive, got {', '.join(map(str, sizes))}")
+
+
+def _sage(i: int, o: int) -> nn.Module:
+    from dgl.nn import SAGEConv
+
+    return SAGEConv(i, o, "mean")
+
+
+def _gat(i: int, o: int) -> nn.Module:
+    from dgl.nn import GATConv
+
+    return GATConv(i, o, num_heads=1)
+
+
+def _gin(i: int, o: int) -> nn.Module:
+    from dgl.nn import GINConv
+
+    return GINConv(nn.Sequential(nn.Linear(i, o), nn.ReLU(), nn.Linear(o, o)), "sum")
+
+
+#: Builders of one convolution ``(in, out) -> module`` per encoder name other than ``gcn``.
+_CONVS: dict[str, Callable[[int, int], nn.Module]] = {"sage": _sage, "gat": _gat, "gin": _gin}
+
+
+def make_encoder(name: str, in_feats: int, hidden_feats: int = 32, out_feats: int = 32,
+                 dropout: float = 0.0) -> NodeEncoder:
+    """A two-layer node encoder by name, one of :data:`ENCODERS`.
+
+    * ``gcn``: :class:`GCNEncoder` (``GraphConv(norm="both")``, cached normalisation);
+    * ``sage``: ``dgl.nn.SAGEConv`` with the mean aggregator;
+    * ``gat``: ``dgl.nn.GATConv`` with one attention head;
+    * ``gin``: ``dgl.nn.GINConv``, sum aggregator, a two-layer MLP per layer.
+
+    All have the same widths, ReLU between the layers and a linear output.
+    """
+    if name == "gcn":
+        return GCNEncoder(in_feats, hidden_feats, out_feats, dropout)
+    if name not in _CONVS:
+        raise ValueError(f"unknown encoder {name!r}: choose one of {', '.join(ENCODERS)}")
+    _check_sizes(f"{name} encoder", in_feats, hidden_feats, out_feats)
+    conv = _CONVS[name]
+    return NodeEncoder(conv(in_feats, hidden_feats), conv(hidden_feats, out_feats), dropout)

@@ -30,7 +30,7 @@ __all__ = ["HierarchicalGraphRepresentation", "dense_gcn_norm"]
 
 def dense_gcn_norm(adj: torch.Tensor) -> torch.Tensor:
     """``D^-1/2 (A + I) D^-1/2`` for a batch of small dense adjacencies ``(B, K, K)``."""
-    a = adj + torch.eye(adj.shape[-1])
+    a = adj + torch.eye(adj.shape[-1], dtype=adj.dtype, device=adj.device)
     d = a.sum(-1).clamp(min=1e-12).rsqrt()
     return d.unsqueeze(-1) * a * d.unsqueeze(-2)
 

@@ -6,10 +6,13 @@ GCN layer with parameters ``phi = (W, b)`` and a tanh; with the gate, each graph
 """
 from __future__ import annotations
 
+import dgl
 import torch
 from torch import nn
 
-__all__ = ["PrototypeGNN"]
+from .relation import relation_weights, support_similarity
+
+__all__ = ["PrototypeGNN", "GraphPrototype", "MeanPrototype"]
 
 
 class PrototypeGNN(nn.Module):
@@ -92,3 +95,62 @@ class PrototypeGNN(nn.Module):
             out = torch.tanh(out)
         out = out.view(b, c, k, self.out_feats)
         return out.mean(2) if self.pool == "mean" else out.amax(2)
+
+
+class GraphPrototype(nn.Module):
+    """The graph-structured prototype of GFL: each class's relational structure, then the PGNN.
+
+    The relation weights among the K support nodes of a class come from their
+    similarity in the graph (:func:`~gflkit.nn.relation.support_similarity`,
+    thresholded by :func:`~gflkit.nn.relation.relation_weights`); the PGNN pools
+    their embeddings along those relations into the prototype.
+
+    Args:
+        pgnn: the prototype GNN; its parameters are the ones the gate scales.
+        similarity: similarity behind the relational structure (``khop-cn``, ...).
+        hops: k of the k-hop similarity.
+        mu, mu0: relation weights below ``mu`` become ``mu0``.
+
+    Shapes:
+        z ``(N, d)``, support ``(E, C, K)`` ids in ``g``, gate ``(E, num_params)``
+        or ``None`` -> ``(E, C, d)``.
+    """
+
+    def __init__(self, pgnn: PrototypeGNN, similarity: str = "khop-cn", hops: int = 3, mu: float = 0.5,
+                 mu0: float = 0.1) -> None:
+        super().__init__()
+        self.pgnn = pgnn
+        self.similarity, self.hops, self.mu, self.mu0 = similarity, hops, mu, mu0
+
+    @property
+    def num_params(self) -> int:
+        """``|phi|``: the number of values a gate modulates."""
+        return self.pgnn.num_params
+
+    def extra_repr(self) -> str:
+        return f"similarity={self.similarity}, hops={self.hops}, mu={self.mu}, mu0={self.mu0}"
+
+    def forward(self, g: dgl.DGLGraph, z: torch.Tensor, support: torch.Tensor, gate: torch.Tensor | None = None,
+                one_graph: bool = False) -> torch.Tensor:
+        """Prototypes of support sets ``(E, C, K)``: one set per graph of a batched
+        ``g`` (E = B), or, with ``one_graph``, E episodes of one graph."""
+        e, c, k = support.shape
+        # The scores of a class depend only on its own support nodes, so E episodes
+        # of one graph are scored as one episode with E * C classes.
+        rows = support.reshape(1, e * c, k) if one_graph else support
+        score = support_similarity(g, rows, self.similarity, self.hops).view(e, c, k, k)
+        weights = relation_weights(score, self.similarity, self.mu, self.mu0)  # (E, C, K, K)
+        return self.pgnn(z[support], weights, gate)
+
+
+class MeanPrototype(nn.Module):
+    """Protonet's prototype: the mean embedding of each class's support nodes.
+
+    Takes the arguments of :class:`GraphPrototype` and ignores the graph and the gate.
+    """
+
+    num_params = 0
+
+    def forward(self, g: dgl.DGLGraph, z: torch.Tensor, support: torch.Tensor, gate: torch.Tensor | None = None,
+                one_graph: bool = False) -> torch.Tensor:
+        return z[support].mean(2)

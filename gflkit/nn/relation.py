@@ -31,8 +31,8 @@ def _support_indicator(num_nodes: int, support: torch.Tensor) -> torch.Tensor:
     The graphs of a batch are disjoint, so they can share columns.
     """
     b, c, k = support.shape
-    x = torch.zeros(num_nodes, c * k)
-    cols = torch.arange(c * k).repeat(b)
+    x = torch.zeros(num_nodes, c * k, device=support.device)
+    cols = torch.arange(c * k, device=support.device).repeat(b)
     x[support.reshape(-1), cols] = 1.0
     return x
 
@@ -67,7 +67,7 @@ def _per_graph_blocks(g: dgl.DGLGraph, left: torch.Tensor, right: torch.Tensor, 
 def _column_at_support(x: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
     """``x[u, col(v)]`` for same-class support pairs: ``(B, C, K, K)``."""
     b, c, k = support.shape
-    cols = torch.arange(c * k).view(c, k)
+    cols = torch.arange(c * k, device=support.device).view(c, k)
     rows = x[support.reshape(b, c, k)]  # (B, C, K, C*K)
     return torch.stack([rows[:, i][:, :, cols[i]] for i in range(c)], dim=1)
 
@@ -138,16 +138,16 @@ def relation_weights(score: torch.Tensor, method: str, mu: float, mu0: float) ->
         w = score.clamp(0, 1)
     elif method == "pagerank":
         k = score.shape[-1]
-        off = score.masked_fill(torch.eye(k, dtype=torch.bool), 0)
+        off = score.masked_fill(torch.eye(k, dtype=torch.bool, device=score.device), 0)
         w = off / off.amax(dim=(-1, -2), keepdim=True).clamp(min=1e-12)
     else:
         raise ValueError(f"unknown similarity {method!r}")
     w = torch.where(w < mu, torch.full_like(w, mu0), w)
-    eye = torch.eye(score.shape[-1], dtype=torch.bool)
+    eye = torch.eye(score.shape[-1], dtype=torch.bool, device=score.device)
     return w.masked_fill(eye, 1.0)
 
 
-_STRUCTURE_CACHE: dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor]] = {}
+_STRUCTURE_CACHE: dict[tuple[int, int, torch.device], tuple[torch.Tensor, torch.Tensor]] = {}
 
 
 def relation_graph(weights: torch.Tensor) -> dgl.DGLGraph:
@@ -162,10 +162,11 @@ def relation_graph(weights: torch.Tensor) -> dgl.DGLGraph:
     """
     b, c, k, _ = weights.shape
     blocks = b * c
-    key = (blocks, k)
+    key = (blocks, k, weights.device)
     if key not in _STRUCTURE_CACHE:
-        i, j = torch.meshgrid(torch.arange(k), torch.arange(k), indexing="ij")
-        offset = (torch.arange(blocks) * k).view(-1, 1)
+        ar = torch.arange(k, device=weights.device)
+        i, j = torch.meshgrid(ar, ar, indexing="ij")
+        offset = (torch.arange(blocks, device=weights.device) * k).view(-1, 1)
         _STRUCTURE_CACHE[key] = ((offset + i.reshape(1, -1)).reshape(-1), (offset + j.reshape(1, -1)).reshape(-1))
     src, dst = _STRUCTURE_CACHE[key]
     rg = dgl.graph((src, dst), num_nodes=blocks * k)

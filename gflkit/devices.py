@@ -1,0 +1,78 @@
+"""Where the model computes: ``cpu`` or a CUDA device, checked before any work starts.
+
+PyPI's DGL wheels are CPU-only builds; computing on a GPU needs a CUDA build of
+torch *and* of DGL (from DGL's own wheel index). :func:`resolve_device` turns
+``--device`` into a :class:`torch.device` or a one-line error that says which
+of the two is missing and what to install.
+"""
+from __future__ import annotations
+
+import re
+
+import torch
+
+from .errors import GFLError
+
+__all__ = ["resolve_device", "dgl_cuda_build", "module_device", "DGL_WHEELS"]
+
+#: DGL's wheel index; CUDA builds live under ``torch-<major.minor>/cu<version>/``.
+DGL_WHEELS = "https://data.dgl.ai/wheels"
+
+
+def dgl_cuda_build() -> bool:
+    """Whether the installed DGL was built with CUDA (its C library registers a GPU device API)."""
+    import dgl  # noqa: F401  (through gflkit's compat layer)
+    from dgl._ffi.function import get_global_func
+
+    return get_global_func("device_api.gpu", allow_missing=True) is not None
+
+
+def _dgl_wheel_hint() -> str:
+    """The ``pip install`` line of the DGL build that matches this torch."""
+    torch_minor = ".".join(torch.__version__.split("+")[0].split(".")[:2])
+    cuda = torch.version.cuda
+    if cuda is None:
+        return (f"install a CUDA build of torch first, then the matching CUDA build of DGL "
+                f"(pip install dgl -f {DGL_WHEELS}/torch-<torch version>/cu<CUDA version>/repo.html)")
+    tag = "cu" + "".join(cuda.split(".")[:2])
+    return f"install DGL's CUDA build: pip install dgl -f {DGL_WHEELS}/torch-{torch_minor}/{tag}/repo.html"
+
+
+def resolve_device(device: str | torch.device | None, option: str = "--device") -> torch.device:
+    """``cpu``, ``cuda`` or ``cuda:N`` as a :class:`torch.device`, once it is known to work here.
+
+    Args:
+        device: the device name (``None``: ``cpu``).
+        option: how the caller names the setting, for the error message.
+
+    Raises:
+        GFLError: an unknown name, a DGL or torch without CUDA, or a GPU index
+            this machine does not have.
+    """
+    if device is None:
+        return torch.device("cpu")
+    name = str(device)
+    if not re.fullmatch(r"cpu|cuda(:\d+)?", name):
+        raise GFLError(f"{option} {name!r}: choose cpu, cuda or cuda:N")
+    if name == "cpu":
+        return torch.device("cpu")
+    import dgl
+
+    if not dgl_cuda_build():
+        raise GFLError(f"{option} {name}: the installed DGL {dgl.__version__} is a CPU-only build (PyPI has no "
+                       f"CUDA build of DGL 2.x); {_dgl_wheel_hint()}, or use {option} cpu")
+    if not torch.cuda.is_available():
+        raise GFLError(f"{option} {name}: torch {torch.__version__} sees no CUDA device; install a CUDA build of "
+                       f"torch on a machine with a GPU, or use {option} cpu")
+    dev = torch.device(name)
+    if dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise GFLError(f"{option} {name}: this machine has {torch.cuda.device_count()} CUDA device(s), "
+                       f"numbered from 0")
+    return dev
+
+
+def module_device(module: torch.nn.Module) -> torch.device:
+    """The device of a module's first parameter (``cpu`` for a module without any)."""
+    for p in module.parameters():
+        return p.device
+    return torch.device("cpu")
