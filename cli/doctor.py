@@ -63,15 +63,15 @@ def _patches() -> list[tuple[str, str]]:
 def _devices() -> list[tuple[str, str]]:
     import dgl  # noqa: F401  (after gflkit, so the compat layer is in place)
     import torch
-    from dgl._ffi.function import get_global_func
+
+    from gflkit.devices import dgl_cuda_build
 
     return [
         ("torch_threads", str(torch.get_num_threads())),
         ("torch_interop_threads", str(torch.get_num_interop_threads())),
         ("cpu_count", str(os.cpu_count())),
         ("torch_cuda_available", _yes(torch.cuda.is_available())),
-        # A CUDA build of DGL registers a GPU device API in its C library.
-        ("dgl_cuda_build", _yes(get_global_func("device_api.gpu", allow_missing=True) is not None)),
+        ("dgl_cuda_build", _yes(dgl_cuda_build())),
         ("dgl_backend", dgl.backend.backend_name),
     ]
 

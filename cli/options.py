@@ -329,6 +329,27 @@ def distributed_options(f):
                              "ignored under torchrun.")(f)
 
 
+class DeviceType(click.ParamType):
+    """``cpu``, ``cuda`` or ``cuda:N``; whether this machine can use it is checked when the command runs."""
+
+    name = "device"
+
+    def convert(self, value: Any, param, ctx) -> str:
+        import re
+
+        text = str(value).strip().lower()
+        if not re.fullmatch(r"cpu|cuda(:\d+)?", text):
+            self.fail(f"{value!r}: choose cpu, cuda or cuda:N.", param, ctx)
+        return text
+
+
+def device_option(f):
+    """``--device cpu|cuda|cuda:N``: where a GFL model computes."""
+    return click.option("--device", type=DeviceType(), default="cpu", show_default=True, metavar="cpu|cuda[:N]",
+                        help="Where the GFL model computes; cuda needs CUDA builds of torch and of DGL "
+                             "(DGL's own wheels: PyPI's DGL is CPU-only).")(f)
+
+
 def run_dir_option(f):
     """``--run-dir DIR``: the folder of one run (old spelling ``--out``)."""
     f = deprecated_alias("--out", "--run-dir", "run_dir", type=click.Path(file_okay=False))(f)

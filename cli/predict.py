@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .options import data_root_option, seed_option
+from .options import data_root_option, device_option, seed_option
 from .preprocess_tables import graph_table_options, table_columns
 
 
@@ -16,13 +16,13 @@ def _graph_source(f):
     f = click.option("--graph", default=None, metavar="COLLECTION:GRAPH_ID",
                      help="A graph of a collection instead of tables (node ids as export-graph writes them: the "
                           "graph's orig_id, else positions).")(f)
-    return graph_table_options(f)
+    return device_option(graph_table_options(f))
 
 
 def _graph_kwargs(kw: dict) -> dict:
     columns = table_columns(kw, label=False)
     return dict(edges=kw.pop("edges"), nodes=kw.pop("nodes"), features=kw.pop("features"), graph=kw.pop("graph"),
-                columns=columns, root=kw.pop("data_root"), force=kw.pop("force"))
+                columns=columns, root=kw.pop("data_root"), force=kw.pop("force"), device=kw.pop("device"))
 
 
 def _write_frame(df, output: str | None, fmt: str) -> None:

@@ -11,7 +11,7 @@ from gflkit.config import (AGGREGATORS, DISTANCES, GATE_MODES, PGNN_NORMS, PRESE
                            GFLConfig, TrainConfig, field_default, field_help)
 from gflkit.names import CHECKPOINT_EVERY, ENCODERS, PER_GRAPH_MODELS as PER_GRAPH, TRANSFER_MODELS as TRANSFER
 
-from .options import (FiniteFloatRange, IntList, ci_option, config_option, data_root_option, deprecated_alias,
+from .options import (FiniteFloatRange, IntList, ci_option, config_option, data_root_option, deprecated_alias, device_option,
                       deprecation_warning, distributed_options, emit, int_list, output_options, refine_configs,
                       refine_options, run_dir_option, seed_option, split_option)
 
@@ -187,13 +187,14 @@ def _check_resume(ctx: click.Context) -> None:
 @click.option("--episodes", type=click.IntRange(1), default=1, show_default=True,
               help="Support draws per graph in that evaluation.")
 @distributed_options
+@device_option
 @refine_options()
 @ci_option
 @seed_option()
 @data_root_option
 @output_options
 def train(data, model, run_dir, force, resume, checkpoint_every, options, split, no_eval, episodes, nproc,
-          threads_per_proc, timeout, seed, ci, data_root,
+          threads_per_proc, timeout, device, seed, ci, data_root,
           output, fmt, **kwargs):
     """Meta-train on DATA's train graphs and print the test result as CSV.
 
@@ -215,6 +216,9 @@ def train(data, model, run_dir, force, resume, checkpoint_every, options, split,
     from gflkit import distributed
     from gflkit.api import default_run_dir
     from gflkit.run_folder import partial_path
+    from gflkit.devices import resolve_device
+
+    resolve_device(device)  # before any data is read or generated
 
     if split == "none":
         deprecation_warning("--split none", "--no-eval")
@@ -242,7 +246,8 @@ def train(data, model, run_dir, force, resume, checkpoint_every, options, split,
     try:
         result, table = gflkit.train(data, root=data_root, eval_split=eval_split, episodes=episodes,
                                      checkpoint_every=checkpoint_every, refine=refine, ci=ci, nproc=nproc,
-                                     threads_per_proc=threads_per_proc, timeout=timeout, return_result=True, **call)
+                                     threads_per_proc=threads_per_proc, timeout=timeout, device=device,
+                                     return_result=True, **call)
     except KeyboardInterrupt:
         if not partial_path(target).is_dir():
             raise click.ClickException("interrupted before training started") from None
@@ -267,10 +272,11 @@ def train(data, model, run_dir, force, resume, checkpoint_every, options, split,
 @refine_options()
 @ci_option
 @click.option("--force", is_flag=True, help="Evaluate even when DATA's feature fingerprint differs from the run's.")
+@device_option
 @seed_option(None)
 @data_root_option
 @output_options
-def evaluate(run, data, baseline, split, episodes, force, seed, ci, data_root, output, fmt, **kwargs):
+def evaluate(run, data, baseline, split, episodes, force, device, seed, ci, data_root, output, fmt, **kwargs):
     """Score RUN (a run folder or checkpoint) on DATA's test graphs as CSV.
 
     Accuracy is computed per graph (the mean over its episodes), then averaged
@@ -297,6 +303,9 @@ def evaluate(run, data, baseline, split, episodes, force, seed, ci, data_root, o
             data, run = run, None
         if refine.active:
             raise click.UsageError(f"--refine applies to trained runs, not to the per-graph baseline {model}")
+        if device != "cpu":
+            raise click.UsageError(f"--device applies to trained GFL runs; the per-graph baseline {model} runs on "
+                                   f"the CPU")
         table = gflkit.evaluate_baseline(model, data, split=split, episodes=episodes, episode_cfg=ep_cfg,
                                          seed=0 if seed is None else seed, root=data_root, ci=ci)
     else:
@@ -304,7 +313,7 @@ def evaluate(run, data, baseline, split, episodes, force, seed, ci, data_root, o
             raise click.UsageError("give a RUN folder (from gflkit train) or --baseline NAME")
         table = gflkit.evaluate(run, data, split=split, episodes=episodes,
                                 episode_cfg=ep_cfg if episode_given else None, seed=seed, root=data_root,
-                                refine=refine, ci=ci, force=force)
+                                refine=refine, ci=ci, force=force, device=device)
     if len(table):
         whose = " (the run's)" if seed is None and model is None else ""
         click.echo(f"scored with seed {table['seed'].iloc[0]}{whose}", err=True)

@@ -28,6 +28,7 @@ from .config import PRESETS, EpisodeConfig, GFLConfig, TrainConfig, config_from_
 from .data import GraphCollection, load_collection
 from .data.transform import check_fingerprint, feature_fingerprint
 from .episodes import EpisodeSampler
+from .devices import resolve_device
 from .errors import GFLError
 from .metrics import baseline_records, graph_records, summarise, transfer_records
 from .models.baselines import PER_GRAPH, TRANSFER
@@ -117,6 +118,7 @@ def train(
     timeout: float = distributed.DEFAULT_TIMEOUT,
     refine: RefineConfig = RefineConfig(),
     ci: str = "t",
+    device: str | torch.device | None = None,
     return_result: bool = False,
     **model_settings: Any,
 ) -> pd.DataFrame | tuple[TrainResult, pd.DataFrame]:
@@ -151,6 +153,9 @@ def train(
         timeout: seconds after which a rank waiting for a dead peer gives up.
         refine: transductive refinement of the scores (:mod:`gflkit.refine`).
         ci: interval of the row, ``t`` or ``paper`` (:func:`gflkit.results.mean_ci`).
+        device: where a GFL model trains and is scored: ``cpu`` (default),
+            ``cuda`` or ``cuda:N`` (:func:`gflkit.devices.resolve_device`).
+            Transfer baselines train on the CPU.
         return_result: return ``(TrainResult, table)`` instead of the table.
         **model_settings: fields of :class:`~gflkit.config.GFLConfig` that
             change ``model_cfg`` (default: the preset ``model``), e.g.
@@ -164,7 +169,7 @@ def train(
         model_cfg = _with_settings(model, model_cfg, model_settings)
     result, table = _train(data, model_cfg, episode_cfg, train_cfg, model, options, out, force, resume,
                            checkpoint_every, root, eval_split, episodes, progress, nproc, threads_per_proc, timeout,
-                           refine, ci)
+                           refine, ci, device)
     return (result, table) if return_result else table
 
 
@@ -185,8 +190,9 @@ def _with_settings(model: str, model_cfg: GFLConfig | None, settings: dict[str, 
 
 def _train(data, model_cfg, episode_cfg, train_cfg, model, options, out, force, resume, checkpoint_every, root,
            eval_split, episodes, progress, nproc, threads_per_proc, timeout, refine,
-           ci) -> tuple[TrainResult, pd.DataFrame]:
+           ci, device=None) -> tuple[TrainResult, pd.DataFrame]:
     """:func:`train`'s work: the training result and the result table."""
+    device = resolve_device(device)
     spread = None
     if nproc > 1 or distributed.env_context() is not None:  # one run over several processes
         spread = dict(nproc=nproc, threads=threads_per_proc, timeout=timeout)
@@ -199,19 +205,20 @@ def _train(data, model_cfg, episode_cfg, train_cfg, model, options, out, force, 
             given.append("out")
         if given:
             raise GFLError(f"resume continues {resume} with its own settings: do not give {', '.join(given)}")
-        result, collection = _resume(resume, data, root, checkpoint_every, progress, spread)
+        result, collection = _resume(resume, data, root, checkpoint_every, progress, spread, device)
         episode_cfg, seed, model = result_configs(result.meta)[1], int(result.meta.get("seed", 0)), result.meta["model"]
     else:
         collection = load_collection(data, root)
         seed = train_cfg.seed
         if model in TRANSFER:
             _single_process(model, spread)
+            _on_cpu(model, device)
             result = fit_transfer(model, collection, episode_cfg, train_cfg, options=options, run_dir=out,
                                   progress=progress, force=force, checkpoint_every=checkpoint_every)
         else:
             cfg = model_cfg or model_config(model)
             result = _fit_gfl(collection, cfg, episode_cfg, train_cfg, spread, model_name=model, run_dir=out,
-                              progress=progress, force=force, checkpoint_every=checkpoint_every)
+                              progress=progress, force=force, checkpoint_every=checkpoint_every, device=device)
     if eval_split is None or not distributed.is_main_process():  # under torchrun rank 0 scores the run
         return result, to_frame([])
     row = _score(result.model, model, collection, eval_split, episode_cfg, episodes, seed, refine, ci)
@@ -231,6 +238,12 @@ def result_configs(meta: dict[str, Any], where: str | os.PathLike = "the run") -
         raise GFLError(f"{where}: its settings cannot be read ({type(err).__name__}: {err}); retrain") from None
 
 
+def _on_cpu(model: str, device: torch.device) -> None:
+    if device.type != "cpu":
+        raise GFLError(f"--device {device}: GFL models ({', '.join(PRESETS)}) train on a GPU; the transfer "
+                       f"baseline {model} trains on the CPU (leave --device out)")
+
+
 def _single_process(model: str, spread: dict[str, Any] | None) -> None:
     if spread is not None:
         raise GFLError(f"--nproc trains GFL models ({', '.join(PRESETS)}), not the transfer baseline {model}")
@@ -245,7 +258,8 @@ def _fit_gfl(collection: GraphCollection, cfg: GFLConfig, episode_cfg: EpisodeCo
 
 
 def _resume(run: str | os.PathLike, data, root, checkpoint_every: int, progress: bool,
-            spread: dict[str, Any] | None = None) -> tuple[TrainResult, GraphCollection]:
+            spread: dict[str, Any] | None = None,
+            device: torch.device = torch.device("cpu")) -> tuple[TrainResult, GraphCollection]:
     """Continue the interrupted run ``run`` (or just load it when it has finished)."""
     final = final_run_path(run)
     partial = partial_path(final)
@@ -254,6 +268,7 @@ def _resume(run: str | os.PathLike, data, root, checkpoint_every: int, progress:
             raise GFLError(f"{final}: nothing to resume (neither the run nor {partial.name} beside it exists)")
         log.info("%s has finished already: scoring it", final)
         module, meta = load_checkpoint(final)
+        module.to(device)
         collection = load_collection(data if data is not None else find_training_collection(meta, root, final), root)
         history = pd.read_csv(final / METRICS_FILE)
         result = TrainResult(module, history, int(meta.get("step", 0)), float(meta.get("val_accuracy", "nan")),
@@ -269,9 +284,10 @@ def _resume(run: str | os.PathLike, data, root, checkpoint_every: int, progress:
     common = dict(run_dir=final, resume=True, progress=progress, checkpoint_every=checkpoint_every)
     if model_cfg is None:
         _single_process(name, spread)
+        _on_cpu(name, device)
         result = fit_transfer(name, collection, ep_cfg, tr_cfg, options=config.get("options"), **common)
     else:
-        result = _fit_gfl(collection, model_cfg, ep_cfg, tr_cfg, spread, model_name=name, **common)
+        result = _fit_gfl(collection, model_cfg, ep_cfg, tr_cfg, spread, model_name=name, device=device, **common)
     return result, collection
 
 
@@ -288,7 +304,7 @@ def score_records(module, collection: GraphCollection, split: str = "test",
 def _score(module, name: str, collection: GraphCollection, split: str, episode_cfg: EpisodeConfig,
            episodes: int, seed: int, refine: RefineConfig = RefineConfig(), ci: str = "t") -> dict:
     records = score_records(module, collection, split, episode_cfg, episodes, seed, refine)
-    aggregator = _aggregator(module.cfg) if isinstance(module, GFL) else ""
+    aggregator = _aggregator(module.cfg) if isinstance(module, GFL) and module.cfg is not None else ""
     return result_row(name, aggregator, collection, split, records, episode_cfg, episodes, seed,
                       refine=refine.method, ci=ci)
 
@@ -306,6 +322,7 @@ def evaluate(
     refine: RefineConfig = RefineConfig(),
     ci: str = "t",
     force: bool = False,
+    device: str | torch.device | None = None,
 ) -> pd.DataFrame:
     """Score a trained model (run folder, checkpoint or module) on ``split``.
 
@@ -316,8 +333,10 @@ def evaluate(
     ``seed`` the run's seed (0 for a bare module): the row then repeats the
     one training printed. The seed used is in the row's ``seed`` column. A
     collection whose feature fingerprint differs from the run's is an error
-    unless ``force``.
+    unless ``force``. A GFL model is scored on ``device`` (``cpu`` by
+    default, ``cuda`` or ``cuda:N``; a module passed in is moved there).
     """
+    device = resolve_device(device)
     if isinstance(run, torch.nn.Module):
         module, meta = run, {"model": model_name or getattr(run, "name", "gfl"), "episode_config": {}}
     else:
@@ -331,7 +350,11 @@ def evaluate(
     if looked_up and meta.get("data_sha256") not in (None, collection_hash(collection)):
         log.warning("%s: the collection at %s is not the one the run was trained on (its content hash differs)",
                     run, collection.path)
-    if collection.feat_size != module.in_feats:
+    if isinstance(module, GFL):
+        module.to(device)
+    elif device.type != "cpu":
+        raise GFLError(f"--device {device}: only GFL models are scored on a GPU; {meta.get('model')} runs on the CPU")
+    if getattr(module, "in_feats", None) is not None and collection.feat_size != module.in_feats:
         raise GFLError(
             f"the model expects {module.in_feats} features per node but collection {collection.name!r} has "
             f"{collection.feat_size}; evaluate on a collection of the same source"

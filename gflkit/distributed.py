@@ -17,7 +17,10 @@ generator states of all ranks (:meth:`DistContext.follow_main`).
 Ranks come from :func:`gflkit.parallel.launch` (``gflkit train --nproc N``:
 processes spawned on this machine) or from ``torchrun``, whose ``RANK``, ``WORLD_SIZE``,
 ``LOCAL_RANK``, ``MASTER_ADDR`` and ``MASTER_PORT`` are read by
-:func:`env_context`. The backend is gloo: gflkit trains on the CPU.
+:func:`env_context`. On the CPU the backend is gloo; with ``device="cuda"``
+each rank trains on the GPU of its local rank and DDP's gradients travel over
+NCCL, while the small bookkeeping collectives (losses, val accuracies,
+generator states) stay on a gloo group of CPU tensors (:func:`backend_for`).
 """
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+import pandas as pd
 import torch
 import torch.distributed as tdist
 from torch import nn
@@ -40,6 +44,7 @@ from torch.nn.parallel import DistributedDataParallel
 from . import names
 from .config import EpisodeConfig, GFLConfig, TrainConfig
 from .data import GraphCollection
+from .devices import resolve_device
 from .errors import GFLError
 from .models.gfl import GFL
 from .parallel import default_threads, launch
@@ -47,7 +52,7 @@ from .run_folder import BEST_FILE, METRICS_FILE, final_run_path, next_free_path,
 from .training import CHECKPOINT_EVERY, TrainResult, meta_train
 
 __all__ = [
-    "DistContext", "env_context", "init_process_group", "train", "train_rank", "is_main_process",
+    "DistContext", "env_context", "init_process_group", "backend_for", "rank_device", "train", "train_rank", "is_main_process",
 ]
 
 log = logging.getLogger(__name__)
@@ -69,6 +74,10 @@ class DistContext:
     rank: int
     world_size: int
     local_rank: int = 0
+    #: The process group of the CPU-side collectives (``None``: the default group, which is then gloo).
+    cpu_group: Any = None
+    #: This rank's training device.
+    device: torch.device = torch.device("cpu")
 
     @property
     def is_main(self) -> bool:
@@ -83,16 +92,16 @@ class DistContext:
     def all_sum(self, values: list[float]) -> list[float]:
         """Sum ``values`` elementwise over ranks (float64)."""
         t = torch.tensor(values, dtype=torch.float64)
-        tdist.all_reduce(t)
+        tdist.all_reduce(t, group=self.cpu_group)
         return t.tolist()
 
     def barrier(self) -> None:
-        tdist.barrier()
+        tdist.barrier(group=self.cpu_group)
 
     def broadcast(self, value: Any) -> Any:
         """Rank 0's ``value`` on every rank."""
         box = [value]
-        tdist.broadcast_object_list(box, src=0)
+        tdist.broadcast_object_list(box, src=0, group=self.cpu_group)
         return box[0]
 
     def follow_main(self, resume: dict[str, Any] | None,
@@ -118,7 +127,7 @@ class DistContext:
 
         def save_all(ckpt: dict[str, Any]) -> None:
             states: list[Any] = [None] * self.world_size
-            tdist.all_gather_object(states, ckpt["rng"])
+            tdist.all_gather_object(states, ckpt["rng"], group=self.cpu_group)
             if self.is_main:
                 save({**ckpt, "rank_rng": states})
 
@@ -133,7 +142,8 @@ class DistContext:
         gradient. ``score`` rates this rank's share of the graphs and gathers
         the per-graph accuracies of all ranks.
         """
-        ddp = DistributedDataParallel(_StepModule(module, step_loss))
+        on_gpu = self.device.type == "cuda"
+        ddp = DistributedDataParallel(_StepModule(module, step_loss), device_ids=[self.device] if on_gpu else None)
 
         def dist_step_loss(cache, sampler, ids: list[int], step: int):
             if len(ids) < self.world_size:
@@ -158,7 +168,7 @@ class DistContext:
             mine.graph_ids = list(sampler.graph_ids[self.share(len(sampler.graph_ids))])
             local = score(module, mine, *args, **kwargs) if mine.graph_ids else {}
             parts: list[Any] = [None] * self.world_size
-            tdist.all_gather_object(parts, local)
+            tdist.all_gather_object(parts, local, group=self.cpu_group)
             merged = {gid: acc for part in parts for gid, acc in part.items()}
             return {gid: merged[gid] for gid in sampler.graph_ids}
 
@@ -188,12 +198,35 @@ def env_context() -> DistContext | None:
                        int(os.environ.get("LOCAL_RANK", "0")))
 
 
-def init_process_group(ctx: DistContext, timeout: float = DEFAULT_TIMEOUT) -> None:
-    """Join the process group at ``MASTER_ADDR:MASTER_PORT`` (gloo; a dead peer fails collectives after ``timeout`` s)."""
-    if tdist.is_initialized():
-        return
-    tdist.init_process_group("gloo", init_method="env://", rank=ctx.rank, world_size=ctx.world_size,
-                             timeout=datetime.timedelta(seconds=timeout))
+def backend_for(device: torch.device) -> str:
+    """The backend of the gradient collectives: ``nccl`` for CUDA devices when torch has it, else ``gloo``."""
+    if device.type == "cuda" and tdist.is_nccl_available():
+        return "nccl"
+    return "gloo"
+
+
+def rank_device(device: torch.device, local_rank: int) -> torch.device:
+    """This rank's device: the GPU numbered by its local rank when ``device`` is CUDA."""
+    return torch.device("cuda", local_rank) if device.type == "cuda" else device
+
+
+def init_process_group(ctx: DistContext, timeout: float = DEFAULT_TIMEOUT,
+                       device: torch.device = torch.device("cpu")) -> DistContext:
+    """Join the process group at ``MASTER_ADDR:MASTER_PORT``; a dead peer fails collectives after ``timeout`` s.
+
+    Returns ``ctx`` with its device and, under NCCL, a gloo group for the
+    CPU-side collectives (:func:`backend_for`).
+    """
+    ctx.device = rank_device(device, ctx.local_rank)
+    backend = backend_for(ctx.device)
+    if ctx.device.type == "cuda":
+        torch.cuda.set_device(ctx.device)
+    if not tdist.is_initialized():
+        tdist.init_process_group(backend, init_method="env://", rank=ctx.rank, world_size=ctx.world_size,
+                                 timeout=datetime.timedelta(seconds=timeout))
+    if backend != "gloo" and ctx.cpu_group is None:
+        ctx.cpu_group = tdist.new_group(backend="gloo", timeout=datetime.timedelta(seconds=timeout))
+    return ctx
 
 
 def free_port() -> int:
@@ -220,6 +253,7 @@ def train_rank(ctx: DistContext, collection: GraphCollection, model_cfg: GFLConf
     ``meta_train`` (``run_dir``, ``force``, ``resume``, ``checkpoint_every`` ...).
     """
     kwargs["progress"] = kwargs.get("progress", True) and ctx.is_main
+    kwargs["device"] = ctx.device
     return meta_train(collection, model_cfg, episode_cfg, train_cfg, dist=ctx, **kwargs)
 
 
@@ -232,19 +266,20 @@ def _thread_lock_for_bars() -> None:
     tqdm.set_lock(threading.RLock())
 
 
-def _train_worker(rank: int, nproc: int, folder: str, timeout: float, data, log_level: int, *args, **kwargs) -> None:
+def _train_worker(rank: int, nproc: int, folder: str, timeout: float, device: str, data, log_level: int, *args,
+                  **kwargs) -> None:
     """A spawned rank: join the group, load the collection, train, and (rank 0) leave the result in ``folder``."""
-    ctx = DistContext(rank, nproc, rank)
-    init_process_group(ctx, timeout)
+    ctx = init_process_group(DistContext(rank, nproc, rank), timeout, torch.device(device))
     logging.basicConfig(level=log_level if ctx.is_main else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s", force=True)
     _thread_lock_for_bars()
     collection = data if isinstance(data, GraphCollection) else GraphCollection.load(data)
     result = train_rank(ctx, collection, *args, **kwargs)
-    if ctx.is_main:
-        state = {k: v.detach().clone() for k, v in result.model.state_dict().items()}
-        torch.save({"state_dict": state, "history": result.history, "best_step": result.best_step,
-                    "best_val": result.best_val, "run_dir": result.run_dir, "meta": result.meta},
+    if ctx.is_main:  # plain tensors and builtins, so the parent reads it with weights_only=True
+        state = {k: v.detach().cpu().clone() for k, v in result.model.state_dict().items()}
+        run_dir = None if result.run_dir is None else str(result.run_dir)
+        torch.save({"state_dict": state, "history": result.history.to_dict("list"), "best_step": result.best_step,
+                    "best_val": result.best_val, "run_dir": run_dir, "meta": result.meta},
                    Path(folder, "result.pt"))
     tdist.destroy_process_group()
 
@@ -255,24 +290,27 @@ def _check_run_dir(run_dir: str | os.PathLike | None, force: bool, resume: bool)
         return
     path = final_run_path(run_dir)
     if path.exists() or path.is_symlink():
-        raise GFLError(f"{path} exists: pass --force to replace it, or --out {next_free_path(path)}")
+        raise GFLError(f"{path} exists: pass --force to replace it, or --run-dir {next_free_path(path)}")
 
 
 def train(collection: GraphCollection, model_cfg: GFLConfig, episode_cfg: EpisodeConfig, train_cfg: TrainConfig,
           *, model_name: str = "gfl", run_dir: str | os.PathLike | None = None, force: bool = False,
           resume: bool = False, checkpoint_every: int = CHECKPOINT_EVERY, nproc: int = 1, threads: int | None = None,
-          timeout: float = DEFAULT_TIMEOUT, progress: bool = True) -> TrainResult:
+          timeout: float = DEFAULT_TIMEOUT, progress: bool = True,
+          device: str | torch.device | None = None) -> TrainResult:
     """Meta-train one GFL model over ``nproc`` local ranks, or as this ``torchrun`` rank.
 
     ``run_dir``, ``force``, ``resume`` and ``checkpoint_every`` work as in
     :func:`~gflkit.training.meta_train`; rank 0 writes the run. A failed or
     interrupted run leaves its partial folder with ``last.pt``, which
-    ``resume=True`` continues on every rank.
+    ``resume=True`` continues on every rank. With a CUDA ``device`` each rank
+    trains on the GPU of its local rank, and gradients are averaged over NCCL.
 
     Returns:
         The training result: the model with the selected weights (every rank
         holds the same).
     """
+    device = resolve_device(device)
     ctx = env_context()
     world = ctx.world_size if ctx is not None else nproc
     if train_cfg.meta_batch < world:
@@ -284,27 +322,28 @@ def train(collection: GraphCollection, model_cfg: GFLConfig, episode_cfg: Episod
         if ctx is not None:
             raise GFLError(f"{final_run_path(run_dir)}: training has finished; resume it without torchrun "
                            f"to put the run in place")
-        return meta_train(collection, model_cfg, episode_cfg, train_cfg, **kwargs)
+        return meta_train(collection, model_cfg, episode_cfg, train_cfg, device=device, **kwargs)
     if ctx is not None:  # started by torchrun: this process is one rank
         torch.set_num_threads(threads or default_threads(int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))
-        init_process_group(ctx, timeout)
+        ctx = init_process_group(ctx, timeout, device)
         try:
             return train_rank(ctx, collection, model_cfg, episode_cfg, train_cfg, **kwargs)
         finally:
             tdist.destroy_process_group()
     _check_run_dir(run_dir, force, resume)
     data = collection.path if collection.path is not None else collection
-    args = (timeout, data, logging.getLogger().getEffectiveLevel(), model_cfg, episode_cfg, train_cfg)
+    args = (timeout, str(device), data, logging.getLogger().getEffectiveLevel(), model_cfg, episode_cfg, train_cfg)
     env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
     folder = launch(functools.partial(_train_worker, **kwargs), args, nproc, threads=threads, env=env)
     try:
-        payload = torch.load(folder / "result.pt", weights_only=False)  # written by rank 0 just now
+        payload = torch.load(folder / "result.pt", weights_only=True)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    model = GFL(collection.feat_size, model_cfg)
+    model = GFL.from_config(model_cfg, collection.feat_size)
     model.load_state_dict(payload["state_dict"])
-    model.eval()
-    return TrainResult(model, payload["history"], payload["best_step"], payload["best_val"], payload["run_dir"],
+    model.to(device).eval()
+    run = None if payload["run_dir"] is None else Path(payload["run_dir"])
+    return TrainResult(model, pd.DataFrame(payload["history"]), payload["best_step"], payload["best_val"], run,
                        payload["meta"])
 
 

@@ -7,8 +7,22 @@ message without a traceback and exits with status 1.
 """
 
 
+def one_line(text: str) -> str:
+    """``text`` with its control characters (newlines, NUL, ...) escaped, so it prints as one line.
+
+    Messages quote what a user's files hold (a column name, a cell), which may
+    contain anything.
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
 class GFLError(Exception):
-    """A problem with the user's input, data or options."""
+    """A problem with the user's input, data or options; its message is always one line."""
+
+    def __init__(self, message: object = "", *args: object) -> None:
+        super().__init__(one_line(str(message)), *args)
 
 
 class DataFormatError(GFLError):

@@ -31,6 +31,8 @@ from torch import nn
 from .batching import prepare_graph
 from .data.transform import FeatureTransform, check_fingerprint, feature_fingerprint, load_transform
 from .errors import GFLError
+from .devices import resolve_device
+from .models.gfl import GFL
 from .runs import load_checkpoint, training_collection
 from .scoring import class_scores, embeddings
 
@@ -52,12 +54,14 @@ class Predictor:
         meta: the checkpoint's settings (model name, episode config, classes, dataset...).
         transform: the feature transform of the run's collection (``None``: features kept as read).
         fingerprint: the run's feature fingerprint (``None`` when unknown).
+        device: where the model computes (the module is on it); results come back on the CPU.
     """
 
     module: nn.Module
     meta: dict[str, Any]
     transform: FeatureTransform | None = None
     fingerprint: dict[str, Any] | None = None
+    device: torch.device = torch.device("cpu")
 
     @property
     def name(self) -> str:
@@ -99,11 +103,12 @@ class Predictor:
             raise GFLError(f"{what}: the graph has no node features (ndata['feat'])")
         h = dgl.graph(g.edges(), num_nodes=g.num_nodes())
         h.ndata["feat"] = self.model_features(g.ndata["feat"], what)
-        return prepare_graph(h)
+        h = prepare_graph(h)
+        return h if self.device.type == "cpu" else h.to(self.device)
 
     def embed(self, g: dgl.DGLGraph, what: str = "the graph") -> torch.Tensor:
         """Node embeddings of ``g``: ``(N, d)``."""
-        return embeddings(self.module, self.prepare(g, what))
+        return embeddings(self.module, self.prepare(g, what)).cpu()
 
     def predict(self, g: dgl.DGLGraph, support: Mapping[Hashable, Sequence[int]], *,
                 node_ids: Sequence[int] | None = None, what: str = "the graph") -> pd.DataFrame:
@@ -123,7 +128,7 @@ class Predictor:
         names, ids = check_support(support, g.num_nodes(), self.k_shot, what)
         prepared = self.prepare(g, what)
         self.module.eval()
-        probs = torch.softmax(class_scores(self.module, prepared, ids), dim=1)  # (N, C)
+        probs = torch.softmax(class_scores(self.module, prepared, ids), dim=1).cpu()  # (N, C)
         return prediction_frame(probs, names, ids, node_ids)
 
 
@@ -183,14 +188,21 @@ def prediction_frame(probs: torch.Tensor, names: list[str], support: Sequence[to
     return pd.DataFrame(frame)
 
 
-def load(run: str | os.PathLike, root: str | os.PathLike | None = None) -> Predictor:
+def load(run: str | os.PathLike, root: str | os.PathLike | None = None,
+         device: str | torch.device | None = None) -> Predictor:
     """The model of a run folder (or ``best.pt``), with its collection's feature transform.
 
     The transform is looked up in the collection the run was trained on (by
     name under ``root``, else the recorded path). When it cannot be found,
-    prediction works on features of the model's size only.
+    prediction works on features of the model's size only. A GFL model is put
+    on ``device`` (``cpu`` by default, ``cuda`` or ``cuda:N``).
     """
+    device = resolve_device(device)
     module, meta = load_checkpoint(run)
+    if isinstance(module, GFL):
+        module.to(device)
+    elif device.type != "cpu":
+        raise GFLError(f"--device {device}: only GFL runs predict on a GPU; {meta.get('model')} runs on the CPU")
     folder = training_collection(meta, root)
     transform = fingerprint = None
     if folder is not None:
@@ -204,7 +216,7 @@ def load(run: str | os.PathLike, root: str | os.PathLike | None = None) -> Predi
         log.warning("the run's collection %s now holds another feature transform than the run was trained with; "
                     "raw features cannot be used", folder)
         transform = None
-    return Predictor(module, meta, transform, fingerprint)
+    return Predictor(module, meta, transform, fingerprint, device)
 
 
 # -- graphs and labels from files ----------------------------------------------------------------------------------
@@ -323,7 +335,7 @@ def read_graph(predictor: Predictor, *, edges=None, nodes=None, features=None, g
 def predict(run: str | os.PathLike | Predictor, *, labels: str | os.PathLike | Mapping[Hashable, Sequence[int]],
             edges=None, nodes=None, features=None, graph: str | None = None, columns=None,
             classes: Sequence[str] | None = None, label_col: str = "label", root=None,
-            force: bool = False) -> pd.DataFrame:
+            force: bool = False, device: str | torch.device | None = None) -> pd.DataFrame:
     """``gflkit predict`` as a function: classify every node of a new graph.
 
     Args:
@@ -336,11 +348,12 @@ def predict(run: str | os.PathLike | Predictor, *, labels: str | os.PathLike | M
         label_col: the label column of the labels table (its node column is ``node`` or ``id``).
         root: data root for collection names.
         force: predict even when the collection graph's feature fingerprint differs from the run's.
+        device: where a GFL model computes (``cpu``, ``cuda``, ``cuda:N``); ignored for a loaded Predictor.
 
     Returns:
         One row per node: ``node, label, score_<class>..., is_support``.
     """
-    predictor = run if isinstance(run, Predictor) else load(run, root)
+    predictor = run if isinstance(run, Predictor) else load(run, root, device)
     g, ids, what = read_graph(predictor, edges=edges, nodes=nodes, features=features, graph=graph,
                               columns=columns, root=root, force=force)
     if isinstance(labels, Mapping):
@@ -371,13 +384,14 @@ def _positions(ids: np.ndarray, wanted: Sequence[int], what: str) -> list[int]:
 
 
 def embed(run: str | os.PathLike | Predictor, *, edges=None, nodes=None, features=None, graph: str | None = None,
-          columns=None, root=None, force: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """``gflkit embed`` as a function: the run encoder's node embeddings of a graph.
+          columns=None, root=None, force: bool = False,
+          device: str | torch.device | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``gflkit embed`` as a function: the run encoder's node embeddings of a graph (on ``device``).
 
     Returns:
         The node ids ``(N,)`` (sorted) and the embeddings ``(N, d)`` float32, row ``i`` for ``ids[i]``.
     """
-    predictor = run if isinstance(run, Predictor) else load(run, root)
+    predictor = run if isinstance(run, Predictor) else load(run, root, device)
     g, ids, what = read_graph(predictor, edges=edges, nodes=nodes, features=features, graph=graph,
                               columns=columns, root=root, force=force)
     return ids, predictor.embed(g, what).numpy()

@@ -26,7 +26,7 @@ import torch
 
 from . import __version__
 from .batching import GraphCache, batch_episodes
-from .config import EpisodeConfig, GFLConfig, TrainConfig, to_dict
+from .config import EpisodeConfig, GFLConfig, TrainConfig, config_from_dict, to_dict
 from .data import GraphCollection
 from .devices import resolve_device
 from .episodes import EpisodeSampler
@@ -81,9 +81,23 @@ def _gfl_step(model: GFL):
     return step_loss
 
 
+def _with_defaults(recorded: dict[str, Any]) -> dict[str, Any]:
+    """The recorded config sections with the defaults of settings they predate filled in."""
+    out = {}
+    for key, cls in (("model_config", GFLConfig), ("episode_config", EpisodeConfig), ("train_config", TrainConfig)):
+        section = recorded.get(key)
+        if isinstance(section, dict):
+            try:
+                out[key] = to_dict(config_from_dict(cls, section))
+            except (GFLError, TypeError, ValueError):
+                pass  # left as recorded: the comparison reports it
+    return out
+
+
 def _same_settings(recorded: dict[str, Any], meta: dict[str, Any], where: Path) -> None:
     """Refuse to resume a run with settings or data other than those it started with."""
     keys = ("model", "kind", "model_config", "options", "episode_config", "train_config", "in_feats", "classes")
+    recorded = {**recorded, **_with_defaults(recorded)}  # settings added since the run started
     changed = [k for k in keys if json.loads(json.dumps(recorded.get(k), default=str))
                != json.loads(json.dumps(meta.get(k), default=str))]
     if changed:

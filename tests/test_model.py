@@ -134,6 +134,8 @@ CONFIGS = {
     "max-pool": GFLConfig(pool="max"),
     **{f"similarity-{s}": GFLConfig(similarity=s) for s in ("jaccard", "adamic-adar", "pagerank")},
     **{f"distance-{d}": GFLConfig(distance=d) for d in ("cosine", "euclidean")},
+    **{f"encoder-{e}": GFLConfig(encoder=e) for e in ("sage", "gat", "gin")},
+    "encoder-gat-protonet": replace(PRESETS["protonet"], encoder="gat"),
 }
 
 
@@ -149,8 +151,8 @@ def test_every_configuration_runs_forward_and_backward(batch, small_family, name
     assert torch.isfinite(loss)
     assert ("recon" in parts) == cfg.recon
     assert (out.gate is not None) == cfg.uses_hierarchy
-    trained = [p for p in model.parameters() if p.grad is not None and p.grad.abs().sum() > 0]
-    assert any(p is model.encoder.conv1.weight for p in trained)
+    untrained = [n for n, p in model.encoder.named_parameters() if p.grad is None or not p.grad.abs().sum() > 0]
+    assert not untrained, f"encoder parameters without a gradient: {untrained}"
     if cfg.uses_hierarchy:
         assert model.gate.linear.weight.grad is not None
 

@@ -63,3 +63,14 @@ def test_failing_writer_leaves_nothing(tmp_path):
     with pytest.raises(ValueError, match="boom"):
         atomic_write_with(tmp_path / "x.png", broken)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_errors_are_one_line_whatever_they_quote():
+    """A message quoting a user's file (a column named with a newline or NUL) still prints as one line."""
+    import pickle
+
+    from gflkit.errors import DataFormatError, GFLError
+
+    err = DataFormatError("nodes.csv: no column 'id' (columns: \x00\n\x00, ü); set --id-col")
+    assert str(err) == "nodes.csv: no column 'id' (columns: \\x00\\n\\x00, ü); set --id-col"
+    assert str(pickle.loads(pickle.dumps(GFLError("a\nb")))) == "a\\nb"  # crosses process pools unchanged
