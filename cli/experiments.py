@@ -8,7 +8,7 @@ from gflkit.config import ABLATIONS
 from gflkit.names import SWEEP_PARAM_NAMES, model_names
 
 from .options import (IntList, NameList, ci_option, config_option, data_root_option, deprecated_alias, emit,
-                      jobs_option, output_options, refine_configs, refine_options, runs_root_option)
+                      device_option, jobs_option, output_options, refine_configs, refine_options, runs_root_option)
 from .run import (episode_config, episode_options, model_options, model_options_with, model_overrides, train_config,
                   train_options)
 
@@ -18,6 +18,7 @@ def _common(f):
     f = output_options(f)
     f = data_root_option(f)
     f = jobs_option(f)
+    f = device_option(f)
     f = runs_root_option(f)
     f = click.option("--episodes", type=click.IntRange(1), default=1, show_default=True,
                      help="Support draws per test graph.")(f)
@@ -64,7 +65,7 @@ def _split_names(text: str | None) -> list[str] | None:
 @refine_options(several=True)
 @model_options_with({"aggregator": "mean and att, a row each"})
 @_common
-def compare(data, model, seed, majority, reference, ci, runs_root, force, jobs, episodes, data_root, output, fmt,
+def compare(data, model, seed, majority, reference, ci, runs_root, force, jobs, device, episodes, data_root, output, fmt,
             **kwargs):
     """Table 2: GFL against the baselines on DATA's test graphs, as CSV.
 
@@ -83,7 +84,7 @@ def compare(data, model, seed, majority, reference, ci, runs_root, force, jobs, 
         data, _split_names(model), aggregators=(aggregator,) if aggregator else ("mean", "att"),
         model_overrides=overrides, episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed[0]),
         episodes=episodes, seeds=seed, refines=refines, reference=reference, majority=majority,
-        ci=ci, root=data_root, runs_root=runs_root, force=force, jobs=jobs,
+        ci=ci, root=data_root, runs_root=runs_root, force=force, jobs=jobs, device=device,
     )
     emit(table, output, fmt)
 
@@ -96,7 +97,7 @@ def compare(data, model, seed, majority, reference, ci, runs_root, force, jobs, 
 @seeds_option
 @model_options
 @_common
-def ablate(data, drop, all_, seed, reference, ci, runs_root, force, jobs, episodes, data_root, output, fmt, **kwargs):
+def ablate(data, drop, all_, seed, reference, ci, runs_root, force, jobs, device, episodes, data_root, output, fmt, **kwargs):
     """Table 3: the full model against variants without a component, as CSV.
 
     One row per variant (seeds aggregated) with accuracy, interval and the
@@ -113,7 +114,7 @@ def ablate(data, drop, all_, seed, reference, ci, runs_root, force, jobs, episod
     table = experiments.ablate(
         data, list(ABLATIONS) if all_ else list(drop), base=base, seeds=seed_list,
         episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed_list[0]),
-        episodes=episodes, reference=reference or "full", ci=ci, root=data_root, runs_root=runs_root, force=force, jobs=jobs,
+        episodes=episodes, reference=reference or "full", ci=ci, root=data_root, runs_root=runs_root, force=force, jobs=jobs, device=device,
     )
     emit(table, output, fmt)
 
@@ -128,7 +129,7 @@ def ablate(data, drop, all_, seed, reference, ci, runs_root, force, jobs, episod
 @seeds_option
 @model_options
 @_common
-def sweep(data, param, values, model, seed, reference, ci, runs_root, force, jobs, episodes, data_root, output, fmt,
+def sweep(data, param, values, model, seed, reference, ci, runs_root, force, jobs, device, episodes, data_root, output, fmt,
           **kwargs):
     """Sensitivity (Tables 4-6, Figure 3): one CSV row per (value, model).
 
@@ -142,7 +143,7 @@ def sweep(data, param, values, model, seed, reference, ci, runs_root, force, job
     table = experiments.sweep(
         data, param, _split_names(values), _split_names(model), base=base,
         episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed[0]), seeds=seed,
-        reference=reference, ci=ci, episodes=episodes, root=data_root, runs_root=runs_root, force=force, jobs=jobs,
+        reference=reference, ci=ci, episodes=episodes, root=data_root, runs_root=runs_root, force=force, jobs=jobs, device=device,
     )
     emit(table, output, fmt)
 

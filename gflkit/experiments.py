@@ -32,10 +32,11 @@ import pandas as pd
 from .api import model_config, model_names, result_row, score_records, train
 from .config import ABLATIONS, EpisodeConfig, GFLConfig, TrainConfig
 from .data import GraphCollection, load_collection
+from .devices import resolve_device
 from .episodes import EpisodeSampler
 from .errors import GFLError
 from .metrics import baseline_records, majority_records, paired, summarise
-from .models.baselines import PER_GRAPH
+from .models.baselines import PER_GRAPH, TRANSFER
 from .parallel import portable, run_jobs, shared_collection
 from .progress import RunCounter
 from .refine import REFINE_METHODS, RefineConfig
@@ -80,7 +81,8 @@ class _Entry:
 
 def _score(collection: GraphCollection, model: str, cfg: GFLConfig | None, episode_cfg: EpisodeConfig,
            train_cfg: TrainConfig, episodes: int, out: str | None, progress: bool,
-           refines: Sequence[RefineConfig] = (RefineConfig(),), force: bool = False) -> list[pd.DataFrame]:
+           refines: Sequence[RefineConfig] = (RefineConfig(),), force: bool = False,
+           device: str = "cpu") -> list[pd.DataFrame]:
     """Train (when needed) and score one model with one seed: records per refinement."""
     seed = train_cfg.seed
     sampler = EpisodeSampler(collection, "test", episode_cfg, seed).require_graphs()
@@ -89,7 +91,7 @@ def _score(collection: GraphCollection, model: str, cfg: GFLConfig | None, episo
     if model in PER_GRAPH:
         return [baseline_records(PER_GRAPH[model], sampler, episodes, seed)]
     result, _ = train(collection, cfg, episode_cfg, train_cfg, model=model, out=out, force=force, eval_split=None,
-                      progress=progress, return_result=True)
+                      progress=progress, return_result=True, device=device if model not in TRANSFER else None)
     return [score_records(result.model, collection, "test", episode_cfg, episodes, seed, r) for r in refines]
 
 
@@ -183,6 +185,7 @@ def compare(
     root: str | os.PathLike | None = None,
     runs_root: str | os.PathLike | None = None,
     force: bool = False,
+    device: str = "cpu",
     progress: bool = True,
     jobs: int = 1,
 ) -> pd.DataFrame:
@@ -208,11 +211,14 @@ def compare(
             the rows are the same as with one.
         runs_root, force: keep each trained run under ``runs_root``; an
             existing run folder there is an error unless ``force``.
+        device: where the GFL models train and are scored (``cpu``, ``cuda``,
+            ``cuda:N``); the baselines run on the CPU.
 
     Returns:
         One row per (model, aggregator, refinement) with the result columns
         and ``reference, delta, delta_lo, delta_hi, p_value, n_pairs``.
     """
+    resolve_device(device)  # a device this machine lacks fails before any work
     collection = load_collection(data, root)
     known = model_names() + (MAJORITY,)
     models = list(models or model_names())
@@ -230,7 +236,7 @@ def compare(
                 log.debug("compare: %s%s (seed %d) on %s", model, f"-{agg}" if agg else "", seed, collection.name)
                 out = _out(runs_root, collection.name, model, *([agg] if agg else []), f"s{seed}")
                 tasks.append((collection, model, cfg, episode_cfg, replace(train_cfg, seed=seed), episodes, out,
-                              progress, refines if trained else (RefineConfig(),), force))
+                              progress, refines if trained else (RefineConfig(),), force, device))
                 labels.append(f"{model}{f'-{agg}' if agg else ''}, seed {seed}")
     results = iter(_score_all(tasks, jobs, RunCounter(len(tasks), "compare", enabled=progress), labels))
     entries = []
@@ -278,6 +284,7 @@ def ablate(
     root: str | os.PathLike | None = None,
     runs_root: str | os.PathLike | None = None,
     force: bool = False,
+    device: str = "cpu",
     progress: bool = True,
     jobs: int = 1,
 ) -> pd.DataFrame:
@@ -300,6 +307,7 @@ def ablate(
     unknown = [d for d in drop if d not in ABLATIONS]
     if unknown or not drop:
         raise GFLError(f"--drop takes {', '.join(ABLATIONS)} (got {', '.join(unknown) or 'nothing'})")
+    resolve_device(device)  # a device this machine lacks fails before any work
     collection = load_collection(data, root)
     base = base or GFLConfig()
     variants = [("full", "GFL (full model)", base)]
@@ -311,7 +319,7 @@ def ablate(
             log.debug("ablate: %s (seed %d) on %s", name, seed, collection.name)
             out = _out(runs_root, collection.name, "ablate", name, f"s{seed}")
             tasks.append((collection, "gfl", cfg, episode_cfg, replace(train_cfg, seed=seed), episodes, out, progress,
-                          (RefineConfig(),), force))
+                          (RefineConfig(),), force, device))
             labels.append(f"{name}, seed {seed}")
     results = iter(_score_all(tasks, jobs, RunCounter(len(tasks), "ablate", enabled=progress), labels))
     entries = []
@@ -342,6 +350,7 @@ def sweep(
     root: str | os.PathLike | None = None,
     runs_root: str | os.PathLike | None = None,
     force: bool = False,
+    device: str = "cpu",
     progress: bool = True,
     jobs: int = 1,
 ) -> pd.DataFrame:
@@ -369,6 +378,7 @@ def sweep(
     if kind == "model" and any(m not in ("gfl", "protonet") for m in models):
         raise GFLError(f"--param {param} changes the GFL model: use --model gfl and/or protonet")
     models = list(models)
+    resolve_device(device)  # a device this machine lacks fails before any work
     collection = load_collection(data, root)
     base = base or GFLConfig()
     seeds = list(seeds or [train_cfg.seed])
@@ -385,7 +395,7 @@ def sweep(
                 log.debug("sweep: %s=%s, %s (seed %d) on %s", param, value, model, seed, collection.name)
                 out = _out(runs_root, collection.name, "sweep", param, value, model, f"s{seed}")
                 tasks.append((collection, model, cfg, ep_cfg, replace(train_cfg, seed=seed), episodes, out, progress,
-                              (RefineConfig(),), force))
+                              (RefineConfig(),), force, device))
                 labels.append(f"{param}={value}, {model}, seed {seed}")
     results = iter(_score_all(tasks, jobs, RunCounter(len(tasks), "sweep", enabled=progress), labels))
     entries = []

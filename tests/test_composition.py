@@ -220,6 +220,10 @@ def test_device_cuda_on_this_machine_is_one_line_before_any_work(tmp_path):
     one_line_error(result, "--device cuda", "pip install dgl")
     assert not (tmp_path / "processed").exists()  # failed before generating the default family
     one_line_error(invoke("train", "--device", "gpu"), "--device", code=2)
+    for command in ("compare", "ablate", "sweep"):
+        args = {"ablate": ("--drop", "gate"), "sweep": ("--param", "mu", "--values", "0.5")}.get(command, ())
+        one_line_error(invoke(command, *args, "--device", "cuda:1", "--data-root", tmp_path), "--device cuda:1")
+    assert not (tmp_path / "processed").exists()
 
 
 def test_training_keeps_the_model_on_the_device(small_family):
