@@ -311,6 +311,22 @@ def test_pagerank_matches_dense_power_iteration_and_networkx(pair):
                 assert float(score[c, i, j]) == pytest.approx(0.5 * (nx_ppr[v][u] + nx_ppr[u][v]), abs=0.01)
 
 
+@pytest.mark.parametrize("classes,k", [(2, 3), (20, 8)])  # C*K up to 128: one full product; above: per class
+def test_per_graph_blocks_equal_per_class_products(pair, classes, k):
+    from gflkit.nn.relation import _per_graph_blocks
+
+    bg = dgl.batch([_model_graph(h) for h in pair])
+    gen = torch.Generator().manual_seed(0)
+    left = (torch.rand(bg.num_nodes(), classes * k, generator=gen) > 0.5).float()
+    right = torch.rand(bg.num_nodes(), classes * k, generator=gen)
+    for r in (left, right):
+        out = _per_graph_blocks(bg, left, r, classes, k)
+        for b, (lb, rb) in enumerate(zip(left.split([15, 11]), r.split([15, 11]))):
+            for c in range(classes):
+                cols = slice(c * k, (c + 1) * k)
+                torch.testing.assert_close(out[b, c], lb[:, cols].t() @ rb[:, cols])
+
+
 def test_similarity_rejects_unknown_method(six):
     with pytest.raises(ValueError, match="unknown similarity"):
         support_similarity(_model_graph(six), torch.tensor([[[0, 1]]]), "cosine")
