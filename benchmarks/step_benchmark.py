@@ -52,6 +52,7 @@ def _sparse_step(collection):
 
     parts = gflkit_layout()
     GFL, GraphCache, batch_episodes = parts.GFL, parts.GraphCache, parts.batch_episodes
+    meta_batch_loss = getattr(parts, "meta_batch_loss", None)
 
     sampler = EpisodeSampler(collection, "train", EpisodeConfig(k_shot=K_SHOT))
     cache = GraphCache(collection)
@@ -63,8 +64,11 @@ def _sparse_step(collection):
 
     def step(i: int) -> None:
         eps = [sampler.episode(gid, i) for gid in ids]
-        bg, support, queries = batch_episodes([cache[gid] for gid in ids], eps)
-        loss, _ = model.loss(model(bg, support, queries), [e.query_label for e in eps])
+        if meta_batch_loss is not None:  # the meta-batch in parts side by side, as meta_train takes it
+            loss, _ = meta_batch_loss(model, [cache[gid] for gid in ids], eps)
+        else:
+            bg, support, queries = batch_episodes([cache[gid] for gid in ids], eps)
+            loss, _ = model.loss(model(bg, support, queries), [e.query_label for e in eps])
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()

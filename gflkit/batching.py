@@ -3,20 +3,25 @@
 :func:`prepare_graph` adds self-loops and the data every step would otherwise
 recompute; :class:`GraphCache` prepares each graph of a collection once;
 :func:`batch_episodes` joins a meta-batch into one ``dgl.batch`` with the
-episodes' node ids shifted into it.
+episodes' node ids shifted into it; :func:`meta_batch_loss` is the loss of a
+meta-batch, computed in parts side by side on several threads.
 """
 from __future__ import annotations
 
-from typing import Sequence
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Sequence
 
 import dgl
+import numpy as np
 import torch
+from torch import nn
 
 from .data import GraphCollection
 from .episodes import Episode
 from .nn.conv import add_gcn_norm
 
-__all__ = ["prepare_graph", "batch_episodes", "GraphCache"]
+__all__ = ["prepare_graph", "batch_episodes", "meta_batch_loss", "GraphCache"]
 
 
 def prepare_graph(g: dgl.DGLGraph) -> dgl.DGLGraph:
@@ -43,6 +48,109 @@ def batch_episodes(graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode]):
     support = torch.stack([ep.support + off for ep, off in zip(episodes, offsets)])
     queries = [ep.query + off for ep, off in zip(episodes, offsets)]
     return bg, support, queries
+
+
+def _plain_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode]):
+    bg, support, queries = batch_episodes(graphs, episodes)
+    return model.loss(model(bg, support, queries), [ep.query_label for ep in episodes])
+
+
+def meta_batch_workers(model: nn.Module, batch_size: int) -> int:
+    """How many parts :func:`meta_batch_loss` splits a meta-batch into.
+
+    One per torch thread, at most one per graph; a single part (the plain
+    computation) when gradients are off or a dropout layer would draw random
+    numbers (parts drawing from the global generator side by side would make
+    runs irreproducible).
+    """
+    threads = torch.get_num_threads()
+    if threads < 2 or batch_size < 2 or not torch.is_grad_enabled():
+        return 1
+    if model.training and any(isinstance(m, nn.modules.dropout._DropoutNd) and m.p > 0 for m in model.modules()):
+        return 1
+    return min(threads, batch_size)
+
+
+class _GivenGradients(torch.autograd.Function):
+    """A loss value whose backward pass hands out gradients computed before."""
+
+    @staticmethod
+    def forward(ctx, value: torch.Tensor, grads: tuple, *params: torch.Tensor) -> torch.Tensor:
+        ctx.grads = grads
+        return value.clone()
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        return (None, None, *(None if g is None else g * grad for g in ctx.grads))
+
+
+_POOL: dict[int, ThreadPoolExecutor] = {}
+_POOL_LOCK = threading.Lock()
+
+
+def _pool(workers: int) -> ThreadPoolExecutor:
+    with _POOL_LOCK:
+        if workers not in _POOL:
+            _POOL[workers] = ThreadPoolExecutor(workers, thread_name_prefix="gflkit-part")
+        return _POOL[workers]
+
+
+def meta_batch_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode],
+                    workers: int | None = None) -> tuple[torch.Tensor, dict[str, float]]:
+    """``model.loss(model(*batch_episodes(graphs, episodes)), labels)``, in parts side by side.
+
+    The loss of a meta-batch is the mean of its graphs' losses, so it splits
+    into contiguous parts of the meta-batch, each weighted by its share of the
+    graphs. With several parts (:func:`meta_batch_workers`), each part's
+    forward and backward pass runs on a thread of its own with a share of the
+    torch threads: independent work side by side instead of one kernel after
+    another across all cores, each of which would make the cores wait for
+    each other. The parts' gradients are summed in a fixed order, so a seeded
+    run gives the same numbers every time (and, up to float rounding, the
+    numbers of the single-part computation). The returned loss has the whole
+    meta-batch's value; its ``backward()`` puts the summed gradients into the
+    parameters' ``.grad``, as the plain loss's would.
+
+    Args:
+        model: a model with ``forward(bg, support, queries)`` and ``loss(out, labels)`` (:class:`~gflkit.models.gfl.GFL`).
+        graphs: prepared graphs of the meta-batch (:func:`prepare_graph`).
+        episodes: one episode per graph.
+        workers: number of parts; by default :func:`meta_batch_workers`.
+
+    Returns:
+        ``(loss, parts)`` as ``model.loss`` returns them.
+    """
+    workers = meta_batch_workers(model, len(graphs)) if workers is None else min(workers, len(graphs))
+    if workers <= 1:
+        return _plain_loss(model, graphs, episodes)
+    params = [p for p in model.parameters() if p.requires_grad]
+    threads = torch.get_num_threads()
+    per_part = max(1, threads // workers)
+
+    def part(idx: np.ndarray) -> tuple[Any, float, dict[str, float]]:
+        torch.set_num_threads(per_part)  # this thread's share of the cores
+        loss, parts = _plain_loss(model, [graphs[i] for i in idx], [episodes[i] for i in idx])
+        grads = torch.autograd.grad(loss, params, allow_unused=True)
+        return grads, float(loss.detach()), parts
+
+    groups = np.array_split(np.arange(len(graphs)), workers)
+    try:
+        results = list(_pool(workers).map(part, groups))
+    finally:
+        torch.set_num_threads(threads)
+    weights = [len(idx) / len(graphs) for idx in groups]
+    grads = []
+    for i in range(len(params)):
+        total = None
+        for w, (part_grads, _, _) in zip(weights, results):
+            g = part_grads[i]
+            if g is not None:
+                total = g * w if total is None else total + g * w
+        grads.append(total)
+    value = sum(w * r[1] for w, r in zip(weights, results))
+    parts = {k: sum(w * r[2][k] for w, r in zip(weights, results)) for k in results[0][2]}
+    loss = _GivenGradients.apply(torch.tensor(value, dtype=params[0].dtype), tuple(grads), *params)
+    return loss, parts
 
 
 class GraphCache:
