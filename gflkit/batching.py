@@ -71,6 +71,15 @@ def meta_batch_workers(model: nn.Module, batch_size: int) -> int:
     return min(threads, batch_size)
 
 
+def _settle(g: dgl.DGLGraph) -> None:
+    """Create what DGL builds lazily on first use of a graph, so that threads
+    may then read it together (a meta-batch drawn with replacement holds one
+    graph several times; DGL's lazy set-up is not thread-safe)."""
+    g.batch_num_nodes()
+    g.batch_num_edges()
+    g.create_formats_()
+
+
 class _GivenGradients(torch.autograd.Function):
     """A loss value whose backward pass hands out gradients computed before."""
 
@@ -124,6 +133,8 @@ def meta_batch_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: 
     if workers <= 1:
         return _plain_loss(model, graphs, episodes)
     params = [p for p in model.parameters() if p.requires_grad]
+    for g in {id(g): g for g in graphs}.values():
+        _settle(g)
     threads = torch.get_num_threads()
     per_part = max(1, threads // workers)
 

@@ -280,3 +280,19 @@ def test_meta_batch_parts_follow_the_threads_and_avoid_dropout(small_family):
         assert meta_batch_workers(model, 5) == 1
     finally:
         torch.set_num_threads(threads)
+
+
+def test_meta_batch_parts_may_share_a_graph(small_family):
+    """A meta-batch drawn with replacement holds one graph in several parts at once."""
+    from gflkit.batching import meta_batch_loss
+
+    sampler = EpisodeSampler(small_family, "train", EpisodeConfig(k_shot=3), seed=0)
+    gid = sampler.graph_ids[0]
+    model = GFL(small_family.feat_size)
+    values = set()
+    ep = sampler.episode(gid, 0)
+    for i in range(40):
+        g = prepare_graph(small_family.graphs[gid])  # fresh: nothing DGL builds lazily exists yet
+        loss, _ = meta_batch_loss(model, [g] * 8, [ep] * 8, workers=4)
+        values.add(float(loss.detach()))
+    assert len(values) == 1
