@@ -296,3 +296,14 @@ def test_meta_batch_parts_may_share_a_graph(small_family):
         loss, _ = meta_batch_loss(model, [g] * 8, [ep] * 8, workers=4)
         values.add(float(loss.detach()))
     assert len(values) == 1
+
+
+def test_allocator_tuning_leaves_a_users_setting_alone(monkeypatch):
+    from gflkit import batching
+
+    monkeypatch.setattr(batching, "_MALLOC_TUNED", False)
+    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "65536")
+    assert batching.keep_freed_memory() is False
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_")
+    tuned = batching.keep_freed_memory()
+    assert tuned == batching._MALLOC_TUNED and batching.keep_freed_memory() == tuned
