@@ -601,3 +601,41 @@ def _open_gate_grad() -> float:
     h = torch.randn(4, 32, requires_grad=True)
     gate(h).sum().backward()
     return float(h.grad.norm())
+
+
+def _composed_first_pool(g, z_prop, weight, bias, k2):
+    """The first pooling level composed of autograd operations (the earlier implementation)."""
+    out = torch.addmm(bias, z_prop, weight)
+    p = torch.softmax(out[:, :k2], dim=-1)
+    ap = dgl.ops.copy_u_sum(g, p) - p
+    rhs = torch.cat([torch.relu(out[:, k2:]), ap], dim=1)
+    sizes = g.batch_num_nodes().tolist()
+    prods = segment_tmm(p, rhs, sizes)
+    pf, adj = prods.split([out.shape[1] - k2, k2], dim=-1)
+    mass = torch.stack([x.sum(0) for x in p.split(sizes)]).clamp(min=1e-12).unsqueeze(-1)
+    return pf / mass, adj
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_first_pool_equals_the_composed_operations(pair, directed):
+    from gflkit.nn.hierarchy import _FirstPool
+
+    graphs = [_model_graph(h) for h in pair]
+    if directed:  # drop some edges one way: A^T != A exercises the transposed product
+        graphs = [dgl.remove_edges(g, torch.arange(0, g.num_edges(), 7)) for g in graphs]
+    bg = dgl.batch(graphs)
+    gen = torch.Generator().manual_seed(0)
+    z = torch.randn(bg.num_nodes(), 5, dtype=torch.float64, generator=gen, requires_grad=True)
+    w = torch.randn(5, 7, dtype=torch.float64, generator=gen, requires_grad=True)
+    b = torch.randn(7, dtype=torch.float64, generator=gen, requires_grad=True)
+    sizes = bg.batch_num_nodes().tolist()
+    fused = _FirstPool.apply(z, w, b, bg, sizes, 3)
+    composed = _composed_first_pool(bg, z, w, b, 3)
+    weights = [torch.randn(x.shape, dtype=torch.float64, generator=gen) for x in composed]
+    for x, y in zip(fused, composed):
+        torch.testing.assert_close(x, y)
+    grads = [torch.autograd.grad(sum((o * v).sum() for o, v in zip(outs, weights)), (z, w, b))
+             for outs in (fused, composed)]
+    for x, y in zip(*grads):
+        torch.testing.assert_close(x, y)
+    assert torch.autograd.gradcheck(lambda z_, w_, b_: _FirstPool.apply(z_, w_, b_, bg, sizes, 3), (z, w, b))
