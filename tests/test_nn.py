@@ -639,3 +639,15 @@ def test_first_pool_equals_the_composed_operations(pair, directed):
     for x, y in zip(*grads):
         torch.testing.assert_close(x, y)
     assert torch.autograd.gradcheck(lambda z_, w_, b_: _FirstPool.apply(z_, w_, b_, bg, sizes, 3), (z, w, b))
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_recon_loss_gradcheck(pair, directed):
+    graphs = [_model_graph(h) for h in pair]
+    if directed:  # one direction of some edges dropped: the backward pass needs A^T
+        graphs = [dgl.remove_edges(g, torch.arange(1, g.num_edges(), 9)) for g in graphs]
+    bg = dgl.batch(graphs)
+    d = torch.randn(bg.num_nodes(), 3, dtype=torch.float64, generator=torch.Generator().manual_seed(2),
+                    requires_grad=True)
+    for reduction in ("mean", "sum"):
+        assert torch.autograd.gradcheck(lambda x: recon_loss(bg, x, reduction), (d,))
