@@ -651,3 +651,15 @@ def test_recon_loss_gradcheck(pair, directed):
                     requires_grad=True)
     for reduction in ("mean", "sum"):
         assert torch.autograd.gradcheck(lambda x: recon_loss(bg, x, reduction), (d,))
+
+
+@pytest.mark.parametrize("classes", [2, 4, 40])
+def test_cross_entropy_equals_torch_to_the_last_bit(classes):
+    from gflkit.nn.distance import cross_entropy
+
+    gen = torch.Generator().manual_seed(classes)
+    scores = (5 * torch.randn(300, classes, generator=gen)).requires_grad_()
+    labels = torch.randint(0, classes, (300,), generator=gen)
+    ours, ref = cross_entropy(scores, labels), torch.nn.functional.cross_entropy(scores, labels)
+    assert torch.equal(ours, ref)
+    torch.testing.assert_close(torch.autograd.grad(ours, scores)[0], torch.autograd.grad(ref, scores)[0])
