@@ -102,23 +102,26 @@ _POOL_LOCK = threading.Lock()
 
 
 #: glibc's ``mallopt`` parameters and the values :func:`keep_freed_memory` sets.
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-_TRIM_BYTES, _MMAP_BYTES = 256 << 20, 32 << 20  # 32 MB is glibc's largest mmap threshold
+_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4
+_TRIM_BYTES = 256 << 20
 _MALLOC_TUNED = False
 
 
 def keep_freed_memory() -> bool:
-    """Let glibc's allocator keep and reuse freed blocks of up to 32 MB (once per process).
+    """Let glibc's allocator keep freed memory for reuse instead of mapping fresh pages (once per process).
 
-    A step allocates and frees many ``(N, d)`` tensors of a few MB. By default
-    glibc serves such blocks from fresh ``mmap`` pages and returns them on
-    free, so every new tensor pays a page fault per 4 KB page, and the
-    threads of :func:`meta_batch_loss` wait for each other's faults on the
-    process's memory-map lock. With the mmap threshold at 32 MB and the trim
-    threshold at 256 MB, freed blocks stay in the heap for the next step: peak
-    memory is unchanged, but the process holds on to what it freed. Does
-    nothing off glibc or when ``MALLOC_MMAP_THRESHOLD_``,
-    ``MALLOC_TRIM_THRESHOLD_`` or ``GLIBC_TUNABLES`` is set (the user's choice wins).
+    A step allocates and frees many ``(N, d)`` tensors of megabytes each. By
+    default glibc serves blocks above its mmap threshold (128 KB to 32 MB)
+    from fresh ``mmap`` pages and unmaps them on free, so every such tensor
+    pays one page fault per 4 KB page on first touch; at 100k nodes per graph
+    these faults took more time than the arithmetic, and the threads of
+    :func:`meta_batch_loss` wait for each other's faults on the process's
+    memory-map lock. With ``M_MMAP_MAX = 0`` the main heap serves all blocks
+    and, with ``M_TRIM_THRESHOLD`` at 256 MB, keeps what is freed for the
+    next step: the process holds on to memory it freed (peak RSS a little
+    higher, measured in ``benchmarks/README.md``). Does nothing off glibc or
+    when ``MALLOC_MMAP_MAX_``, ``MALLOC_TRIM_THRESHOLD_`` or ``GLIBC_TUNABLES``
+    is set (the user's choice wins).
 
     Returns:
         whether the allocator was tuned by this call or an earlier one.
@@ -128,11 +131,11 @@ def keep_freed_memory() -> bool:
         return True
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
         return False
-    if any(v in os.environ for v in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES")):
+    if any(v in os.environ for v in ("MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES")):
         return False
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        ok = libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_BYTES) == 1 and libc.mallopt(_M_TRIM_THRESHOLD, _TRIM_BYTES) == 1
+        ok = libc.mallopt(_M_MMAP_MAX, 0) == 1 and libc.mallopt(_M_TRIM_THRESHOLD, _TRIM_BYTES) == 1
     except (OSError, AttributeError):
         return False
     _MALLOC_TUNED = ok
@@ -142,7 +145,6 @@ def keep_freed_memory() -> bool:
 def _pool(workers: int) -> ThreadPoolExecutor:
     with _POOL_LOCK:
         if workers not in _POOL:
-            keep_freed_memory()
             _POOL[workers] = ThreadPoolExecutor(workers, thread_name_prefix="gflkit-part")
         return _POOL[workers]
 
@@ -172,6 +174,7 @@ def meta_batch_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: 
     Returns:
         ``(loss, parts)`` as ``model.loss`` returns them.
     """
+    keep_freed_memory()
     workers = meta_batch_workers(model, len(graphs)) if workers is None else min(workers, len(graphs))
     if workers <= 1:
         return _plain_loss(model, graphs, episodes)

@@ -302,8 +302,8 @@ def test_allocator_tuning_leaves_a_users_setting_alone(monkeypatch):
     from gflkit import batching
 
     monkeypatch.setattr(batching, "_MALLOC_TUNED", False)
-    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "65536")
+    monkeypatch.setenv("MALLOC_MMAP_MAX_", "65536")
     assert batching.keep_freed_memory() is False
-    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_")
+    monkeypatch.delenv("MALLOC_MMAP_MAX_")
     tuned = batching.keep_freed_memory()
     assert tuned == batching._MALLOC_TUNED and batching.keep_freed_memory() == tuned
