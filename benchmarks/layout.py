@@ -37,7 +37,7 @@ def gflkit_layout() -> SimpleNamespace:
 
         parts = SimpleNamespace(GraphCache=evaluate.GraphCache, batch_episodes=gfl.batch_episodes,
                                 prepare_graph=gfl.prepare_graph, graph_accuracies=evaluate.graph_accuracies,
-                                GFL=gfl.GFL)
+                                GFL=gfl.GFL, meta_batch_loss=None)
         modules = [evaluate, gfl]
     for module in modules:
         if root not in Path(module.__file__).resolve().parents:

@@ -73,7 +73,7 @@ def _sparse_step(collection):
 
     parts = gflkit_layout()
     GFL, GraphCache, batch_episodes = parts.GFL, parts.GraphCache, parts.batch_episodes
-    meta_batch_loss = getattr(parts, "meta_batch_loss", None)
+    meta_batch_loss = parts.meta_batch_loss
 
     sampler = EpisodeSampler(collection, "train", EpisodeConfig(k_shot=K_SHOT))
     cache = GraphCache(collection)
