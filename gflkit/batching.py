@@ -99,6 +99,8 @@ class _GivenGradients(torch.autograd.Function):
 
 _POOL: dict[int, ThreadPoolExecutor] = {}
 _POOL_LOCK = threading.Lock()
+if hasattr(os, "register_at_fork"):  # a forked child has none of the parent's pool threads
+    os.register_at_fork(after_in_child=_POOL.clear)
 
 
 #: glibc's ``mallopt`` parameters and the values :func:`keep_freed_memory` sets.

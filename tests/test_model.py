@@ -307,3 +307,4 @@ def test_allocator_tuning_leaves_a_users_setting_alone(monkeypatch):
     monkeypatch.delenv("MALLOC_MMAP_MAX_")
     tuned = batching.keep_freed_memory()
     assert tuned == batching._MALLOC_TUNED and batching.keep_freed_memory() == tuned
+
