@@ -194,7 +194,11 @@ def meta_batch_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: 
 
     groups = np.array_split(np.arange(len(graphs)), workers)
     try:
-        results = list(_pool(workers).map(part, groups))
+        # The calling thread takes the first (largest) part itself: it is
+        # running already, so only the other parts' threads have to be woken.
+        others = [_pool(workers - 1).submit(part, idx) for idx in groups[1:]]
+        results = [part(groups[0])]
+        results += [f.result() for f in others]
     finally:
         torch.set_num_threads(threads)
     weights = [len(idx) / len(graphs) for idx in groups]
