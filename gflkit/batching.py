@@ -63,12 +63,14 @@ def meta_batch_workers(model: nn.Module, batch_size: int) -> int:
     """How many parts :func:`meta_batch_loss` splits a meta-batch into.
 
     One per torch thread, at most one per graph; a single part (the plain
-    computation) when gradients are off or a dropout layer would draw random
-    numbers (parts drawing from the global generator side by side would make
-    runs irreproducible).
+    computation) when gradients are off, when the model is not on the CPU, or
+    when a dropout layer would draw random numbers (parts drawing from the
+    global generator side by side would make runs irreproducible).
     """
     threads = torch.get_num_threads()
     if threads < 2 or batch_size < 2 or not torch.is_grad_enabled():
+        return 1
+    if any(p.device.type != "cpu" for p in model.parameters()):  # the parts share the CPU's cores
         return 1
     if model.training and any(isinstance(m, nn.modules.dropout._DropoutNd) and m.p > 0 for m in model.modules()):
         return 1
@@ -202,18 +204,24 @@ def meta_batch_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: 
     finally:
         torch.set_num_threads(threads)
     weights = [len(idx) / len(graphs) for idx in groups]
-    grads = []
-    for i in range(len(params)):
-        total = None
-        for w, (part_grads, _, _) in zip(weights, results):
-            g = part_grads[i]
-            if g is not None:
-                total = g * w if total is None else total + g * w
-        grads.append(total)
+    grads = _weighted_sums([r[0] for r in results], weights)
     value = sum(w * r[1] for w, r in zip(weights, results))
     parts = {k: sum(w * r[2][k] for w, r in zip(weights, results)) for k in results[0][2]}
     loss = _GivenGradients.apply(torch.tensor(value, dtype=params[0].dtype), tuple(grads), *params)
     return loss, parts
+
+
+def _weighted_sums(part_grads: list[tuple], weights: list[float]) -> list[torch.Tensor | None]:
+    """Per parameter, the parts' gradients weighted and summed in part order
+    (``None`` where no part reaches the parameter)."""
+    sums = []
+    for grads in zip(*part_grads):
+        total = None
+        for w, g in zip(weights, grads):
+            if g is not None:
+                total = g * w if total is None else total + g * w
+        sums.append(total)
+    return sums
 
 
 class GraphCache:
