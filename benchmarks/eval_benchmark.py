@@ -49,7 +49,7 @@ def _cache_cls():
     from layout import gflkit_layout
 
     parts = gflkit_layout()
-    return parts.GraphCache, parts.batch_episodes
+    return parts.GraphCache, parts.batch_episodes, parts.meta_batch_loss
 
 
 def _evaluate_setup(folder: str, episodes: int, threads: int):
@@ -84,7 +84,7 @@ def _memory_setup(folder: str, threads: int):
         from gflkit.episodes import EpisodeSampler
         from gflkit.models.gfl import GFL
 
-        GraphCache, batch_episodes = _cache_cls()
+        GraphCache, batch_episodes, meta_batch_loss = _cache_cls()
         torch.set_num_threads(threads)
         torch.manual_seed(0)
         collection = GraphCollection.load(folder)
@@ -99,8 +99,11 @@ def _memory_setup(folder: str, threads: int):
         def step(i: int) -> None:
             ids = [int(x) for x in rng.choice(sampler.graph_ids, size=5, replace=False)]
             eps = [sampler.episode(gid, i) for gid in ids]
-            bg, support, queries = batch_episodes([cache[gid] for gid in ids], eps)
-            loss, _ = model.loss(model(bg, support, queries), [e.query_label for e in eps])
+            if meta_batch_loss is not None:  # the step meta_train takes
+                loss, _ = meta_batch_loss(model, [cache[gid] for gid in ids], eps)
+            else:
+                bg, support, queries = batch_episodes([cache[gid] for gid in ids], eps)
+                loss, _ = model.loss(model(bg, support, queries), [e.query_label for e in eps])
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()

@@ -14,8 +14,9 @@ from types import SimpleNamespace
 
 
 def gflkit_layout() -> SimpleNamespace:
-    """``GraphCache``, ``batch_episodes``, ``prepare_graph``, ``graph_accuracies``, ``GFL``
-    and the source folder, all from the tree of the loaded ``gflkit``."""
+    """``GraphCache``, ``batch_episodes``, ``prepare_graph``, ``graph_accuracies``, ``GFL``,
+    ``meta_batch_loss`` (``None`` before it existed) and the source folder, all
+    from the tree of the loaded ``gflkit``."""
     import importlib
 
     import gflkit
@@ -27,7 +28,7 @@ def gflkit_layout() -> SimpleNamespace:
 
         parts = SimpleNamespace(GraphCache=batching.GraphCache, batch_episodes=batching.batch_episodes,
                                 prepare_graph=batching.prepare_graph, graph_accuracies=metrics.graph_accuracies,
-                                GFL=gfl.GFL)
+                                GFL=gfl.GFL, meta_batch_loss=getattr(batching, "meta_batch_loss", None))
         modules = [batching, metrics, gfl]
     else:
         # The module, not the function of the same name that gflkit exported then.
@@ -36,7 +37,7 @@ def gflkit_layout() -> SimpleNamespace:
 
         parts = SimpleNamespace(GraphCache=evaluate.GraphCache, batch_episodes=gfl.batch_episodes,
                                 prepare_graph=gfl.prepare_graph, graph_accuracies=evaluate.graph_accuracies,
-                                GFL=gfl.GFL)
+                                GFL=gfl.GFL, meta_batch_loss=None)
         modules = [evaluate, gfl]
     for module in modules:
         if root not in Path(module.__file__).resolve().parents:

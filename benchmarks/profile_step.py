@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--top", type=int, default=10, help="Operators listed.")
     args = parser.parse_args(argv)
     rows, total = profile_rows(args.nodes, args.threads, args.steps, args.top)
-    print(f"| operator | share of op CPU time | ms per step | calls per step |\n|---|---:|---:|---:|")
+    print("| operator | share of op CPU time | ms per step | calls per step |\n|---|---:|---:|---:|")
     for r in rows:
         print(f"| `{r['op']}` | {100 * r['share']:.1f}% | {r['ms_per_step']:.1f} | {r['calls_per_step']:.0f} |")
     print(f"| all operators | 100% | {total:.1f} | |")

@@ -42,6 +42,27 @@ def build_collection(nodes: int, folder: Path):
     return make_synthetic_family(spec, seed=0, name=f"bench-{nodes}").save(folder)
 
 
+def reorder_collection(source: Path, folder: Path, algo: str) -> Path:
+    """The collection at ``source`` with the nodes of each graph renumbered by
+    ``dgl.reorder_graph`` (``rcmk``: reverse Cuthill-McKee; ``metis``: METIS
+    partitions, 64 per graph), saved to ``folder``."""
+    import dgl
+
+    from gflkit.data import GraphCollection
+
+    collection = GraphCollection.load(source)
+    options = {"permute_config": {"k": 64}} if algo == "metis" else {}
+    graphs = []
+    for g in collection.graphs:
+        h = dgl.reorder_graph(g, node_permute_algo=algo, edge_permute_algo="src", store_ids=False, **options)
+        for data in (h.ndata, h.edata):
+            data.pop(dgl.NID, None)
+            data.pop(dgl.EID, None)
+        graphs.append(h)
+    collection.graphs = graphs
+    return collection.save(folder)
+
+
 def _sparse_step(collection):
     """A closure doing one gflkit meta-training step (as in ``meta_train``)."""
     import torch
@@ -52,6 +73,7 @@ def _sparse_step(collection):
 
     parts = gflkit_layout()
     GFL, GraphCache, batch_episodes = parts.GFL, parts.GraphCache, parts.batch_episodes
+    meta_batch_loss = parts.meta_batch_loss
 
     sampler = EpisodeSampler(collection, "train", EpisodeConfig(k_shot=K_SHOT))
     cache = GraphCache(collection)
@@ -63,8 +85,11 @@ def _sparse_step(collection):
 
     def step(i: int) -> None:
         eps = [sampler.episode(gid, i) for gid in ids]
-        bg, support, queries = batch_episodes([cache[gid] for gid in ids], eps)
-        loss, _ = model.loss(model(bg, support, queries), [e.query_label for e in eps])
+        if meta_batch_loss is not None:  # the meta-batch in parts side by side, as meta_train takes it
+            loss, _ = meta_batch_loss(model, [cache[gid] for gid in ids], eps)
+        else:
+            bg, support, queries = batch_episodes([cache[gid] for gid in ids], eps)
+            loss, _ = model.loss(model(bg, support, queries), [e.query_label for e in eps])
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -128,21 +153,27 @@ def _int_list(text: str) -> list[int]:
 
 def _rows_for_size(n: int, folder: Path, args) -> list[dict]:
     """Every configuration at ``n`` nodes, timed in turns (:func:`interleave.interleave`)."""
+    reordered = {}
+    for algo in args.reorder:
+        print(f"renumbering the nodes of the {n:,}-node graphs ({algo})", file=sys.stderr, flush=True)
+        reordered[algo] = reorder_collection(folder, folder.with_name(f"{folder.name}-{algo}"), algo)
     configs = []
     for threads in args.threads:
-        configs.append((SPARSE, None, threads))
+        configs.append((SPARSE, None, threads, folder))
+        for algo, other in reordered.items():
+            configs.append((f"{SPARSE} ({algo} order)", None, threads, other))
         if args.baseline:
-            configs.append((BASELINE, args.baseline, threads))
+            configs.append((BASELINE, args.baseline, threads, folder))
         if n in args.dense_sizes:
-            configs.append((DENSE, None, threads))
+            configs.append((DENSE, None, threads, folder))
     commands = []
-    for impl, source, threads in configs:
+    for impl, source, threads, graphs in configs:
         argv = [sys.executable, str(Path(__file__).resolve()), "--worker", DENSE if impl == DENSE else SPARSE,
-                "--collection", str(folder), "--warmup", str(args.warmup), "--threads", str(threads)]
+                "--collection", str(graphs), "--warmup", str(args.warmup), "--threads", str(threads)]
         # From the baseline's tree (or a neutral folder): the current folder must not shadow the code timed.
         commands.append((argv, worker_env(threads, source), source or tempfile.gettempdir()))
     rows = []
-    for (impl, _, threads), summary in zip(configs, interleave(commands, args.steps, args.max_seconds)):
+    for (impl, _, threads, _), summary in zip(configs, interleave(commands, args.steps, args.max_seconds)):
         rows.append({"implementation": impl, "nodes": n, "threads": threads,
                      "ms_per_step": 1000 * summary["seconds"], "cpu_ms_per_step": 1000 * summary["cpu_seconds"],
                      "steps": len(summary["times"]),
@@ -201,6 +232,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--baseline", metavar="DIR",
                         help="Source tree of an earlier commit (e.g. a `git worktree`), timed in turns with "
                              "the current code on the same graphs.")
+    parser.add_argument("--reorder", type=lambda t: [a for a in t.split(",") if a], default=[],
+                        help="Also time the graphs with their nodes renumbered by dgl.reorder_graph: "
+                             "'rcmk', 'metis' or both (comma-separated).")
     parser.add_argument("--csv", action="store_true", help="CSV instead of a Markdown table.")
     parser.add_argument("--worker", choices=[SPARSE, DENSE], help=argparse.SUPPRESS)
     parser.add_argument("--collection", help=argparse.SUPPRESS)

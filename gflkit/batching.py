@@ -3,20 +3,29 @@
 :func:`prepare_graph` adds self-loops and the data every step would otherwise
 recompute; :class:`GraphCache` prepares each graph of a collection once;
 :func:`batch_episodes` joins a meta-batch into one ``dgl.batch`` with the
-episodes' node ids shifted into it.
+episodes' node ids shifted into it; :func:`meta_batch_loss` is the loss of a
+meta-batch, computed in parts side by side on several threads.
 """
 from __future__ import annotations
 
-from typing import Sequence
+import ctypes
+import ctypes.util
+import os
+import platform
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Sequence
 
 import dgl
+import numpy as np
 import torch
+from torch import nn
 
 from .data import GraphCollection
 from .episodes import Episode
 from .nn.conv import add_gcn_norm
 
-__all__ = ["prepare_graph", "batch_episodes", "GraphCache"]
+__all__ = ["prepare_graph", "batch_episodes", "meta_batch_loss", "GraphCache"]
 
 
 def prepare_graph(g: dgl.DGLGraph) -> dgl.DGLGraph:
@@ -44,6 +53,176 @@ def batch_episodes(graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode]):
     support = torch.stack([ep.support + off for ep, off in zip(episodes, offsets)]).to(bg.device)
     queries = [(ep.query + off).to(bg.device) for ep, off in zip(episodes, offsets)]
     return bg, support, queries
+
+
+def _plain_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode]):
+    bg, support, queries = batch_episodes(graphs, episodes)
+    return model.loss(model(bg, support, queries), [ep.query_label.to(bg.device) for ep in episodes])
+
+
+def meta_batch_workers(model: nn.Module, batch_size: int) -> int:
+    """How many parts :func:`meta_batch_loss` splits a meta-batch into.
+
+    One per torch thread, at most one per graph; a single part (the plain
+    computation) when gradients are off, when the model is not on the CPU, or
+    when a dropout layer would draw random numbers (parts drawing from the
+    global generator side by side would make runs irreproducible).
+    """
+    threads = torch.get_num_threads()
+    if threads < 2 or batch_size < 2 or not torch.is_grad_enabled():
+        return 1
+    if any(p.device.type != "cpu" for p in model.parameters()):  # the parts share the CPU's cores
+        return 1
+    if model.training and any(isinstance(m, nn.modules.dropout._DropoutNd) and m.p > 0 for m in model.modules()):
+        return 1
+    return min(threads, batch_size)
+
+
+def _settle(g: dgl.DGLGraph) -> None:
+    """Create what DGL builds lazily on first use of a graph, so that threads
+    may then read it together (a meta-batch drawn with replacement holds one
+    graph several times; DGL's lazy set-up is not thread-safe)."""
+    g.batch_num_nodes()
+    g.batch_num_edges()
+    g.create_formats_()
+
+
+class _GivenGradients(torch.autograd.Function):
+    """A loss value whose backward pass hands out gradients computed before."""
+
+    @staticmethod
+    def forward(ctx, value: torch.Tensor, grads: tuple, *params: torch.Tensor) -> torch.Tensor:
+        ctx.grads = grads
+        return value.clone()
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        return (None, None, *(None if g is None else g * grad for g in ctx.grads))
+
+
+_POOL: dict[int, ThreadPoolExecutor] = {}
+_POOL_LOCK = threading.Lock()
+if hasattr(os, "register_at_fork"):  # a forked child has none of the parent's pool threads
+    os.register_at_fork(after_in_child=_POOL.clear)
+
+
+#: glibc's ``mallopt`` parameters and the values :func:`keep_freed_memory` sets.
+_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4
+_TRIM_BYTES = 256 << 20
+_MALLOC_TUNED = False
+
+
+def keep_freed_memory() -> bool:
+    """Let glibc's allocator keep freed memory for reuse instead of mapping fresh pages (once per process).
+
+    A step allocates and frees many ``(N, d)`` tensors of megabytes each. By
+    default glibc serves blocks above its mmap threshold (128 KB to 32 MB)
+    from fresh ``mmap`` pages and unmaps them on free, so every such tensor
+    pays one page fault per 4 KB page on first touch; at 100k nodes per graph
+    these faults took more time than the arithmetic, and the threads of
+    :func:`meta_batch_loss` wait for each other's faults on the process's
+    memory-map lock. With ``M_MMAP_MAX = 0`` the main heap serves all blocks
+    and, with ``M_TRIM_THRESHOLD`` at 256 MB, keeps what is freed for the
+    next step: the process holds on to memory it freed (peak RSS a little
+    higher, measured in ``benchmarks/README.md``). Does nothing off glibc or
+    when ``MALLOC_MMAP_MAX_``, ``MALLOC_TRIM_THRESHOLD_`` or ``GLIBC_TUNABLES``
+    is set (the user's choice wins).
+
+    Returns:
+        whether the allocator was tuned by this call or an earlier one.
+    """
+    global _MALLOC_TUNED
+    if _MALLOC_TUNED:
+        return True
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return False
+    if any(v in os.environ for v in ("MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES")):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        ok = libc.mallopt(_M_MMAP_MAX, 0) == 1 and libc.mallopt(_M_TRIM_THRESHOLD, _TRIM_BYTES) == 1
+    except (OSError, AttributeError):
+        return False
+    _MALLOC_TUNED = ok
+    return ok
+
+
+def _pool(workers: int) -> ThreadPoolExecutor:
+    with _POOL_LOCK:
+        if workers not in _POOL:
+            _POOL[workers] = ThreadPoolExecutor(workers, thread_name_prefix="gflkit-part")
+        return _POOL[workers]
+
+
+def meta_batch_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode],
+                    workers: int | None = None) -> tuple[torch.Tensor, dict[str, float]]:
+    """``model.loss(model(*batch_episodes(graphs, episodes)), labels)``, in parts side by side.
+
+    The loss of a meta-batch is the mean of its graphs' losses, so it splits
+    into contiguous parts of the meta-batch, each weighted by its share of the
+    graphs. With several parts (:func:`meta_batch_workers`), each part's
+    forward and backward pass runs on a thread of its own with a share of the
+    torch threads: independent work side by side instead of one kernel after
+    another across all cores, each of which would make the cores wait for
+    each other. The parts' gradients are summed in a fixed order, so a seeded
+    run gives the same numbers every time (and, up to float rounding, the
+    numbers of the single-part computation). The returned loss has the whole
+    meta-batch's value; its ``backward()`` puts the summed gradients into the
+    parameters' ``.grad``, as the plain loss's would.
+
+    Args:
+        model: a model with ``forward(bg, support, queries)`` and ``loss(out, labels)`` (:class:`~gflkit.models.gfl.GFL`).
+        graphs: prepared graphs of the meta-batch (:func:`prepare_graph`).
+        episodes: one episode per graph.
+        workers: number of parts; by default :func:`meta_batch_workers`.
+
+    Returns:
+        ``(loss, parts)`` as ``model.loss`` returns them.
+    """
+    keep_freed_memory()
+    workers = meta_batch_workers(model, len(graphs)) if workers is None else min(workers, len(graphs))
+    if workers <= 1:
+        return _plain_loss(model, graphs, episodes)
+    params = [p for p in model.parameters() if p.requires_grad]
+    for g in {id(g): g for g in graphs}.values():
+        _settle(g)
+    threads = torch.get_num_threads()
+    per_part = max(1, threads // workers)
+
+    def part(idx: np.ndarray) -> tuple[Any, float, dict[str, float]]:
+        torch.set_num_threads(per_part)  # this thread's share of the cores
+        loss, parts = _plain_loss(model, [graphs[i] for i in idx], [episodes[i] for i in idx])
+        grads = torch.autograd.grad(loss, params, allow_unused=True)
+        return grads, float(loss.detach()), parts
+
+    groups = np.array_split(np.arange(len(graphs)), workers)
+    try:
+        # The calling thread takes the first (largest) part itself: it is
+        # running already, so only the other parts' threads have to be woken.
+        others = [_pool(workers - 1).submit(part, idx) for idx in groups[1:]]
+        results = [part(groups[0])]
+        results += [f.result() for f in others]
+    finally:
+        torch.set_num_threads(threads)
+    weights = [len(idx) / len(graphs) for idx in groups]
+    grads = _weighted_sums([r[0] for r in results], weights)
+    value = sum(w * r[1] for w, r in zip(weights, results))
+    parts = {k: sum(w * r[2][k] for w, r in zip(weights, results)) for k in results[0][2]}
+    loss = _GivenGradients.apply(torch.tensor(value, dtype=params[0].dtype, device=params[0].device), tuple(grads), *params)
+    return loss, parts
+
+
+def _weighted_sums(part_grads: list[tuple], weights: list[float]) -> list[torch.Tensor | None]:
+    """Per parameter, the parts' gradients weighted and summed in part order
+    (``None`` where no part reaches the parameter)."""
+    sums = []
+    for grads in zip(*part_grads):
+        total = None
+        for w, g in zip(weights, grads):
+            if g is not None:
+                total = g * w if total is None else total + g * w
+        sums.append(total)
+    return sums
 
 
 class GraphCache:

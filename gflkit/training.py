@@ -25,7 +25,7 @@ import pandas as pd
 import torch
 
 from . import __version__
-from .batching import GraphCache, batch_episodes
+from .batching import GraphCache, meta_batch_loss
 from .config import EpisodeConfig, GFLConfig, TrainConfig, config_from_dict, to_dict
 from .data import GraphCollection
 from .devices import resolve_device
@@ -75,8 +75,7 @@ class TrainResult:
 def _gfl_step(model: GFL):
     def step_loss(cache: GraphCache, sampler: EpisodeSampler, ids: list[int], step: int):
         eps = [sampler.episode(gid, step) for gid in ids]
-        bg, support, queries = batch_episodes([cache[gid] for gid in ids], eps)
-        return model.loss(model(bg, support, queries), [e.query_label.to(bg.device) for e in eps])
+        return meta_batch_loss(model, [cache[gid] for gid in ids], eps)
 
     return step_loss
 

@@ -238,3 +238,76 @@ def test_grad_clip_bounds_the_update(small_family):
                               eval_split=None, progress=False, return_result=True)
     a, b = plain.model.state_dict(), clipped.model.state_dict()
     assert any(not torch.equal(a[k], b[k]) for k in a)
+
+
+def _meta_batch(small_family, size: int = 4):
+    sampler = EpisodeSampler(small_family, "train", EpisodeConfig(k_shot=3), seed=0)
+    ids = sampler.graph_ids[:size]
+    return [prepare_graph(small_family.graphs[gid]) for gid in ids], [sampler.episode(gid, 1) for gid in ids]
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_meta_batch_in_parts_gives_the_whole_batch_loss_and_gradients(small_family, workers):
+    from gflkit.batching import meta_batch_loss
+
+    graphs, episodes = _meta_batch(small_family)
+    torch.manual_seed(0)
+    model = GFL(small_family.feat_size, GFLConfig(aggregator="att"))
+    results = []
+    for n in (1, workers, workers):
+        model.zero_grad()
+        loss, parts = meta_batch_loss(model, graphs, episodes, workers=n)
+        loss.backward()
+        results.append((float(loss.detach()), parts, [p.grad.clone() for p in model.parameters()]))
+    (whole, whole_parts, whole_grads), (split, split_parts, split_grads), again = results
+    assert split == pytest.approx(whole, rel=1e-5)
+    assert split_parts == pytest.approx(whole_parts, rel=1e-5)
+    for a, b in zip(split_grads, whole_grads):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+    assert split == again[0] and all(torch.equal(a, b) for a, b in zip(split_grads, again[2]))  # bit-for-bit
+
+
+def test_meta_batch_parts_follow_the_threads_and_avoid_dropout(small_family):
+    from gflkit.batching import meta_batch_workers
+
+    threads = torch.get_num_threads()
+    model = GFL(small_family.feat_size)
+    try:
+        torch.set_num_threads(2)
+        assert meta_batch_workers(model, 5) == 2
+        assert meta_batch_workers(model, 1) == 1
+        with torch.no_grad():
+            assert meta_batch_workers(model, 5) == 1
+        assert meta_batch_workers(GFL(small_family.feat_size, GFLConfig(dropout=0.5)), 5) == 1
+        torch.set_num_threads(1)
+        assert meta_batch_workers(model, 5) == 1
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_meta_batch_parts_may_share_a_graph(small_family):
+    """A meta-batch drawn with replacement holds one graph in several parts at once."""
+    from gflkit.batching import meta_batch_loss
+
+    sampler = EpisodeSampler(small_family, "train", EpisodeConfig(k_shot=3), seed=0)
+    gid = sampler.graph_ids[0]
+    model = GFL(small_family.feat_size)
+    values = set()
+    ep = sampler.episode(gid, 0)
+    for i in range(40):
+        g = prepare_graph(small_family.graphs[gid])  # fresh: nothing DGL builds lazily exists yet
+        loss, _ = meta_batch_loss(model, [g] * 8, [ep] * 8, workers=4)
+        values.add(float(loss.detach()))
+    assert len(values) == 1
+
+
+def test_allocator_tuning_leaves_a_users_setting_alone(monkeypatch):
+    from gflkit import batching
+
+    monkeypatch.setattr(batching, "_MALLOC_TUNED", False)
+    monkeypatch.setenv("MALLOC_MMAP_MAX_", "65536")
+    assert batching.keep_freed_memory() is False
+    monkeypatch.delenv("MALLOC_MMAP_MAX_")
+    tuned = batching.keep_freed_memory()
+    assert tuned == batching._MALLOC_TUNED and batching.keep_freed_memory() == tuned
+

@@ -311,6 +311,22 @@ def test_pagerank_matches_dense_power_iteration_and_networkx(pair):
                 assert float(score[c, i, j]) == pytest.approx(0.5 * (nx_ppr[v][u] + nx_ppr[u][v]), abs=0.01)
 
 
+@pytest.mark.parametrize("classes,k", [(2, 3), (20, 8)])  # C*K up to 128: one full product; above: per class
+def test_per_graph_blocks_equal_per_class_products(pair, classes, k):
+    from gflkit.nn.relation import _per_graph_blocks
+
+    bg = dgl.batch([_model_graph(h) for h in pair])
+    gen = torch.Generator().manual_seed(0)
+    left = (torch.rand(bg.num_nodes(), classes * k, generator=gen) > 0.5).float()
+    right = torch.rand(bg.num_nodes(), classes * k, generator=gen)
+    for r in (left, right):
+        out = _per_graph_blocks(bg, left, r, classes, k)
+        for b, (lb, rb) in enumerate(zip(left.split([15, 11]), r.split([15, 11]))):
+            for c in range(classes):
+                cols = slice(c * k, (c + 1) * k)
+                torch.testing.assert_close(out[b, c], lb[:, cols].t() @ rb[:, cols])
+
+
 def test_similarity_rejects_unknown_method(six):
     with pytest.raises(ValueError, match="unknown similarity"):
         support_similarity(_model_graph(six), torch.tensor([[[0, 1]]]), "cosine")
@@ -585,3 +601,65 @@ def _open_gate_grad() -> float:
     h = torch.randn(4, 32, requires_grad=True)
     gate(h).sum().backward()
     return float(h.grad.norm())
+
+
+def _composed_first_pool(g, z_prop, weight, bias, k2):
+    """The first pooling level composed of autograd operations (the earlier implementation)."""
+    out = torch.addmm(bias, z_prop, weight)
+    p = torch.softmax(out[:, :k2], dim=-1)
+    ap = dgl.ops.copy_u_sum(g, p) - p
+    rhs = torch.cat([torch.relu(out[:, k2:]), ap], dim=1)
+    sizes = g.batch_num_nodes().tolist()
+    prods = segment_tmm(p, rhs, sizes)
+    pf, adj = prods.split([out.shape[1] - k2, k2], dim=-1)
+    mass = torch.stack([x.sum(0) for x in p.split(sizes)]).clamp(min=1e-12).unsqueeze(-1)
+    return pf / mass, adj
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_first_pool_equals_the_composed_operations(pair, directed):
+    from gflkit.nn.hierarchy import _FirstPool
+
+    graphs = [_model_graph(h) for h in pair]
+    if directed:  # drop some edges one way: A^T != A exercises the transposed product
+        graphs = [dgl.remove_edges(g, torch.arange(0, g.num_edges(), 7)) for g in graphs]
+    bg = dgl.batch(graphs)
+    gen = torch.Generator().manual_seed(0)
+    z = torch.randn(bg.num_nodes(), 5, dtype=torch.float64, generator=gen, requires_grad=True)
+    w = torch.randn(5, 7, dtype=torch.float64, generator=gen, requires_grad=True)
+    b = torch.randn(7, dtype=torch.float64, generator=gen, requires_grad=True)
+    sizes = bg.batch_num_nodes().tolist()
+    fused = _FirstPool.apply(z, w, b, bg, sizes, 3)
+    composed = _composed_first_pool(bg, z, w, b, 3)
+    weights = [torch.randn(x.shape, dtype=torch.float64, generator=gen) for x in composed]
+    for x, y in zip(fused, composed):
+        torch.testing.assert_close(x, y)
+    grads = [torch.autograd.grad(sum((o * v).sum() for o, v in zip(outs, weights)), (z, w, b))
+             for outs in (fused, composed)]
+    for x, y in zip(*grads):
+        torch.testing.assert_close(x, y)
+    assert torch.autograd.gradcheck(lambda z_, w_, b_: _FirstPool.apply(z_, w_, b_, bg, sizes, 3), (z, w, b))
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_recon_loss_gradcheck(pair, directed):
+    graphs = [_model_graph(h) for h in pair]
+    if directed:  # one direction of some edges dropped: the backward pass needs A^T
+        graphs = [dgl.remove_edges(g, torch.arange(1, g.num_edges(), 9)) for g in graphs]
+    bg = dgl.batch(graphs)
+    d = torch.randn(bg.num_nodes(), 3, dtype=torch.float64, generator=torch.Generator().manual_seed(2),
+                    requires_grad=True)
+    for reduction in ("mean", "sum"):
+        assert torch.autograd.gradcheck(lambda x: recon_loss(bg, x, reduction), (d,))
+
+
+@pytest.mark.parametrize("classes", [2, 4, 40])
+def test_cross_entropy_equals_torch_to_the_last_bit(classes):
+    from gflkit.nn.distance import cross_entropy
+
+    gen = torch.Generator().manual_seed(classes)
+    scores = (5 * torch.randn(300, classes, generator=gen)).requires_grad_()
+    labels = torch.randint(0, classes, (300,), generator=gen)
+    ours, ref = cross_entropy(scores, labels), torch.nn.functional.cross_entropy(scores, labels)
+    assert torch.equal(ours, ref)
+    torch.testing.assert_close(torch.autograd.grad(ours, scores)[0], torch.autograd.grad(ref, scores)[0])

@@ -8,7 +8,6 @@ import tomllib
 from pathlib import Path
 
 import pandas as pd
-import pytest
 from click.testing import CliRunner
 
 from gflkit import _compat

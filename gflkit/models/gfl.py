@@ -24,6 +24,7 @@ from ..nn import (
     PrototypeGNN, make_encoder, recon_loss,
 )
 from ..nn.conv import propagate
+from ..nn.distance import cross_entropy
 
 __all__ = ["GFL", "GFLOutput", "upgrade_state_dict"]
 
@@ -207,7 +208,7 @@ class GFL(nn.Module):
     def loss(self, out: GFLOutput, labels: Sequence[torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
         """Prototypical cross-entropy (mean over each graph's queries, then over
         graphs) plus ``gamma`` times the reconstruction loss."""
-        ce = torch.stack([F.cross_entropy(s, y) for s, y in zip(out.logits, labels)]).mean()
+        ce = torch.stack([cross_entropy(s, y) for s, y in zip(out.logits, labels)]).mean()
         total = ce
         parts = {"ce": float(ce.detach())}
         if out.recon_loss is not None:

@@ -25,7 +25,7 @@ import dgl
 import torch
 from torch import nn
 
-__all__ = ["NORM_SRC", "NORM_DST", "add_gcn_norm", "gcn_norm", "propagate", "GCNLayer"]
+__all__ = ["NORM_SRC", "NORM_DST", "add_gcn_norm", "gcn_norm", "propagate", "neighbour_sum_t", "GCNLayer"]
 
 NORM_SRC, NORM_DST = "gcn_norm_src", "gcn_norm_dst"
 
@@ -56,6 +56,22 @@ def propagate(g: dgl.DGLGraph, x: torch.Tensor) -> torch.Tensor:
     """
     src, dst = gcn_norm(g)
     return dgl.ops.copy_u_sum(g, x * src) * dst
+
+
+def neighbour_sum_t(g: dgl.DGLGraph, x: torch.Tensor) -> torch.Tensor:
+    """``A^T x`` for the adjacency ``A`` of ``g`` (``copy_u_sum`` computes ``A x``), without
+    autograd: the backward pass of a product with ``A``. One sparse product over
+    the reversed graph index, which DGL builds from the formats it holds.
+
+    Shapes:
+        x ``(N, d)`` -> ``(N, d)``.
+    """
+    try:
+        from dgl._sparse_ops import _gspmm
+
+        return _gspmm(g._graph.reverse(), "copy_lhs", "sum", x, None)[0]
+    except (ImportError, AttributeError):  # another DGL layout: the public, slower way
+        return dgl.ops.copy_u_sum(dgl.reverse(g), x)
 
 
 class GCNLayer(nn.Module):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-__all__ = ["logits", "Distance"]
+__all__ = ["logits", "cross_entropy", "Distance"]
 
 
 def logits(z: torch.Tensor, protos: torch.Tensor, distance: str = "inner", cosine_scale: float = 10.0) -> torch.Tensor:
@@ -48,3 +48,17 @@ class Distance(torch.nn.Module):
 
     def forward(self, z: torch.Tensor, protos: torch.Tensor) -> torch.Tensor:
         return logits(z, protos, self.kind, self.cosine_scale)
+
+
+def cross_entropy(scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """``F.cross_entropy(scores, labels)`` (mean over rows), the same numbers, faster for few classes.
+
+    PyTorch's log-softmax along a short last dimension (a few classes) takes a
+    slow path; along the first dimension of the transposed scores it runs
+    vectorised over the rows, several times faster, and gives the same values
+    to the last bit.
+
+    Shapes:
+        scores: ``(Q, C)``; labels: ``(Q,)`` in ``0..C-1``; returns a scalar.
+    """
+    return F.nll_loss(F.log_softmax(scores.t(), dim=0).t(), labels)

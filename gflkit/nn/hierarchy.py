@@ -22,8 +22,7 @@ import dgl
 import torch
 from torch import nn
 
-from .conv import GCNLayer
-from .segment import segment_tmm
+from .conv import GCNLayer, neighbour_sum_t, propagate
 
 __all__ = ["HierarchicalGraphRepresentation", "dense_gcn_norm"]
 
@@ -98,18 +97,79 @@ class HierarchicalGraphRepresentation(nn.Module):
     def _first_pool(self, g: dgl.DGLGraph, z: torch.Tensor,
                     z_prop: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Level 1 -> 2 on the sparse node graph: ``(B, K2, gf)`` features, ``(B, K2, K2)`` adjacency."""
-        out = self.first_level(g, z) if z_prop is None else self.first_level.from_propagated(z_prop)
-        assign, fuse = out.split([self.clusters[0], self.graph_feats], -1)
-        p = torch.softmax(assign, dim=-1)  # (N, K2)
-        # One (K2 x N) @ (N x (gf + K2)) product per graph gives P^T F and P^T A P
-        # (A P from one propagation, its self-loops taken out). The column sums
-        # of P normalise X.
-        ap = dgl.ops.copy_u_sum(g, p) - p  # (N, K2): A P for A without self-loops
-        rhs = torch.cat([torch.relu(fuse), ap], dim=1)
-        k2, gf = self.clusters[0], self.graph_feats
-        sizes = g.batch_num_nodes()
-        prods = segment_tmm(p, rhs, sizes.tolist())
-        pf, adjs = prods.split([gf, k2], dim=-1)  # (B, K2, .)
-        mass = dgl.ops.segment_reduce(sizes, p, "sum").clamp(min=1e-12).unsqueeze(-1)  # (B, K2, 1)
-        xs = pf / mass
-        return xs, adjs
+        if z_prop is None:
+            z_prop = propagate(g, z)
+        layer = self.first_level
+        bias = layer.bias if layer.bias is not None else layer.weight.new_zeros(layer.out_feats)
+        sizes = g.batch_num_nodes().tolist()
+        return _FirstPool.apply(z_prop, layer.weight, bias, g, sizes, self.clusters[0])
+
+
+class _FirstPool(torch.autograd.Function):
+    """The first pooling level as one operation with a hand-written backward pass.
+
+    With ``[a | f] = z_prop W + b`` (assignment logits and fused features),
+    ``P = softmax(a)`` and ``A`` the adjacency without self-loops, per graph:
+
+        X = (P^T relu(f)) / colsum(P),    A' = P^T (A P)
+
+    Autograd would store and traverse every intermediate ``(N, .)`` tensor of
+    these steps, split and concatenate them; here the backward pass writes each
+    gradient once into a preallocated buffer. Same arithmetic as the composed
+    operations up to float rounding (tested against them).
+    """
+
+    @staticmethod
+    def forward(ctx, z_prop, weight, bias, g, sizes, k2):
+        out = torch.addmm(bias, z_prop, weight)  # (N, K2 + gf)
+        p = torch.softmax(out[:, :k2], dim=-1).contiguous()
+        r = torch.relu(out[:, k2:]).contiguous()
+        ap = dgl.ops.copy_u_sum(g, p).sub_(p)  # A P without the self-loops
+        b, gf = len(sizes), r.shape[1]
+        pf = p.new_empty(b, k2, gf)
+        pap = p.new_empty(b, k2, k2)
+        mass = p.new_empty(b, k2)
+        start = 0
+        for i, n in enumerate(sizes):
+            rows = slice(start, start + n)
+            torch.mm(p[rows].t(), r[rows], out=pf[i])
+            torch.mm(p[rows].t(), ap[rows], out=pap[i])
+            torch.sum(p[rows], 0, out=mass[i])
+            start += n
+        mass = mass.clamp_(min=1e-12).unsqueeze(-1)  # (B, K2, 1)
+        x = pf / mass
+        ctx.save_for_backward(z_prop, weight, p, r, ap, x, mass)
+        ctx.g, ctx.sizes, ctx.k2 = g, sizes, k2
+        return x, pap
+
+    @staticmethod
+    def backward(ctx, grad_x, grad_adj):
+        z_prop, weight, p, r, ap, x, mass = ctx.saved_tensors
+        g, sizes, k2 = ctx.g, ctx.sizes, ctx.k2
+        if grad_x is None:
+            grad_x = torch.zeros_like(x)
+        if grad_adj is None:
+            grad_adj = p.new_zeros(len(sizes), k2, k2)
+        grad_pf = grad_x / mass  # (B, K2, gf)
+        grad_mass = -(grad_x * x).sum(-1) / mass.squeeze(-1)  # (B, K2)
+        grad_p = torch.empty_like(p)
+        grad_ap = torch.empty_like(p)
+        grad_out = p.new_empty(p.shape[0], k2 + r.shape[1])
+        grad_r = grad_out[:, k2:]
+        start = 0
+        for i, n in enumerate(sizes):
+            rows = slice(start, start + n)
+            gp = grad_p[rows]
+            torch.mm(r[rows], grad_pf[i].t(), out=gp)
+            gp.addmm_(ap[rows], grad_adj[i].t()).add_(grad_mass[i])
+            torch.mm(p[rows], grad_pf[i], out=grad_r[rows])
+            torch.mm(p[rows], grad_adj[i], out=grad_ap[rows])
+            start += n
+        grad_p.add_(neighbour_sum_t(g, grad_ap)).sub_(grad_ap)  # through A P - P
+        grad_r.mul_(r > 0)  # through the relu
+        # through the softmax: P * (dP - <dP, P>)
+        torch.mul(p, grad_p - (grad_p * p).sum(-1, keepdim=True), out=grad_out[:, :k2])
+        grad_z = grad_out @ weight.t() if ctx.needs_input_grad[0] else None
+        grad_w = z_prop.t() @ grad_out if ctx.needs_input_grad[1] else None
+        grad_b = grad_out.sum(0) if ctx.needs_input_grad[2] else None
+        return grad_z, grad_w, grad_b, None, None, None
