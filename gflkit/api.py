@@ -157,35 +157,45 @@ def train(
             ``cuda`` or ``cuda:N`` (:func:`gflkit.devices.resolve_device`).
             Transfer baselines train on the CPU.
         return_result: return ``(TrainResult, table)`` instead of the table.
-        **model_settings: fields of :class:`~gflkit.config.GFLConfig` that
-            change ``model_cfg`` (default: the preset ``model``), e.g.
-            ``aggregator="att"``.
+        **model_settings: fields of :class:`~gflkit.config.GFLConfig`,
+            :class:`~gflkit.config.EpisodeConfig` or
+            :class:`~gflkit.config.TrainConfig`, as the command line's flags
+            (``encoder="gat"``, ``k_shot=5``, ``lr=0.001``, ``steps=100``);
+            each changes the config that has it (``model_cfg`` defaults to the
+            preset ``model``).
 
     Returns:
         The one-row result DataFrame (empty when not evaluated), or
         ``(TrainResult, DataFrame)`` with ``return_result=True``.
     """
     if model_settings:
-        model_cfg = _with_settings(model, model_cfg, model_settings)
+        model_cfg, episode_cfg, train_cfg = _with_settings(model, model_cfg, episode_cfg, train_cfg, model_settings)
     result, table = _train(data, model_cfg, episode_cfg, train_cfg, model, options, out, force, resume,
                            checkpoint_every, root, eval_split, episodes, progress, nproc, threads_per_proc, timeout,
                            refine, ci, device)
     return (result, table) if return_result else table
 
 
-def _with_settings(model: str, model_cfg: GFLConfig | None, settings: dict[str, Any]) -> GFLConfig:
-    """``model_cfg`` (default: the preset ``model``) with keyword GFL settings; unknown names are a GFLError."""
-    known = {f.name for f in fields(GFLConfig)}
-    unknown = sorted(set(settings) - known)
+def _with_settings(model: str, model_cfg: GFLConfig | None, episode_cfg: EpisodeConfig, train_cfg: TrainConfig,
+                   settings: dict[str, Any]) -> tuple[GFLConfig | None, EpisodeConfig, TrainConfig]:
+    """The configs with keyword settings applied, each to the config that has the field (as the
+    command line's flags): ``aggregator="att"``, ``k_shot=5``, ``lr=0.001``. ``None`` values are
+    ignored; unknown names are a GFLError."""
+    by_cls = {cls: {f.name for f in fields(cls)} for cls in (GFLConfig, EpisodeConfig, TrainConfig)}
+    unknown = sorted(set(settings) - set().union(*by_cls.values()))
     if unknown:
-        raise GFLError(f"train() got unknown settings {', '.join(unknown)}: give fields of GFLConfig "
-                       f"({', '.join(sorted(known))})")
-    if model not in PRESETS:
-        raise GFLError(f"model settings ({', '.join(sorted(settings))}) apply to GFL presets "
-                       f"({', '.join(PRESETS)}), not to {model}")
-    base = model_cfg or PRESETS[model]
-    changes = {k: tuple(v) if k == "clusters" else v for k, v in settings.items() if v is not None}
-    return replace(base, **changes)
+        raise GFLError(f"train() got unknown settings {', '.join(unknown)}: give fields of GFLConfig, "
+                       f"EpisodeConfig or TrainConfig ({', '.join(sorted(set().union(*by_cls.values())))})")
+    given = {k: tuple(v) if k == "clusters" else v for k, v in settings.items() if v is not None}
+    model_changes = {k: v for k, v in given.items() if k in by_cls[GFLConfig]}
+    if model_changes:
+        if model not in PRESETS:
+            raise GFLError(f"model settings ({', '.join(sorted(model_changes))}) apply to GFL presets "
+                           f"({', '.join(PRESETS)}), not to {model}")
+        model_cfg = replace(model_cfg or PRESETS[model], **model_changes)
+    episode_cfg = replace(episode_cfg, **{k: v for k, v in given.items() if k in by_cls[EpisodeConfig]})
+    train_cfg = replace(train_cfg, **{k: v for k, v in given.items() if k in by_cls[TrainConfig]})
+    return model_cfg, episode_cfg, train_cfg
 
 
 def _train(data, model_cfg, episode_cfg, train_cfg, model, options, out, force, resume, checkpoint_every, root,

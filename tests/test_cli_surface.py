@@ -248,6 +248,12 @@ def test_train_takes_model_settings_as_keywords_and_returns_a_table_like_evaluat
         gflkit.train("tiny", aggregatr="att", root=root)
     with pytest.raises(GFLError, match="apply to GFL presets"):
         gflkit.train("tiny", model="knn", aggregator="att", root=root)
+    # Training and episode settings go by the flags' names too, each to its own config.
+    flat = gflkit.train("tiny", aggregator="att", mu=0.6, k_shot=5, steps=5, eval_every=5, root=root,
+                        progress=False)
+    assert flat.accuracy[0] == table.accuracy[0] and flat.k_shot[0] == 5
+    knn = gflkit.train("tiny", model="knn", k_shot=5, steps=2, eval_every=2, root=root, progress=False)
+    assert knn.model[0] == "knn" and knn.k_shot[0] == 5
 
 
 def test_config_on_compare_sets_episodes_but_not_the_models(root, tmp_path):
