@@ -63,14 +63,11 @@ def _checkpoint_file(path: Path) -> Path:
     return path / BEST_FILE if path.is_dir() else path
 
 
-def _build_model(path: Path, ckpt: dict[str, Any]) -> torch.nn.Module:
-    """The empty model a checkpoint's settings describe; errors name the checkpoint."""
+def _build_model(path: Path, ckpt: dict[str, Any], device: torch.device | str | None = None) -> torch.nn.Module:
+    """The empty model a checkpoint's settings describe (on ``device``); errors name the checkpoint."""
     try:
-        if ckpt.get("kind") == "baseline":
-            if ckpt.get("model") not in TRANSFER:
-                raise GFLError(f"unknown baseline {ckpt.get('model')!r} (written by a newer gflkit?)")
-            return TRANSFER[ckpt["model"]](int(ckpt["in_feats"]), int(ckpt["num_classes"]), **ckpt["options"])
-        return GFL(int(ckpt["in_feats"]), config_from_dict(GFLConfig, ckpt["model_config"]))
+        with torch.device(device or "cpu"):
+            return _model_of(ckpt)
     except GFLError as err:
         raise GFLError(f"{path}: {err}") from None
     except Exception as err:  # edited settings: wrong types, missing keys, bad values
@@ -80,8 +77,16 @@ def _build_model(path: Path, ckpt: dict[str, Any]) -> torch.nn.Module:
         ) from None
 
 
-def _load_weights(path: Path, model: torch.nn.Module, state: Any) -> None:
-    """``model.load_state_dict(state)`` with a one-line error naming the checkpoint."""
+def _model_of(ckpt: dict[str, Any]) -> torch.nn.Module:
+    if ckpt.get("kind") == "baseline":
+        if ckpt.get("model") not in TRANSFER:
+            raise GFLError(f"unknown baseline {ckpt.get('model')!r} (written by a newer gflkit?)")
+        return TRANSFER[ckpt["model"]](int(ckpt["in_feats"]), int(ckpt["num_classes"]), **ckpt["options"])
+    return GFL(int(ckpt["in_feats"]), config_from_dict(GFLConfig, ckpt["model_config"]))
+
+
+def _check_weights(path: Path, model: torch.nn.Module, state: Any) -> None:
+    """That ``state`` has exactly ``model``'s tensors and shapes, else a one-line error naming the checkpoint."""
     if not isinstance(state, dict):
         raise GFLError(f"{path}: holds no weights (state_dict); retrain")
     want = model.state_dict()
@@ -94,7 +99,6 @@ def _load_weights(path: Path, model: torch.nn.Module, state: Any) -> None:
             problems.append(f"{label}: {', '.join(keys[:3])}{' ...' if len(keys) > 3 else ''}")
     if problems:
         raise GFLError(f"{path}: weights do not fit the model it describes ({'; '.join(problems)}); retrain")
-    model.load_state_dict(state)
 
 
 def load_checkpoint(path: str | os.PathLike) -> tuple[torch.nn.Module, dict[str, Any]]:
@@ -113,11 +117,15 @@ def load_checkpoint(path: str | os.PathLike) -> tuple[torch.nn.Module, dict[str,
         raise GFLError(f"{path}: not a loadable gflkit checkpoint ({type(err).__name__}); retrain") from None
     if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
         raise GFLError(f"{path}: not a gflkit checkpoint")
-    model = _build_model(path, ckpt)
+    # The settings are checked against the weights on the meta device first (shapes
+    # only, no memory), so settings that describe a huge model allocate nothing.
+    shapes = _build_model(path, ckpt, "meta")
     state = ckpt.get("state_dict")
-    if isinstance(model, GFL) and isinstance(state, dict):
+    if isinstance(shapes, GFL) and isinstance(state, dict):
         state = upgrade_state_dict(state)  # parameter names of older checkpoints
-    _load_weights(path, model, state)
+    _check_weights(path, shapes, state)
+    model = _build_model(path, ckpt)
+    model.load_state_dict(state)
     model.eval()
     meta = {k: v for k, v in ckpt.items() if k != "state_dict"}
     return model, meta

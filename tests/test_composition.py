@@ -256,3 +256,19 @@ class _Frozen(nn.Module):  # a module without parameters
 
 def test_module_device_of_a_module_without_parameters():
     assert module_device(_Frozen()) == torch.device("cpu")
+
+
+def test_settings_that_describe_a_huge_model_allocate_nothing(tmp_path):
+    """A hostile checkpoint's settings are checked against its weights on the meta device first:
+    a model of 10^12 parameters is refused in one line instead of being allocated."""
+    import resource
+
+    raw = torch.load(OLD_CHECKPOINT, weights_only=True)
+    raw["model_config"]["hidden_feats"] = 10**7
+    raw["in_feats"] = 10**5
+    bad = tmp_path / "best.pt"
+    torch.save(raw, bad)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(GFLError, match="weights do not fit the model it describes.*wrong shape: encoder.conv1.weight"):
+        load_checkpoint(bad)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KB: nothing near 4 TB
