@@ -98,13 +98,21 @@ class GFL(nn.Module):
                  distance: nn.Module | None = None, *, hierarchy: nn.Module | None = None,
                  gate: nn.Module | None = None, decoder: nn.Module | None = None, gamma: float = 1.0,
                  recon_reduction: str = "mean", recon_normalize: bool = True) -> None:
-        if isinstance(encoder, int):  # GFL(in_feats, cfg): the parts a config describes
-            cfg = prototype if isinstance(prototype, GFLConfig) else GFLConfig()
-            parts = _parts(encoder, cfg)
-            self.__init__(**parts)
-            self.in_feats, self.cfg = encoder, cfg
-            return
         super().__init__()
+        self.in_feats: int | None = None
+        self.cfg: GFLConfig | None = None
+        if isinstance(encoder, int):  # GFL(in_feats, cfg): the parts a config describes
+            self.in_feats = encoder
+            self.cfg = prototype if isinstance(prototype, GFLConfig) else GFLConfig()
+            self._compose(**_parts(encoder, self.cfg))
+        else:
+            self._compose(encoder, prototype, distance, hierarchy=hierarchy, gate=gate, decoder=decoder, gamma=gamma,
+                          recon_reduction=recon_reduction, recon_normalize=recon_normalize)
+        self._register_load_state_dict_pre_hook(_upgrade_hook)
+
+    def _compose(self, encoder: nn.Module, prototype: nn.Module | None, distance: nn.Module | None, *,
+                 hierarchy: nn.Module | None, gate: nn.Module | None, decoder: nn.Module | None, gamma: float,
+                 recon_reduction: str, recon_normalize: bool) -> None:
         if (gate is None) != (hierarchy is None):
             raise ValueError("the gate and the hierarchical graph representation go together: give both or neither")
         if gate is not None and not getattr(prototype, "num_params", 0):
@@ -115,8 +123,6 @@ class GFL(nn.Module):
         self.hierarchy, self.gate = hierarchy, gate
         self.distance = distance if distance is not None else Distance()
         self.gamma, self.recon_reduction, self.recon_normalize = gamma, recon_reduction, recon_normalize
-        self.in_feats, self.cfg = None, None
-        self._register_load_state_dict_pre_hook(_upgrade_hook)
 
     @classmethod
     def from_config(cls, cfg: GFLConfig, in_feats: int) -> "GFL":
