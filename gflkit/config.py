@@ -14,7 +14,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
 from .errors import GFLError
-from .names import ENCODERS, GATE_MODES, PGNN_NORMS
+from .names import ENCODERS, GATE_MODES, PGNN_NORMS, encoder_names
 
 __all__ = [
     "GFLConfig", "EpisodeConfig", "TrainConfig", "PRESETS", "ABLATIONS",
@@ -46,7 +46,8 @@ class GFLConfig:
     Attributes:
         encoder: the node encoder, one of :data:`ENCODERS`: ``gcn`` (the
             paper's), ``sage``, ``gat`` or ``gin`` (the ``dgl.nn`` convolutions,
-            two layers of the same widths).
+            two layers of the same widths), or a name registered with
+            :func:`gflkit.nn.register_encoder`.
         hidden_feats: width of the first layer of the node encoder.
         out_feats: node embedding size (second encoder layer, linear).
         dropout: dropout on the encoder input and hidden layer.
@@ -112,7 +113,7 @@ class GFLConfig:
         object.__setattr__(self, "clusters", tuple(int(c) for c in self.clusters))
         _check_finite(self)
         choices = {
-            "encoder": ENCODERS, "prototype": ("pgnn", "mean"), "pool": ("mean", "max"), "pgnn_activation": ("tanh", "none"), "similarity": SIMILARITIES,
+            "encoder": encoder_names(), "prototype": ("pgnn", "mean"), "pool": ("mean", "max"), "pgnn_activation": ("tanh", "none"), "similarity": SIMILARITIES,
             "aggregator": AGGREGATORS, "gate_mode": GATE_MODES, "pgnn_norm": PGNN_NORMS, "recon_reduction": ("mean", "sum"), "distance": DISTANCES,
         }
         for name, allowed in choices.items():

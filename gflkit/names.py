@@ -10,7 +10,7 @@ __all__ = [
     "PER_GRAPH_MODELS", "TRANSFER_MODELS", "SAMPLING_METHODS", "REFINE_METHODS", "FIGURE_FORMATS",
     "SWEEP_PARAM_NAMES", "CHECKPOINT_EVERY", "DEFAULT_COLLECTION", "FEATURE_KEYS", "REFINE_ALPHA", "REFINE_STEPS",
     "GATE_MODES", "PGNN_NORMS", "DEFAULT_TIMEOUT", "ENCODERS", "DEVICES",
-    "trainable_names", "model_names",
+    "trainable_names", "model_names", "encoder_names", "REGISTERED_ENCODERS",
 ]
 
 #: Baselines fitted on each test graph alone (``gflkit.models.baselines.PER_GRAPH``).
@@ -40,6 +40,15 @@ GATE_MODES = ("open", "centered", "paper")
 PGNN_NORMS = ("row", "sym")
 #: Node encoders of GFL (``gflkit.nn.make_encoder``): dgl.nn's GraphConv, SAGEConv, GATConv, GINConv.
 ENCODERS = ("gcn", "sage", "gat", "gin")
+#: Encoders registered at run time by :func:`gflkit.nn.register_encoder` (names only; builders in gflkit.nn).
+REGISTERED_ENCODERS: set[str] = set()
+
+
+def encoder_names() -> tuple[str, ...]:
+    """The built-in encoders and those registered in this process."""
+    return ENCODERS + tuple(sorted(REGISTERED_ENCODERS - set(ENCODERS)))
+
+
 #: Device kinds ``--device`` takes (``cuda:N`` names one GPU).
 DEVICES = ("cpu", "cuda")
 #: Seconds a rank waits for a dead or stuck peer (``gflkit.distributed.DEFAULT_TIMEOUT``).

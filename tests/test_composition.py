@@ -272,3 +272,31 @@ def test_settings_that_describe_a_huge_model_allocate_nothing(tmp_path):
     with pytest.raises(GFLError, match="weights do not fit the model it describes.*wrong shape: encoder.conv1.weight"):
         load_checkpoint(bad)
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KB: nothing near 4 TB
+
+
+def test_a_registered_encoder_trains_and_reloads_by_name(root, tmp_path):
+    """register_encoder makes a user's encoder a config value like the built-in ones."""
+    import gflkit
+    from dgl.nn import GraphConv
+
+    from gflkit.names import REGISTERED_ENCODERS
+    from gflkit.nn import register_encoder
+    from gflkit.nn.encoder import _REGISTERED
+
+    with pytest.raises(ValueError, match="built-in encoder"):
+        register_encoder("gat", lambda i, h, o, p: None)
+    with pytest.raises(GFLError, match="encoder='graphconv' is not valid"):
+        GFLConfig(encoder="graphconv")
+    register_encoder("graphconv", lambda i, h, o, p: NodeEncoder(GraphConv(i, h), GraphConv(h, o), p))
+    try:
+        run = tmp_path / "run"
+        table = gflkit.train("tiny", encoder="graphconv", k_shot=2, steps=3, eval_every=3, out=run, root=root,
+                             progress=False)
+        assert len(table) == 1
+        model, meta = load_checkpoint(run)
+        assert meta["model_config"]["encoder"] == "graphconv" and type(model.encoder.conv1).__name__ == "GraphConv"
+    finally:
+        _REGISTERED.pop("graphconv", None)
+        REGISTERED_ENCODERS.discard("graphconv")
+    with pytest.raises(GFLError, match="encoder='graphconv' is not valid"):
+        load_checkpoint(run)

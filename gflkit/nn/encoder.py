@@ -14,10 +14,10 @@ import dgl
 import torch
 from torch import nn
 
-from ..names import ENCODERS
+from ..names import ENCODERS, REGISTERED_ENCODERS, encoder_names
 from .conv import GCNLayer
 
-__all__ = ["NodeEncoder", "GCNEncoder", "make_encoder", "ENCODERS"]
+__all__ = ["NodeEncoder", "GCNEncoder", "make_encoder", "register_encoder", "ENCODERS"]
 
 
 class NodeEncoder(nn.Module):
@@ -106,6 +106,32 @@ def _gin(i: int, o: int) -> nn.Module:
 #: Builders of one convolution ``(in, out) -> module`` per encoder name other than ``gcn``.
 _CONVS: dict[str, Callable[[int, int], nn.Module]] = {"sage": _sage, "gat": _gat, "gin": _gin}
 
+#: Encoders registered by :func:`register_encoder`: ``(in, hidden, out, dropout) -> module``.
+_REGISTERED: dict[str, Callable[[int, int, int, float], nn.Module]] = {}
+
+
+def register_encoder(name: str, build: Callable[[int, int, int, float], nn.Module]) -> None:
+    """Make ``encoder=name`` build ``build(in_feats, hidden_feats, out_feats, dropout)``.
+
+    The encoder then works wherever a config names one: ``gflkit.train(encoder=name)``,
+    the experiment functions, checkpoints (which record the name: register it again
+    before loading them). Registration lives in this process: runs spread over
+    processes (``nproc``, ``jobs``) cannot use it. The module is called as ``module(g) -> (N, out_feats)`` on
+    a prepared graph (features in ``g.ndata["feat"]``, one self-loop per node)::
+
+        from dgl.nn import GraphConv
+        from gflkit.nn import NodeEncoder, register_encoder
+
+        register_encoder("gcn-dgl", lambda i, h, o, p: NodeEncoder(GraphConv(i, h), GraphConv(h, o), p))
+
+    Raises:
+        ValueError: ``name`` is a built-in encoder.
+    """
+    if name in ENCODERS:
+        raise ValueError(f"{name!r} is a built-in encoder; register yours under another name")
+    _REGISTERED[name] = build
+    REGISTERED_ENCODERS.add(name)
+
 
 def make_encoder(name: str, in_feats: int, hidden_feats: int = 32, out_feats: int = 32,
                  dropout: float = 0.0) -> NodeEncoder:
@@ -120,8 +146,10 @@ def make_encoder(name: str, in_feats: int, hidden_feats: int = 32, out_feats: in
     """
     if name == "gcn":
         return GCNEncoder(in_feats, hidden_feats, out_feats, dropout)
+    if name in _REGISTERED:
+        return _REGISTERED[name](in_feats, hidden_feats, out_feats, dropout)
     if name not in _CONVS:
-        raise ValueError(f"unknown encoder {name!r}: choose one of {', '.join(ENCODERS)}")
+        raise ValueError(f"unknown encoder {name!r}: choose one of {', '.join(encoder_names())}")
     _check_sizes(f"{name} encoder", in_feats, hidden_feats, out_feats)
     conv = _CONVS[name]
     return NodeEncoder(conv(in_feats, hidden_feats), conv(hidden_feats, out_feats), dropout)
