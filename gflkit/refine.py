@@ -127,7 +127,8 @@ def refine_scores(g: dgl.DGLGraph, scores: torch.Tensor, support: torch.Tensor, 
     if not cfg.active:
         return scores
     c, k = support.shape
-    nodes, target = support.reshape(-1), torch.arange(c).repeat_interleave(k)
+    nodes = support.reshape(-1).to(scores.device)
+    target = torch.arange(c, device=scores.device).repeat_interleave(k)
     probs = torch.softmax(scores.detach().float(), dim=1)
     refine = label_propagation if cfg.method == "lp" else correct_and_smooth
     return refine(g, probs, nodes, target, cfg.alpha, cfg.steps)

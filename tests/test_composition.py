@@ -17,6 +17,7 @@ from gflkit.devices import module_device, resolve_device
 from gflkit.episodes import Episode
 from gflkit.errors import GFLError
 from gflkit.models.gfl import GFL, upgrade_state_dict
+from gflkit.refine import RefineConfig, refine_scores
 from gflkit.nn import (Distance, GraphPrototype, HierarchicalGraphRepresentation, HierarchyGate, MeanPrototype,
                        NodeEncoder, PrototypeGNN, make_encoder)
 from gflkit.runs import load_checkpoint
@@ -182,8 +183,11 @@ def test_no_tensor_is_made_without_the_inputs_device(graph, cfg):
         loss, _ = model.loss(out, [ep.query_label, ep.query_label])
         loss.backward()
         scores = model.score_episodes(pg, [ep, ep])
+        every = model.score_episodes(pg, [ep], all_nodes=True)[0]
+        refined = [refine_scores(pg, every, ep.support, RefineConfig(m)) for m in ("lp", "cs")]
     finally:
         torch.set_default_device(None)
+    assert all(r.device.type == "cpu" and r.shape == (60, 2) and torch.isfinite(r).all() for r in refined)
     assert loss.device.type == "cpu" and torch.isfinite(loss)
     assert all(s.device.type == "cpu" and s.shape == (24, 2) for s in scores)
 
