@@ -28,7 +28,7 @@ from .config import PRESETS, EpisodeConfig, GFLConfig, TrainConfig, config_from_
 from .data import GraphCollection, load_collection
 from .data.transform import check_fingerprint, feature_fingerprint
 from .episodes import EpisodeSampler
-from .devices import resolve_device
+from .devices import place, require_cpu, resolve_device
 from .errors import GFLError
 from .metrics import baseline_records, graph_records, summarise, transfer_records
 from .models.baselines import PER_GRAPH, TRANSFER
@@ -222,7 +222,7 @@ def _train(data, model_cfg, episode_cfg, train_cfg, model, options, out, force, 
         seed = train_cfg.seed
         if model in TRANSFER:
             _single_process(model, spread)
-            _on_cpu(model, device)
+            require_cpu(model, device)
             result = fit_transfer(model, collection, episode_cfg, train_cfg, options=options, run_dir=out,
                                   progress=progress, force=force, checkpoint_every=checkpoint_every)
         else:
@@ -246,12 +246,6 @@ def result_configs(meta: dict[str, Any], where: str | os.PathLike = "the run") -
         raise GFLError(f"{where}: {err}") from None
     except (KeyError, TypeError, ValueError) as err:
         raise GFLError(f"{where}: its settings cannot be read ({type(err).__name__}: {err}); retrain") from None
-
-
-def _on_cpu(model: str, device: torch.device) -> None:
-    if device.type != "cpu":
-        raise GFLError(f"--device {device}: GFL models ({', '.join(PRESETS)}) train on a GPU; the transfer "
-                       f"baseline {model} trains on the CPU (leave --device out)")
 
 
 def _single_process(model: str, spread: dict[str, Any] | None) -> None:
@@ -278,7 +272,7 @@ def _resume(run: str | os.PathLike, data, root, checkpoint_every: int, progress:
             raise GFLError(f"{final}: nothing to resume (neither the run nor {partial.name} beside it exists)")
         log.info("%s has finished already: scoring it", final)
         module, meta = load_checkpoint(final)
-        module.to(device)
+        place(module, device, str(meta.get("model")))
         collection = load_collection(data if data is not None else find_training_collection(meta, root, final), root)
         history = pd.read_csv(final / METRICS_FILE)
         result = TrainResult(module, history, int(meta.get("step", 0)), float(meta.get("val_accuracy", "nan")),
@@ -294,7 +288,7 @@ def _resume(run: str | os.PathLike, data, root, checkpoint_every: int, progress:
     common = dict(run_dir=final, resume=True, progress=progress, checkpoint_every=checkpoint_every)
     if model_cfg is None:
         _single_process(name, spread)
-        _on_cpu(name, device)
+        require_cpu(name, device)
         result = fit_transfer(name, collection, ep_cfg, tr_cfg, options=config.get("options"), **common)
     else:
         result = _fit_gfl(collection, model_cfg, ep_cfg, tr_cfg, spread, model_name=name, device=device, **common)
@@ -360,10 +354,7 @@ def evaluate(
     if looked_up and meta.get("data_sha256") not in (None, collection_hash(collection)):
         log.warning("%s: the collection at %s is not the one the run was trained on (its content hash differs)",
                     run, collection.path)
-    if isinstance(module, GFL):
-        module.to(device)
-    elif device.type != "cpu":
-        raise GFLError(f"--device {device}: only GFL models are scored on a GPU; {meta.get('model')} runs on the CPU")
+    place(module, device, str(meta.get("model")))
     if getattr(module, "in_feats", None) is not None and collection.feat_size != module.in_feats:
         raise GFLError(
             f"the model expects {module.in_feats} features per node but collection {collection.name!r} has "

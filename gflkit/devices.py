@@ -13,7 +13,7 @@ import torch
 
 from .errors import GFLError
 
-__all__ = ["resolve_device", "dgl_cuda_build", "module_device", "DGL_WHEELS"]
+__all__ = ["resolve_device", "dgl_cuda_build", "module_device", "require_cpu", "place", "DGL_WHEELS"]
 
 #: DGL's wheel index; CUDA builds live under ``torch-<major.minor>/cu<version>/``.
 DGL_WHEELS = "https://data.dgl.ai/wheels"
@@ -69,6 +69,25 @@ def resolve_device(device: str | torch.device | None, option: str = "--device") 
         raise GFLError(f"{option} {name}: this machine has {torch.cuda.device_count()} CUDA device(s), "
                        f"numbered from 0")
     return dev
+
+
+def require_cpu(name: str, device: torch.device) -> None:
+    """Only GFL models compute on a GPU: a one-line error when the model ``name`` is given another device."""
+    if device.type != "cpu":
+        from .config import PRESETS
+
+        raise GFLError(f"--device {device}: only GFL models ({', '.join(PRESETS)}) run on a GPU; {name} runs on "
+                       f"the CPU (leave --device out)")
+
+
+def place(module: torch.nn.Module, device: torch.device, name: str) -> torch.nn.Module:
+    """``module`` on ``device`` when it is a GFL model; any other model stays on the CPU (:func:`require_cpu`)."""
+    from .models.gfl import GFL
+
+    if isinstance(module, GFL):
+        return module.to(device)
+    require_cpu(name, device)
+    return module
 
 
 def module_device(module: torch.nn.Module) -> torch.device:

@@ -31,8 +31,7 @@ from torch import nn
 from .batching import prepare_graph
 from .data.transform import FeatureTransform, check_fingerprint, feature_fingerprint, load_transform
 from .errors import GFLError
-from .devices import resolve_device
-from .models.gfl import GFL
+from .devices import place, resolve_device
 from .runs import load_checkpoint, training_collection
 from .scoring import class_scores, embeddings
 
@@ -199,10 +198,7 @@ def load(run: str | os.PathLike, root: str | os.PathLike | None = None,
     """
     device = resolve_device(device)
     module, meta = load_checkpoint(run)
-    if isinstance(module, GFL):
-        module.to(device)
-    elif device.type != "cpu":
-        raise GFLError(f"--device {device}: only GFL runs predict on a GPU; {meta.get('model')} runs on the CPU")
+    place(module, device, str(meta.get("model")))
     folder = training_collection(meta, root)
     transform = fingerprint = None
     if folder is not None:

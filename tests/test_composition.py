@@ -304,3 +304,15 @@ def test_a_registered_encoder_trains_and_reloads_by_name(root, tmp_path):
         REGISTERED_ENCODERS.discard("graphconv")
     with pytest.raises(GFLError, match="encoder='graphconv' is not valid"):
         load_checkpoint(run)
+
+
+def test_only_gfl_models_are_placed_on_another_device():
+    from gflkit.devices import place
+    from gflkit.models.baselines import TRANSFER
+
+    model = place(GFL.from_config(GFLConfig(), 8), torch.device("meta"), "gfl")
+    assert module_device(model).type == "meta"
+    knn = TRANSFER["knn"](8, 2)
+    assert place(knn, torch.device("cpu"), "knn") is knn
+    with pytest.raises(GFLError, match="only GFL models .* run on a GPU; knn runs on the CPU"):
+        place(knn, torch.device("cuda"), "knn")
