@@ -20,7 +20,6 @@ from torch import nn
 from .errors import GFLError
 from .models.baselines import AllGraphFinetune, KNearestNeighbours, MAML, MatchingNetwork
 from .models.gfl import GFL
-from .nn.conv import propagate
 
 __all__ = ["CHUNK", "class_scores", "embeddings", "gfl_prototypes"]
 
@@ -52,8 +51,7 @@ def gfl_prototypes(model: GFL, g: dgl.DGLGraph, z: torch.Tensor, support: Sequen
     """
     if model.pgnn is None:
         return torch.stack([z[s].mean(0) for s in support])
-    z_prop = propagate(g, z) if model.gate is not None and model.decoder is not None else None
-    gate = model.graph_gate(g, z, z_prop)  # (1, |phi|) or None
+    gate = model.graph_gate(g, z)  # (1, |phi|) or None
     protos: list[torch.Tensor | None] = [None] * len(support)
     for k in sorted({len(s) for s in support}):
         classes = [c for c, s in enumerate(support) if len(s) == k]
