@@ -7,6 +7,7 @@ from pathlib import Path
 
 import dgl
 import pandas as pd
+import numpy as np
 import pytest
 import torch
 
@@ -265,6 +266,84 @@ def test_meta_batch_in_parts_gives_the_whole_batch_loss_and_gradients(small_fami
     for a, b in zip(split_grads, whole_grads):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
     assert split == again[0] and all(torch.equal(a, b) for a, b in zip(split_grads, again[2]))  # bit-for-bit
+
+
+@pytest.mark.parametrize("model_name", ["gfl", "protonet"])
+def test_meta_batch_in_parts_on_threads_matches_the_whole_batch(small_family, model_name):
+    """The default path of training: the parts on the pool's threads, the first
+    part's relational structure computed by the second part's thread."""
+    from gflkit.batching import meta_batch_loss
+
+    graphs, episodes = _meta_batch(small_family, size=5)
+    torch.manual_seed(0)
+    model = GFL(small_family.feat_size, PRESETS[model_name])
+    results = []
+    for n in (1, 2):
+        model.zero_grad()
+        loss, _ = meta_batch_loss(model, graphs, episodes, workers=n)
+        loss.backward()
+        results.append((float(loss.detach()), [p.grad.clone() for p in model.parameters()]))
+    assert results[1][0] == pytest.approx(results[0][0], rel=1e-5)
+    for a, b in zip(results[1][1], results[0][1]):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_relations_computed_ahead_give_the_same_prototypes(small_family):
+    from gflkit.batching import batch_episodes
+
+    graphs, episodes = _meta_batch(small_family)
+    bg, support, queries = batch_episodes(graphs, episodes)
+    torch.manual_seed(0)
+    model = GFL(small_family.feat_size)
+    plain = model(bg, support, queries)
+    weights = model.prototype.relations(bg, support)
+    assert weights.shape == (*support.shape, support.shape[-1])
+    # Per graph, on each graph alone, the structure is the same to the last bit.
+    alone = torch.cat([model.prototype.relations(g, ep.support.unsqueeze(0)) for g, ep in zip(graphs, episodes)])
+    assert torch.equal(alone, weights)
+    for given in (weights, lambda: weights):
+        out = model(bg, support, queries, relations=given)
+        assert torch.equal(out.prototypes, plain.prototypes)
+        assert all(torch.equal(a, b) for a, b in zip(out.logits, plain.logits))
+    other = model(bg, support, queries, relations=torch.ones_like(weights))  # the weights given are the ones used
+    assert not torch.allclose(other.prototypes, plain.prototypes)
+
+
+def test_an_error_in_the_relations_computed_ahead_reaches_the_caller(small_family, monkeypatch):
+    from gflkit.batching import meta_batch_loss
+    from gflkit.nn import GraphPrototype
+
+    graphs, episodes = _meta_batch(small_family)
+    model = GFL(small_family.feat_size)
+
+    def broken(self, g, support, one_graph=False):
+        raise RuntimeError("no structure")
+
+    monkeypatch.setattr(GraphPrototype, "relations", broken)
+    with pytest.raises(RuntimeError, match="no structure"):
+        meta_batch_loss(model, graphs, episodes, workers=2)
+
+
+def test_parts_have_about_the_same_nodes():
+    from gflkit.batching import split_by_nodes
+
+    parts = split_by_nodes([6000, 3000, 5000, 3500, 4000], 2)
+    assert sorted(int(i) for p in parts for i in p) == [0, 1, 2, 3, 4]
+    assert [p.tolist() for p in parts] == [[1, 2, 4], [0, 3]]  # 12,000 and 9,500 nodes; by count: 14,000 and 7,500
+    assert [p.tolist() for p in split_by_nodes([4500] * 5, 2)] == [[0, 2, 4], [1, 3]]
+    assert [p.tolist() for p in split_by_nodes([100, 1, 1, 1, 1], 2)] == [[0], [1, 2, 3, 4]]
+    assert [p.tolist() for p in split_by_nodes([7], 1)] == [[0]]
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        sizes = rng.integers(1, 100, rng.integers(2, 9)).tolist()
+        k = int(rng.integers(1, len(sizes) + 1))
+        parts = split_by_nodes(sizes, k)
+        loads = [sum(sizes[i] for i in p) for p in parts]
+        assert all(len(p) for p in parts) and sorted(i for p in parts for i in p.tolist()) == list(range(len(sizes)))
+        assert loads == sorted(loads, reverse=True)
+        assert max(loads) <= sum(sizes) / k + max(sizes)  # the greedy bound
+    with pytest.raises(ValueError, match="3 graphs among 4"):
+        split_by_nodes([1, 2, 3], 4)
 
 
 def test_meta_batch_parts_follow_the_threads_and_avoid_dropout(small_family):

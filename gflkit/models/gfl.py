@@ -23,6 +23,7 @@ from ..nn import (
     Distance, GraphDecoder, GraphPrototype, HierarchicalGraphRepresentation, HierarchyGate, MeanPrototype,
     PrototypeGNN, make_encoder, recon_loss,
 )
+from ..nn.prototype import Relations
 from ..nn.conv import propagate
 from ..nn.distance import cross_entropy
 
@@ -148,10 +149,12 @@ class GFL(nn.Module):
         return self.gate(h)
 
     def prototypes(self, g: dgl.DGLGraph, z: torch.Tensor, support: torch.Tensor,
-                   z_prop: torch.Tensor | None = None):
+                   z_prop: torch.Tensor | None = None, relations: Relations | None = None):
         """Class prototypes ``(B, C, d)`` and gate values from support ids ``(B, C, K)``."""
         gate = self.graph_gate(g, z, z_prop)
-        return self.prototype(g, z, support, gate), gate
+        if relations is None:
+            return self.prototype(g, z, support, gate), gate
+        return self.prototype(g, z, support, gate, relations=relations), gate
 
     @torch.no_grad()
     def score_episodes(self, g: dgl.DGLGraph, episodes: Sequence[Episode],
@@ -186,19 +189,23 @@ class GFL(nn.Module):
         return [self.distance(z if all_nodes else z[ep.query.to(z.device)], protos[i])
                 for i, ep in enumerate(episodes)]
 
-    def forward(self, g: dgl.DGLGraph, support: torch.Tensor, queries: Sequence[torch.Tensor]) -> GFLOutput:
+    def forward(self, g: dgl.DGLGraph, support: torch.Tensor, queries: Sequence[torch.Tensor],
+                relations: Relations | None = None) -> GFLOutput:
         """Score the query nodes of every graph of a batch.
 
         Args:
             g: batched graph from :func:`gflkit.batching.batch_episodes` (self-loops, ``ndata["feat"]``).
             support: support ids in ``g``, ``(B, C, K)``.
             queries: query ids in ``g``, one ``(Q_b,)`` tensor per graph.
+            relations: the prototype's relation weights ``(B, C, K, K)``
+                (``model.prototype.relations``) when computed beforehand, or a
+                function returning them; by default computed here.
         """
         z = self.embed(g)
         # The decoder and the first hierarchy level are both GCN layers over z:
         # they share one propagation A_hat z.
         z_prop = propagate(g, z) if self.decoder is not None and self.gate is not None else None
-        protos, gate = self.prototypes(g, z, support, z_prop)
+        protos, gate = self.prototypes(g, z, support, z_prop, relations)
         # One gather for the queries of all graphs: its backward pass fills one
         # (N, d) gradient instead of one per graph.
         z_query = z[torch.cat(list(queries))].split([len(q) for q in queries])

@@ -6,13 +6,18 @@ GCN layer with parameters ``phi = (W, b)`` and a tanh; with the gate, each graph
 """
 from __future__ import annotations
 
+from typing import Callable, Union
+
 import dgl
 import torch
 from torch import nn
 
 from .relation import relation_weights, support_similarity
 
-__all__ = ["PrototypeGNN", "GraphPrototype", "MeanPrototype"]
+__all__ = ["PrototypeGNN", "GraphPrototype", "MeanPrototype", "Relations"]
+
+#: Relation weights ``(E, C, K, K)`` computed beforehand, or a function returning them.
+Relations = Union[torch.Tensor, Callable[[], torch.Tensor]]
 
 
 class PrototypeGNN(nn.Module):
@@ -130,16 +135,32 @@ class GraphPrototype(nn.Module):
     def extra_repr(self) -> str:
         return f"similarity={self.similarity}, hops={self.hops}, mu={self.mu}, mu0={self.mu0}"
 
-    def forward(self, g: dgl.DGLGraph, z: torch.Tensor, support: torch.Tensor, gate: torch.Tensor | None = None,
-                one_graph: bool = False) -> torch.Tensor:
-        """Prototypes of support sets ``(E, C, K)``: one set per graph of a batched
-        ``g`` (E = B), or, with ``one_graph``, E episodes of one graph."""
+    def relations(self, g: dgl.DGLGraph, support: torch.Tensor, one_graph: bool = False) -> torch.Tensor:
+        """Relation weights ``(E, C, K, K)`` among each class's support nodes.
+
+        They depend on the graph and the support sets only, not on any
+        parameter, so they may be computed ahead of the forward pass (and on
+        another thread: :func:`gflkit.batching.meta_batch_loss` does).
+        """
         e, c, k = support.shape
         # The scores of a class depend only on its own support nodes, so E episodes
         # of one graph are scored as one episode with E * C classes.
         rows = support.reshape(1, e * c, k) if one_graph else support
         score = support_similarity(g, rows, self.similarity, self.hops).view(e, c, k, k)
-        weights = relation_weights(score, self.similarity, self.mu, self.mu0)  # (E, C, K, K)
+        return relation_weights(score, self.similarity, self.mu, self.mu0)
+
+    def forward(self, g: dgl.DGLGraph, z: torch.Tensor, support: torch.Tensor, gate: torch.Tensor | None = None,
+                one_graph: bool = False, relations: Relations | None = None) -> torch.Tensor:
+        """Prototypes of support sets ``(E, C, K)``: one set per graph of a batched
+        ``g`` (E = B), or, with ``one_graph``, E episodes of one graph.
+
+        ``relations``: the weights :meth:`relations` gives, when computed
+        beforehand, or a function called (once, here) for them.
+        """
+        if relations is None:
+            weights = self.relations(g, support, one_graph)
+        else:
+            weights = relations() if callable(relations) else relations
         return self.pgnn(z[support], weights, gate)
 
 
@@ -151,6 +172,10 @@ class MeanPrototype(nn.Module):
 
     num_params = 0
 
+    def relations(self, g: dgl.DGLGraph, support: torch.Tensor, one_graph: bool = False) -> None:
+        """A mean prototype reads no relational structure."""
+        return None
+
     def forward(self, g: dgl.DGLGraph, z: torch.Tensor, support: torch.Tensor, gate: torch.Tensor | None = None,
-                one_graph: bool = False) -> torch.Tensor:
+                one_graph: bool = False, relations: Relations | None = None) -> torch.Tensor:
         return z[support].mean(2)
