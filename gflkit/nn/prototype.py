@@ -167,14 +167,10 @@ class GraphPrototype(nn.Module):
 class MeanPrototype(nn.Module):
     """Protonet's prototype: the mean embedding of each class's support nodes.
 
-    Takes the arguments of :class:`GraphPrototype` and ignores the graph and the gate.
+    Takes the arguments of :class:`GraphPrototype` and ignores the graph, the gate and the relations.
     """
 
     num_params = 0
-
-    def relations(self, g: dgl.DGLGraph, support: torch.Tensor, one_graph: bool = False) -> None:
-        """A mean prototype reads no relational structure."""
-        return None
 
     def forward(self, g: dgl.DGLGraph, z: torch.Tensor, support: torch.Tensor, gate: torch.Tensor | None = None,
                 one_graph: bool = False, relations: Relations | None = None) -> torch.Tensor:
