@@ -25,7 +25,7 @@ from .data import GraphCollection
 from .episodes import Episode
 from .nn.conv import add_gcn_norm
 
-__all__ = ["prepare_graph", "batch_episodes", "meta_batch_loss", "split_by_nodes", "GraphCache"]
+__all__ = ["prepare_graph", "batch_episodes", "meta_batch_loss", "split_by_nodes", "map_graphs", "GraphCache"]
 
 
 def prepare_graph(g: dgl.DGLGraph) -> dgl.DGLGraph:
@@ -119,6 +119,7 @@ class _GivenGradients(torch.autograd.Function):
         return (None, None, *(None if g is None else g * grad for g in ctx.grads))
 
 
+_PART_THREAD = "gflkit-part"
 _POOL: dict[int, ThreadPoolExecutor] = {}
 _POOL_LOCK = threading.Lock()
 if hasattr(os, "register_at_fork"):  # a forked child has none of the parent's pool threads
@@ -169,8 +170,66 @@ def keep_freed_memory() -> bool:
 def _pool(workers: int) -> ThreadPoolExecutor:
     with _POOL_LOCK:
         if workers not in _POOL:
-            _POOL[workers] = ThreadPoolExecutor(workers, thread_name_prefix="gflkit-part")
+            _POOL[workers] = ThreadPoolExecutor(workers, thread_name_prefix=_PART_THREAD)
         return _POOL[workers]
+
+
+def map_graphs(fn: Callable[[Any], Any], items: Sequence[Any], workers: int | None = None) -> list[Any]:
+    """``[fn(x) for x in items]`` with the items shared among threads, one torch thread each.
+
+    Scoring a graph is a chain of small kernels: spreading each of them over
+    all cores costs more in waking threads than it saves (two threads took
+    1.4 times as long as one to score the default family's validation graphs).
+    Here each thread takes the next item and computes it alone, so the cores
+    work on different graphs. With two workers or more, each item's result is
+    what one thread computes, whatever their number; results come back in the
+    order of ``items``.
+
+    Args:
+        fn: called once per item; it must not depend on the other items' calls.
+        items: e.g. graph ids.
+        workers: threads; by default one per torch thread. With one worker
+            (or one item) the items are computed in the calling thread as usual.
+
+    Returns:
+        the results, in the order of ``items``.
+    """
+    threads = torch.get_num_threads()
+    workers = threads if workers is None else workers
+    workers = max(1, min(workers, len(items)))
+    if threading.current_thread().name.startswith(_PART_THREAD):  # already on a pool thread: no nesting
+        workers = 1
+    if workers == 1:  # one item (or one worker asked for): computed here, on the caller's threads
+        return [fn(x) for x in items]
+    grad = torch.is_grad_enabled()  # grad mode is per thread: the workers take the caller's
+    results: list[Any] = [None] * len(items)
+    errors: list[BaseException] = []
+    queue = iter(range(len(items)))
+    lock = threading.Lock()
+
+    def work() -> None:
+        torch.set_num_threads(1)
+        with torch.set_grad_enabled(grad):
+            while not errors:  # after an error, each thread stops at its next item
+                with lock:
+                    i = next(queue, None)
+                if i is None:
+                    return
+                try:
+                    results[i] = fn(items[i])
+                except BaseException as err:  # raised in the caller once every thread has stopped
+                    errors.append(err)
+
+    try:
+        others = [_pool(workers - 1).submit(work) for _ in range(workers - 1)]
+        work()
+        for f in others:
+            f.result()
+    finally:
+        torch.set_num_threads(threads)
+    if errors:
+        raise errors[0]
+    return results
 
 
 def meta_batch_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode],

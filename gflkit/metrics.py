@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .batching import GraphCache
+from .batching import GraphCache, map_graphs
 from .devices import module_device
 from .episodes import Episode, EpisodeSampler
 from .models.gfl import GFL
@@ -91,14 +91,20 @@ def graph_records(
     cache = cache or GraphCache(sampler.collection, module_device(model))
     was_training = model.training
     model.eval()
-    rows = []
-    for gid in sampler.graph_ids:  # the episodes of a graph share one encoder pass
+
+    def score(gid: int) -> list[dict]:  # the episodes of a graph share one encoder pass
         eps = [sampler.episode(gid, e) for e in range(episodes)]
+        rows = []
         for e, (scores, ep) in enumerate(zip(model.score_episodes(cache[gid], eps, all_nodes=refine.active), eps)):
             if refine.active:
                 scores = refine_scores(cache[gid], scores, ep.support, refine)[ep.query]
             rows.append({"graph_id": gid, "episode": e,
                          **episode_scores(scores.argmax(1).cpu(), ep.query_label, sampler.num_classes)})
+        return rows
+
+    # On the CPU the graphs are scored side by side, one thread each (map_graphs).
+    workers = None if module_device(model).type == "cpu" else 1
+    rows = [row for rows in map_graphs(score, list(sampler.graph_ids), workers) for row in rows]
     model.train(was_training)
     return _records(rows)
 

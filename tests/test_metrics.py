@@ -131,3 +131,66 @@ def test_majority_records(small_family):
         label = sampler.episode(row.graph_id, row.episode).query_label
         assert row.accuracy == pytest.approx(float(torch.bincount(label).max()) / len(label))
         assert row.balanced_accuracy == pytest.approx(1 / sampler.num_classes)
+
+
+def _set_threads(n: int) -> int:
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    return before
+
+
+def test_graphs_scored_side_by_side_equal_one_thread(small_family):
+    from gflkit.config import GFLConfig
+    from gflkit.metrics import graph_records
+    from gflkit.models import GFL
+
+    torch.manual_seed(0)
+    model = GFL(small_family.feat_size, GFLConfig())
+    sampler = EpisodeSampler(small_family, "test", EpisodeConfig(k_shot=5), seed=0)
+    before = _set_threads(1)
+    try:
+        alone = graph_records(model, sampler, episodes=3)  # one thread: no workers
+        torch.set_num_threads(2)
+        side_by_side = graph_records(model, sampler, episodes=3)  # two workers of one thread each
+        assert torch.get_num_threads() == 2  # the caller's setting is back
+    finally:
+        torch.set_num_threads(before)
+    pd.testing.assert_frame_equal(alone, side_by_side)
+    assert len(alone) == 3 * len(sampler.graph_ids)
+
+
+def test_map_graphs_order_threads_and_errors():
+    import threading
+    import time
+
+    from gflkit.batching import map_graphs
+
+    before = _set_threads(2)
+    try:
+        seen = []
+
+        def fn(x):
+            seen.append((torch.get_num_threads(), torch.is_grad_enabled(), threading.current_thread().name))
+            time.sleep(0.02)  # long enough for both threads to take items
+            return x * x
+
+        assert map_graphs(fn, list(range(9))) == [x * x for x in range(9)]
+        assert {s[0] for s in seen} == {1}  # each worker computes on one torch thread
+        assert all(s[1] for s in seen)  # grad mode is the caller's
+        assert len({s[2] for s in seen}) == 2  # the caller and one pool thread
+        with torch.no_grad():
+            map_graphs(fn, [1, 2, 3])
+        assert not any(s[1] for s in seen[-3:])
+        assert torch.get_num_threads() == 2
+
+        def fails(x):
+            if x == 5:
+                raise ValueError("graph 5 is broken")
+            return x
+
+        with pytest.raises(ValueError, match="graph 5 is broken"):
+            map_graphs(fails, list(range(20)))
+        assert torch.get_num_threads() == 2
+        assert map_graphs(fn, [3]) == [9] and seen[-1][0] == 2  # one item: computed by the caller as is
+    finally:
+        torch.set_num_threads(before)
