@@ -27,6 +27,7 @@ from .config import EpisodeConfig, TrainConfig
 from .data import GraphCollection
 from .episodes import EpisodeSampler
 from .errors import GFLError
+from .optim import Adam
 from .progress import progress_enabled
 
 if TYPE_CHECKING:
@@ -100,7 +101,7 @@ class LoopState:
         self.stale += 1
         return False
 
-    def checkpoint(self, module: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+    def checkpoint(self, module: torch.nn.Module, optimizer: Adam) -> dict[str, Any]:
         """Everything needed to continue: weights, optimizer, generators and this state."""
         return {
             "format": RESUME_FORMAT, "step": self.step, "model": _copy_state(module),
@@ -110,17 +111,22 @@ class LoopState:
         }
 
     @classmethod
-    def restore(cls, ckpt: dict[str, Any], module: torch.nn.Module, optimizer: torch.optim.Optimizer) -> "LoopState":
+    def restore(cls, ckpt: dict[str, Any], module: torch.nn.Module, optimizer: Adam) -> "LoopState":
         """Load a :meth:`checkpoint` into ``module`` and ``optimizer`` and return its state.
 
         The global generators are set last, so nothing drawn while building the
         model disturbs them.
         """
-        module.load_state_dict(ckpt["model"])
-        optimizer.load_state_dict(ckpt["optimizer"])
-        restore_rng_state(ckpt["rng"])
-        return cls(int(ckpt["step"]), float(ckpt["best_val"]), int(ckpt["best_step"]), ckpt["best_state"],
-                   int(ckpt["stale"]), [dict(r) for r in ckpt["rows"]])
+        try:
+            module.load_state_dict(ckpt["model"])
+            optimizer.load_state_dict(ckpt["optimizer"])
+            state = cls(int(ckpt["step"]), float(ckpt["best_val"]), int(ckpt["best_step"]), ckpt["best_state"],
+                        int(ckpt["stale"]), [dict(r) for r in ckpt["rows"]])
+            restore_rng_state(ckpt["rng"])
+        except (KeyError, TypeError, ValueError, RuntimeError) as err:
+            raise GFLError(f"the resume checkpoint does not fit this run ({type(err).__name__}: {err}); "
+                           f"start the run again with --force") from None
+        return state
 
 
 def _train_step(module, optimizer, step_loss, cache, sampler, train_ids, train_cfg: TrainConfig,
@@ -193,7 +199,7 @@ def fit_loop(
         step_loss, score = dist.wrap(module, step_loss, score)
         resume, save = dist.follow_main(resume, save)
     cache = GraphCache(collection, module_device(module))
-    optimizer = torch.optim.Adam(module.parameters(), lr=train_cfg.lr, weight_decay=train_cfg.weight_decay)
+    optimizer = Adam(module.parameters(), lr=train_cfg.lr, weight_decay=train_cfg.weight_decay)
     train_ids = np.asarray(sampler.graph_ids)
     state = LoopState() if resume is None else LoopState.restore(resume, module, optimizer)
     if state.best_state is None:
