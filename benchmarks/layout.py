@@ -15,9 +15,13 @@ from types import SimpleNamespace
 
 def gflkit_layout() -> SimpleNamespace:
     """``GraphCache``, ``batch_episodes``, ``prepare_graph``, ``graph_accuracies``, ``GFL``,
-    ``meta_batch_loss`` (``None`` before it existed) and the source folder, all
-    from the tree of the loaded ``gflkit``."""
+    ``meta_batch_loss`` (``None`` before it existed), the training loop's optimizer
+    class ``Adam`` and the context its update runs in (``update_threads``), and
+    the source folder, all from the tree of the loaded ``gflkit``."""
+    import contextlib
     import importlib
+
+    import torch
 
     import gflkit
 
@@ -39,6 +43,12 @@ def gflkit_layout() -> SimpleNamespace:
                                 prepare_graph=gfl.prepare_graph, graph_accuracies=evaluate.graph_accuracies,
                                 GFL=gfl.GFL, meta_batch_loss=None)
         modules = [evaluate, gfl]
+    if (root / "optim.py").exists():  # the loop's own Adam, updating on one thread
+        parts.Adam = importlib.import_module("gflkit.optim").Adam
+        parts.update_threads = importlib.import_module("gflkit.batching").one_thread
+        modules.append(importlib.import_module("gflkit.optim"))
+    else:
+        parts.Adam, parts.update_threads = torch.optim.Adam, contextlib.nullcontext
     for module in modules:
         if root not in Path(module.__file__).resolve().parents:
             raise SystemExit(f"{module.__name__} comes from {module.__file__}, not from {root}")

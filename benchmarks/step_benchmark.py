@@ -65,7 +65,6 @@ def reorder_collection(source: Path, folder: Path, algo: str) -> Path:
 
 def _sparse_step(collection):
     """A closure doing one gflkit meta-training step (as in ``meta_train``)."""
-    import torch
 
     from gflkit.config import EpisodeConfig, GFLConfig
     from gflkit.episodes import EpisodeSampler
@@ -81,7 +80,7 @@ def _sparse_step(collection):
     for gid in ids:  # prepared once, as meta_train's cache does
         cache[gid]
     model = GFL(collection.feat_size, GFLConfig())
-    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    optimizer = parts.Adam(model.parameters(), lr=0.01)
 
     def step(i: int) -> None:
         eps = [sampler.episode(gid, i) for gid in ids]
@@ -92,7 +91,8 @@ def _sparse_step(collection):
             loss, _ = model.loss(model(bg, support, queries), [e.query_label for e in eps])
         optimizer.zero_grad()
         loss.backward()
-        optimizer.step()
+        with parts.update_threads():
+            optimizer.step()
 
     return model, step
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 import torch
 
-from .batching import GraphCache
+from .batching import GraphCache, one_thread
 from .devices import module_device
 from .config import EpisodeConfig, TrainConfig
 from .data import GraphCollection
@@ -144,9 +144,10 @@ def _train_step(module, optimizer, step_loss, cache, sampler, train_ids, train_c
         )
     optimizer.zero_grad()
     loss.backward()
-    if train_cfg.grad_clip is not None:
-        torch.nn.utils.clip_grad_norm_(module.parameters(), train_cfg.grad_clip)
-    optimizer.step()
+    with one_thread():  # the parameters' small tensors: waking more threads costs more than it saves
+        if train_cfg.grad_clip is not None:
+            torch.nn.utils.clip_grad_norm_(module.parameters(), train_cfg.grad_clip)
+        optimizer.step()
     return {"step": step, "loss": value, **parts, "seconds": time.perf_counter() - start}
 
 

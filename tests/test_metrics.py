@@ -194,3 +194,18 @@ def test_map_graphs_order_threads_and_errors():
         assert map_graphs(fn, [3]) == [9] and seen[-1][0] == 2  # one item: computed by the caller as is
     finally:
         torch.set_num_threads(before)
+
+
+def test_one_thread_restores_the_threads():
+    from gflkit.batching import one_thread
+
+    before = _set_threads(2)
+    try:
+        with one_thread():
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == 2
+        with pytest.raises(RuntimeError), one_thread():
+            raise RuntimeError("inside")
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
