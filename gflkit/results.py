@@ -45,10 +45,10 @@ def _half_width(arr: np.ndarray, method: str) -> tuple[float, float]:
         return 1.96 * std / math.sqrt(n), std
     if n < 2:
         return math.nan, math.nan
-    from scipy import stats
+    from scipy.special import stdtrit  # Student t quantile (what scipy.stats.t.ppf calls; 0.4 s less to import)
 
     std = float(arr.std(ddof=1))
-    return float(stats.t.ppf(0.975, n - 1)) * std / math.sqrt(n), std
+    return float(stdtrit(n - 1, 0.975)) * std / math.sqrt(n), std
 
 
 def mean_ci(values: Sequence[float], method: str = "t") -> tuple[float, float, float]:
@@ -86,10 +86,10 @@ def paired_difference(a: Sequence[float], b: Sequence[float], method: str = "t")
     elif np.all(diff == diff[0]):
         p = 1.0 if diff[0] == 0 else 0.0
     else:
-        from scipy import stats
+        from scipy.special import stdtr  # Student t distribution function (scipy.stats.t.sf(x) = stdtr(-x))
 
         t = mean / (diff.std(ddof=1) / math.sqrt(diff.size))
-        p = float(2 * stats.t.sf(abs(t), diff.size - 1))
+        p = float(2 * stdtr(diff.size - 1, -abs(t)))
     return {"delta": mean, "delta_lo": mean - half, "delta_hi": mean + half, "p_value": p, "n_pairs": int(diff.size)}
 
 

@@ -40,7 +40,9 @@ def load_collection(
         path = processed_dir(DEFAULT_COLLECTION, root)
         if not (path / "manifest.json").is_file():
             log.info("building the default synthetic family into %s (first use)", path)
-            make_synthetic_family(progress=True).save(path)
+            family = make_synthetic_family(progress=True)
+            family.save(path)
+            return family  # what was just written: no need to read it back
         return GraphCollection.load(path)
     path = resolve_collection(data, root)
     if path is not None:
