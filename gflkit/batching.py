@@ -24,7 +24,7 @@ from torch import nn
 
 from .data import GraphCollection
 from .episodes import Episode
-from .nn.conv import add_gcn_norm
+from .nn.conv import add_gcn_norm, is_symmetric, set_symmetric
 
 __all__ = ["prepare_graph", "batch_episodes", "meta_batch_loss", "split_by_nodes", "map_graphs", "one_thread",
            "GraphCache"]
@@ -60,6 +60,7 @@ def batch_episodes(graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode]):
         ``(bg, support (B, C, K), queries)`` with ``queries`` a list of ``(Q_b,)``.
     """
     bg = dgl.batch(list(graphs))
+    set_symmetric(bg, all(is_symmetric(g) for g in graphs))  # each graph is checked once, then remembered
     queries = [(ep.query + off).to(bg.device) for ep, off in zip(episodes, _offsets(bg))]
     return bg, _shifted_support(bg, episodes), queries
 

@@ -6,6 +6,7 @@ import networkx as nx
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from dgl.nn import GraphConv
 
 from gflkit.data import build_graph
@@ -14,7 +15,7 @@ from gflkit.nn import (
     GCNEncoder, GCNLayer, GraphDecoder, HierarchicalGraphRepresentation, PrototypeGNN, dense_recon_loss, logits, recon_loss,
     relation_graph, relation_weights, support_similarity,
 )
-from gflkit.nn.conv import NORM_DST, NORM_SRC, add_gcn_norm, propagate
+from gflkit.nn.conv import NORM_DST, NORM_SRC, add_gcn_norm, is_symmetric, propagate
 from gflkit.nn.hierarchy import dense_gcn_norm
 from gflkit.nn.segment import segment_gram, segment_tmm
 
@@ -211,6 +212,49 @@ def test_recon_loss_on_a_batch_is_the_mean_over_graphs(pair, reduction):
     (grad,) = torch.autograd.grad(loss, d)
     (dense_grad,) = torch.autograd.grad(expected, d)
     torch.testing.assert_close(grad, dense_grad, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_recon_loss_normalized_matches_autograd(pair, symmetric):
+    """normalize=True equals F.normalize then the loss, value and gradient, on either backward path."""
+    from gflkit.nn.conv import set_symmetric
+
+    g = dgl.batch([_model_graph(h) for h in pair])
+    assert is_symmetric(g)
+    set_symmetric(g, symmetric)  # False: the path of directed graphs (a product over the reversed graph)
+    d = torch.randn(g.num_nodes(), 5, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    d[3] = 0.0  # a row at the norm's floor
+    d.requires_grad_()
+    parts = torch.split(F.normalize(d, dim=-1), [15, 11])
+    expected = torch.stack([dense_recon_loss(_adj(h).double(), p) for h, p in zip(pair, parts)]).mean()
+    loss = recon_loss(g, d, normalize=True)
+    torch.testing.assert_close(loss, expected)
+    (grad,) = torch.autograd.grad(loss, d)
+    (dense_grad,) = torch.autograd.grad(expected, d)
+    torch.testing.assert_close(grad, dense_grad)
+
+
+def test_recon_loss_on_a_directed_graph():
+    """A graph without the reverse of its edges takes the reversed product: the dense gradient."""
+    src, dst = torch.tensor([0, 1, 2, 3, 0, 2]), torch.tensor([1, 2, 3, 0, 2, 1])
+    g = dgl.add_self_loop(dgl.graph((src, dst), num_nodes=4))
+    assert not is_symmetric(g)
+    adj = torch.zeros(4, 4, dtype=torch.float64)
+    adj[src, dst] = 1.0
+    d = torch.randn(4, 3, generator=torch.Generator().manual_seed(3), dtype=torch.float64, requires_grad=True)
+    loss = recon_loss(g, d)
+    expected = dense_recon_loss(adj, d)
+    torch.testing.assert_close(loss, expected)
+    torch.testing.assert_close(torch.autograd.grad(loss, d)[0], torch.autograd.grad(expected, d)[0])
+
+
+def test_is_symmetric_counts_multi_edges_and_is_remembered():
+    undirected = dgl.graph((torch.tensor([0, 1, 1, 2]), torch.tensor([1, 0, 2, 1])))
+    assert is_symmetric(undirected) and undirected._gflkit_symmetric is True
+    assert not is_symmetric(dgl.graph((torch.tensor([0, 1]), torch.tensor([1, 2]))))
+    twice_one_way = dgl.graph((torch.tensor([0, 0, 1]), torch.tensor([1, 1, 0])))
+    assert not is_symmetric(twice_one_way)
+    assert is_symmetric(dgl.graph(([], []), num_nodes=3))
 
 
 def test_recon_loss_rejects_unknown_reduction(six):
@@ -649,8 +693,10 @@ def test_recon_loss_gradcheck(pair, directed):
     bg = dgl.batch(graphs)
     d = torch.randn(bg.num_nodes(), 3, dtype=torch.float64, generator=torch.Generator().manual_seed(2),
                     requires_grad=True)
+    assert is_symmetric(bg) != directed
     for reduction in ("mean", "sum"):
-        assert torch.autograd.gradcheck(lambda x: recon_loss(bg, x, reduction), (d,))
+        for normalize in (False, True):
+            assert torch.autograd.gradcheck(lambda x: recon_loss(bg, x, reduction, normalize), (d,))
 
 
 @pytest.mark.parametrize("classes", [2, 4, 40])

@@ -14,7 +14,6 @@ from typing import Sequence
 
 import dgl
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from ..config import GFLConfig
@@ -213,9 +212,7 @@ class GFL(nn.Module):
         recon = None
         if self.decoder is not None:
             d = self.decoder(g, z, z_prop)
-            if self.recon_normalize:
-                d = F.normalize(d, dim=-1)
-            recon = recon_loss(g, d, self.recon_reduction)
+            recon = recon_loss(g, d, self.recon_reduction, normalize=self.recon_normalize)
         return GFLOutput(scores, protos, recon, gate)
 
     def loss(self, out: GFLOutput, labels: Sequence[torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:

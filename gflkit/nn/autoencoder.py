@@ -14,7 +14,7 @@ import dgl
 import torch
 from torch import nn
 
-from .conv import GCNLayer, neighbour_sum_t
+from .conv import GCNLayer, is_symmetric, neighbour_sum_t
 
 __all__ = ["GraphDecoder", "recon_loss", "dense_recon_loss"]
 
@@ -38,7 +38,7 @@ class GraphDecoder(nn.Module):
         return self.conv(g, z) if z_prop is None else self.conv.from_propagated(z_prop)
 
 
-def recon_loss(g: dgl.DGLGraph, d: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+def recon_loss(g: dgl.DGLGraph, d: torch.Tensor, reduction: str = "mean", normalize: bool = False) -> torch.Tensor:
     """Exact ``||A - D D^T||_F^2`` per graph of a batch, averaged over graphs.
 
     ``A`` is the binary adjacency without self-loops. ``g`` must be a (batched)
@@ -50,6 +50,8 @@ def recon_loss(g: dgl.DGLGraph, d: torch.Tensor, reduction: str = "mean") -> tor
         d: decoder output.
         reduction: ``"mean"`` divides each graph's loss by ``n^2`` (a mean over
             the entries of A); ``"sum"`` keeps the plain squared norm.
+        normalize: L2-normalise the rows of ``d`` first (as
+            ``F.normalize(d, dim=-1)``), inside the same operation.
 
     Shapes:
         d: ``(N, k)``; returns a scalar.
@@ -58,7 +60,11 @@ def recon_loss(g: dgl.DGLGraph, d: torch.Tensor, reduction: str = "mean") -> tor
         raise ValueError(f"reduction must be 'mean' or 'sum', not {reduction!r}")
     sizes = g.batch_num_nodes().tolist()
     edges = g.batch_num_edges().tolist()
-    return _ReconLoss.apply(d.contiguous(), g, sizes, edges, reduction == "mean")
+    return _ReconLoss.apply(d.contiguous(), g, sizes, edges, reduction == "mean", normalize)
+
+
+#: ``F.normalize``'s floor on a row's norm.
+_NORM_EPS = 1e-12
 
 
 class _ReconLoss(torch.autograd.Function):
@@ -68,13 +74,21 @@ class _ReconLoss(torch.autograd.Function):
 
         loss = ||A||^2 - 2 (<D, S D> - tr G) + ||G||^2
 
-    ``<D, S D>`` takes one sparse product (and one over the reversed graph in
-    the backward pass); the gradient ``-2 (S D + S^T D - 2 D) + 4 D G`` is
-    written per graph by one ``addmm``.
+    ``<D, S D>`` takes one sparse product; the gradient
+    ``-2 (S D + S^T D - 2 D) + 4 D G`` takes one more over the reversed graph
+    (none when the graph is symmetric, as undirected graphs are: then
+    ``S^T D = S D``), and is written per graph by one ``addmm``. With
+    ``normalize`` the rows ``U = D / |D|`` take the place of ``D``, and the
+    gradient goes back through the normalisation as ``(dU - U <dU, U>) / |D|``
+    in two passes, where autograd would take several.
     """
 
     @staticmethod
-    def forward(ctx, d, g, sizes, edges, mean):
+    def forward(ctx, d, g, sizes, edges, mean, normalize=False):
+        norm = None
+        if normalize:
+            norm = torch.linalg.vector_norm(d, dim=1, keepdim=True).clamp_(min=_NORM_EPS)
+            d = d / norm
         sd = dgl.ops.copy_u_sum(g, d)  # S D
         grams = d.new_empty(len(sizes), d.shape[1], d.shape[1])
         losses = d.new_empty(len(sizes))
@@ -88,14 +102,17 @@ class _ReconLoss(torch.autograd.Function):
             scales.append(1.0 / (n * n) if mean else 1.0)
             start += n
         scale = torch.tensor(scales, dtype=d.dtype, device=d.device)
-        ctx.save_for_backward(d, sd, grams)
+        ctx.save_for_backward(d, sd, grams, norm)
         ctx.g, ctx.sizes, ctx.scales = g, sizes, scales
         return (losses * scale).mean()
 
     @staticmethod
     def backward(ctx, grad):
-        d, sd, grams = ctx.saved_tensors
-        grad_d = sd + neighbour_sum_t(ctx.g, d)  # (S + S^T) D
+        d, sd, grams, norm = ctx.saved_tensors
+        if is_symmetric(ctx.g):
+            grad_d = sd * 2.0  # (S + S^T) D with S^T = S
+        else:
+            grad_d = sd + neighbour_sum_t(ctx.g, d)  # (S + S^T) D
         grad_d.sub_(d, alpha=2.0)
         count = len(ctx.sizes)
         start = 0
@@ -104,7 +121,10 @@ class _ReconLoss(torch.autograd.Function):
             rows = grad_d[start : start + n]
             rows.addmm_(d[start : start + n], grams[i], beta=-2.0 * c, alpha=4.0 * c)
             start += n
-        return grad_d, None, None, None, None
+        if norm is not None:  # through U = D / max(|D|, eps); rows at the floor are scaled only
+            along = (grad_d * d).sum(1, keepdim=True).masked_fill_(norm <= _NORM_EPS, 0.0)
+            grad_d.addcmul_(d, along, value=-1.0).div_(norm)
+        return grad_d, None, None, None, None, None
 
 
 def dense_recon_loss(adj: torch.Tensor, d: torch.Tensor, reduction: str = "mean") -> torch.Tensor:

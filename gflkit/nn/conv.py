@@ -22,10 +22,12 @@ The result equals ``GraphConv(norm="both")(g, x)`` up to floating-point rounding
 from __future__ import annotations
 
 import dgl
+import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["NORM_SRC", "NORM_DST", "add_gcn_norm", "gcn_norm", "propagate", "neighbour_sum_t", "GCNLayer"]
+__all__ = ["NORM_SRC", "NORM_DST", "add_gcn_norm", "gcn_norm", "propagate", "neighbour_sum_t", "is_symmetric",
+           "set_symmetric", "GCNLayer"]
 
 NORM_SRC, NORM_DST = "gcn_norm_src", "gcn_norm_dst"
 
@@ -72,6 +74,38 @@ def neighbour_sum_t(g: dgl.DGLGraph, x: torch.Tensor) -> torch.Tensor:
         return _gspmm(g._graph.reverse(), "copy_lhs", "sum", x, None)[0]
     except (ImportError, AttributeError):  # another DGL layout: the public, slower way
         return dgl.ops.copy_u_sum(dgl.reverse(g), x)
+
+
+_SYMMETRIC = "_gflkit_symmetric"
+
+
+def is_symmetric(g: dgl.DGLGraph) -> bool:
+    """Whether every edge ``u -> v`` of ``g`` has its reverse ``v -> u`` (an undirected graph).
+
+    Then ``A^T x = A x``, and a backward pass may reuse a product of the forward
+    pass. Checked once per graph object (two sorts of the edge keys, about a
+    millisecond for 25,000 edges) and
+    remembered on it; :func:`gflkit.batching.batch_episodes` gives a batch of
+    prepared graphs the answer of its members. Changing a graph's edges after
+    the check is not noticed: the model's graphs are not changed once prepared.
+    """
+    known = getattr(g, _SYMMETRIC, None)
+    if known is None:
+        known = _check_symmetric(g)
+        set_symmetric(g, known)
+    return known
+
+
+def set_symmetric(g: dgl.DGLGraph, symmetric: bool) -> None:
+    """Record on ``g`` whether it is symmetric (see :func:`is_symmetric`)."""
+    setattr(g, _SYMMETRIC, bool(symmetric))
+
+
+def _check_symmetric(g: dgl.DGLGraph) -> bool:
+    """The sorted edge keys ``u n + v`` equal the sorted reversed keys ``v n + u`` (multi-edges counted)."""
+    src, dst = (t.cpu().numpy().astype(np.int64) for t in g.edges())
+    n = g.num_nodes()
+    return bool(np.array_equal(np.sort(src * n + dst), np.sort(dst * n + src)))
 
 
 class GCNLayer(nn.Module):

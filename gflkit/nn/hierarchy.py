@@ -22,7 +22,7 @@ import dgl
 import torch
 from torch import nn
 
-from .conv import GCNLayer, neighbour_sum_t, propagate
+from .conv import GCNLayer, is_symmetric, neighbour_sum_t, propagate
 
 __all__ = ["HierarchicalGraphRepresentation", "dense_gcn_norm"]
 
@@ -109,66 +109,77 @@ class _FirstPool(torch.autograd.Function):
     """The first pooling level as one operation with a hand-written backward pass.
 
     With ``[a | f] = z_prop W + b`` (assignment logits and fused features),
-    ``P = softmax(a)`` and ``A`` the adjacency without self-loops, per graph:
+    ``P = softmax(a)``, ``R = relu(f)`` and ``A`` the adjacency without
+    self-loops, per graph:
 
-        X = (P^T relu(f)) / colsum(P),    A' = P^T (A P)
+        X = (P^T R) / colsum(P),    A' = P^T (A P)
 
-    Autograd would store and traverse every intermediate ``(N, .)`` tensor of
-    these steps, split and concatenate them; here the backward pass writes each
-    gradient once into a preallocated buffer. Same arithmetic as the composed
-    operations up to float rounding (tested against them).
+    ``R`` and ``A P`` sit side by side in one ``(N, gf + K2)`` buffer, so each
+    graph takes one product ``P^T [R | A P]``. In the backward pass the
+    gradient reaching ``P`` is ``R dX'^T + (A P) dA'^T + A^T P dA' + colsum``
+    terms; when the graph is symmetric (:func:`~gflkit.nn.conv.is_symmetric`),
+    ``A^T P = A P`` is already in the buffer and the whole of it is one
+    product per graph, ``[R | A P] [dX' ; dA'^T + dA']``, with no sparse
+    product. Autograd would store and traverse every intermediate ``(N, .)``
+    tensor of these steps; here each gradient is written once. Same arithmetic
+    as the composed operations up to float rounding (tested against them).
     """
 
     @staticmethod
     def forward(ctx, z_prop, weight, bias, g, sizes, k2):
         out = torch.addmm(bias, z_prop, weight)  # (N, K2 + gf)
+        gf = out.shape[1] - k2
         p = torch.softmax(out[:, :k2], dim=-1).contiguous()
-        r = torch.relu(out[:, k2:]).contiguous()
-        ap = dgl.ops.copy_u_sum(g, p).sub_(p)  # A P without the self-loops
-        b, gf = len(sizes), r.shape[1]
-        pf = p.new_empty(b, k2, gf)
-        pap = p.new_empty(b, k2, k2)
+        rap = p.new_empty(p.shape[0], gf + k2)  # [R | A P]
+        torch.clamp_min(out[:, k2:], 0.0, out=rap[:, :gf])
+        torch.sub(dgl.ops.copy_u_sum(g, p), p, out=rap[:, gf:])  # A P without the self-loops
+        b = len(sizes)
+        prap = p.new_empty(b, k2, gf + k2)  # [P^T R | P^T A P] per graph
         mass = p.new_empty(b, k2)
         start = 0
         for i, n in enumerate(sizes):
             rows = slice(start, start + n)
-            torch.mm(p[rows].t(), r[rows], out=pf[i])
-            torch.mm(p[rows].t(), ap[rows], out=pap[i])
+            torch.mm(p[rows].t(), rap[rows], out=prap[i])
             torch.sum(p[rows], 0, out=mass[i])
             start += n
         mass = mass.clamp_(min=1e-12).unsqueeze(-1)  # (B, K2, 1)
-        x = pf / mass
-        ctx.save_for_backward(z_prop, weight, p, r, ap, x, mass)
+        x = prap[:, :, :gf] / mass
+        ctx.save_for_backward(z_prop, weight, p, rap, x, mass)
         ctx.g, ctx.sizes, ctx.k2 = g, sizes, k2
-        return x, pap
+        return x, prap[:, :, gf:].contiguous()
 
     @staticmethod
     def backward(ctx, grad_x, grad_adj):
-        z_prop, weight, p, r, ap, x, mass = ctx.saved_tensors
+        z_prop, weight, p, rap, x, mass = ctx.saved_tensors
         g, sizes, k2 = ctx.g, ctx.sizes, ctx.k2
+        gf = rap.shape[1] - k2
         if grad_x is None:
             grad_x = torch.zeros_like(x)
         if grad_adj is None:
             grad_adj = p.new_zeros(len(sizes), k2, k2)
         grad_pf = grad_x / mass  # (B, K2, gf)
         grad_mass = -(grad_x * x).sum(-1) / mass.squeeze(-1)  # (B, K2)
-        grad_p = torch.empty_like(p)
-        grad_ap = torch.empty_like(p)
-        grad_out = p.new_empty(p.shape[0], k2 + r.shape[1])
-        grad_r = grad_out[:, k2:]
+        grad_out = p.new_empty(p.shape[0], k2 + gf)  # [dP, then d(logits) | dR, then d(features)]
+        grad_p, grad_r = grad_out[:, :k2], grad_out[:, k2:]
+        symmetric = is_symmetric(g)
+        # d[R | A P] -> dP: [dX' ; dA'^T] for R and A P, plus dA' for A^T P = A P when symmetric
+        right = torch.cat([grad_pf.transpose(1, 2),
+                           grad_adj.transpose(1, 2) + grad_adj if symmetric else grad_adj.transpose(1, 2)], dim=1)
+        grad_ap = None if symmetric else torch.empty_like(p)
         start = 0
         for i, n in enumerate(sizes):
             rows = slice(start, start + n)
-            gp = grad_p[rows]
-            torch.mm(r[rows], grad_pf[i].t(), out=gp)
-            gp.addmm_(ap[rows], grad_adj[i].t()).add_(grad_mass[i])
+            torch.mm(rap[rows], right[i], out=grad_p[rows])
+            grad_p[rows].add_(grad_mass[i])
             torch.mm(p[rows], grad_pf[i], out=grad_r[rows])
-            torch.mm(p[rows], grad_adj[i], out=grad_ap[rows])
+            if grad_ap is not None:
+                torch.mm(p[rows], grad_adj[i], out=grad_ap[rows])
             start += n
-        grad_p.add_(neighbour_sum_t(g, grad_ap)).sub_(grad_ap)  # through A P - P
-        grad_r.mul_(r > 0)  # through the relu
+        if grad_ap is not None:  # through A P = S P - P on a directed graph: A^T dAP
+            grad_p.add_(neighbour_sum_t(g, grad_ap)).sub_(grad_ap)
+        grad_r.mul_(rap[:, :gf] > 0)  # through the relu
         # through the softmax: P * (dP - <dP, P>)
-        torch.mul(p, grad_p - (grad_p * p).sum(-1, keepdim=True), out=grad_out[:, :k2])
+        grad_p.sub_((grad_p * p).sum(-1, keepdim=True)).mul_(p)
         grad_z = grad_out @ weight.t() if ctx.needs_input_grad[0] else None
         grad_w = z_prop.t() @ grad_out if ctx.needs_input_grad[1] else None
         grad_b = grad_out.sum(0) if ctx.needs_input_grad[2] else None
