@@ -124,6 +124,25 @@ def test_gcn_layer_equals_dgl_graphconv_on_a_directed_graph(sizes):
         GCNLayer(0, 3)
 
 
+@pytest.mark.parametrize("directed", [False, True])
+def test_propagate_gradient_on_symmetric_and_directed_graphs(pair, directed):
+    """The backward pass takes A_hat on a symmetric graph (the forward pass's format) and
+    the reversed graph otherwise: gradcheck and GraphConv's gradient on both."""
+    graphs = [_model_graph(h) for h in pair]
+    if directed:  # one direction of some edges dropped
+        graphs = [dgl.remove_edges(g, torch.arange(2, g.num_edges(), 5)) for g in graphs]
+    bg = add_gcn_norm(dgl.batch(graphs))
+    assert is_symmetric(bg) != directed
+    x = torch.randn(bg.num_nodes(), 3, dtype=torch.float64, generator=torch.Generator().manual_seed(4),
+                    requires_grad=True)
+    assert torch.autograd.gradcheck(lambda v: propagate(bg, v), (x,))
+    conv = GraphConv(3, 3, norm="both", weight=False, bias=False).double()
+    weights = torch.randn(bg.num_nodes(), 3, dtype=torch.float64)
+    (ours,) = torch.autograd.grad((propagate(bg, x) * weights).sum(), x)
+    (theirs,) = torch.autograd.grad((conv(bg, x) * weights).sum(), x)
+    torch.testing.assert_close(ours, theirs)
+
+
 def test_gcn_encoder_initialises_and_computes_as_graphconv_layers(six):
     """Two ``dgl.nn.GraphConv`` layers seeded alike give the same weights and outputs."""
     g = _model_graph(six, feat_size=40)  # wide input: the weight comes before the propagation

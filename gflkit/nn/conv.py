@@ -26,8 +26,8 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["NORM_SRC", "NORM_DST", "add_gcn_norm", "gcn_norm", "propagate", "neighbour_sum_t", "is_symmetric",
-           "set_symmetric", "GCNLayer"]
+__all__ = ["NORM_SRC", "NORM_DST", "add_gcn_norm", "gcn_norm", "propagate", "neighbour_sum", "neighbour_sum_t",
+           "is_symmetric", "set_symmetric", "GCNLayer"]
 
 NORM_SRC, NORM_DST = "gcn_norm_src", "gcn_norm_dst"
 
@@ -53,11 +53,50 @@ def add_gcn_norm(g: dgl.DGLGraph) -> dgl.DGLGraph:
 def propagate(g: dgl.DGLGraph, x: torch.Tensor) -> torch.Tensor:
     """``A_hat x``: one sparse product over ``g`` (which has its self-loops).
 
+    Its backward pass is ``A_hat^T`` applied to the gradient; on a symmetric
+    graph (:func:`is_symmetric`) that is ``A_hat`` again, computed from the
+    sparse format the forward pass built, so the transposed format of a
+    batched graph is never built (about 0.4 ms per batch of 13,500 nodes).
+
     Shapes:
         x ``(N, d)`` -> ``(N, d)``.
     """
     src, dst = gcn_norm(g)
-    return dgl.ops.copy_u_sum(g, x * src) * dst
+    return _Propagate.apply(x, src, dst, g)
+
+
+class _Propagate(torch.autograd.Function):
+    """``dst * (S (src * x))`` with ``S = A + I``; the backward pass ``src * (S^T (dst * dy))``
+    (no gradient for the normalisation ``src``, ``dst``: stored constants of the graph)."""
+
+    @staticmethod
+    def forward(ctx, x, src, dst, g):
+        ctx.g = g
+        ctx.save_for_backward(src, dst)
+        return neighbour_sum(g, x * src).mul_(dst)
+
+    @staticmethod
+    def backward(ctx, grad):
+        src, dst = ctx.saved_tensors
+        scaled = grad * dst
+        spread = neighbour_sum(ctx.g, scaled) if is_symmetric(ctx.g) else neighbour_sum_t(ctx.g, scaled)
+        return spread.mul_(src), None, None, None  # the normalisation is a constant of the graph
+
+
+def neighbour_sum(g: dgl.DGLGraph, x: torch.Tensor) -> torch.Tensor:
+    """``S x`` for the adjacency ``S`` of ``g`` (what ``dgl.ops.copy_u_sum`` computes), without
+    autograd and without DGL's autograd wrapper around it.
+
+    Shapes:
+        x ``(N, d)`` -> ``(N, d)``.
+    """
+    try:
+        from dgl._sparse_ops import _gspmm
+
+        return _gspmm(g._graph, "copy_lhs", "sum", x, None)[0]
+    except (ImportError, AttributeError):  # another DGL layout: the public way
+        with torch.no_grad():
+            return dgl.ops.copy_u_sum(g, x)
 
 
 def neighbour_sum_t(g: dgl.DGLGraph, x: torch.Tensor) -> torch.Tensor:

@@ -22,7 +22,7 @@ import dgl
 import torch
 from torch import nn
 
-from .conv import GCNLayer, is_symmetric, neighbour_sum_t, propagate
+from .conv import GCNLayer, is_symmetric, neighbour_sum, neighbour_sum_t, propagate
 
 __all__ = ["HierarchicalGraphRepresentation", "dense_gcn_norm"]
 
@@ -132,7 +132,7 @@ class _FirstPool(torch.autograd.Function):
         p = torch.softmax(out[:, :k2], dim=-1).contiguous()
         rap = p.new_empty(p.shape[0], gf + k2)  # [R | A P]
         torch.clamp_min(out[:, k2:], 0.0, out=rap[:, :gf])
-        torch.sub(dgl.ops.copy_u_sum(g, p), p, out=rap[:, gf:])  # A P without the self-loops
+        torch.sub(neighbour_sum(g, p), p, out=rap[:, gf:])  # A P without the self-loops
         b = len(sizes)
         prap = p.new_empty(b, k2, gf + k2)  # [P^T R | P^T A P] per graph
         mass = p.new_empty(b, k2)

@@ -22,6 +22,8 @@ from __future__ import annotations
 import dgl
 import torch
 
+from .conv import neighbour_sum
+
 __all__ = ["support_similarity", "relation_weights", "relation_graph"]
 
 
@@ -96,7 +98,7 @@ def support_similarity(
     if method == "khop-cn":
         walks = x
         for _ in range(hops):  # walks of length `hops` (self-loops let them stay put)
-            walks = dgl.ops.copy_u_sum(g, walks)
+            walks = neighbour_sum(g, walks)
         # Walk counts are whole numbers >= 0: capped at 1 they mark the nodes
         # within `hops` hops, self included (one pass, in place).
         reach = walks.clamp_(max=1.0)
