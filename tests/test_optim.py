@@ -108,3 +108,20 @@ def test_training_does_not_import_the_compiler(small_family_dir):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
+
+
+def test_a_resume_checkpoint_whose_optimizer_state_does_not_fit_is_one_line():
+    from gflkit.errors import GFLError
+    from gflkit.loop import LoopState
+
+    model = torch.nn.Linear(3, 2)
+    opt = Adam(model.parameters())
+    good = LoopState(step=4).checkpoint(model, opt)
+    restored = LoopState.restore(good, model, opt)
+    assert restored.step == 4
+    other = torch.nn.Linear(3, 5)
+    wrong = {**good, "optimizer": {"state": {}, "param_groups": [{"params": [0]}]}}
+    for ckpt in (wrong, {**good, "model": other.state_dict()}, {k: v for k, v in good.items() if k != "rng"}):
+        with pytest.raises(GFLError, match="resume checkpoint does not fit") as err:
+            LoopState.restore(ckpt, model, Adam(model.parameters()))
+        assert "\n" not in str(err.value) and "--force" in str(err.value)
