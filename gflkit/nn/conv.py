@@ -90,13 +90,7 @@ def neighbour_sum(g: dgl.DGLGraph, x: torch.Tensor) -> torch.Tensor:
     Shapes:
         x ``(N, d)`` -> ``(N, d)``.
     """
-    try:
-        from dgl._sparse_ops import _gspmm
-
-        return _gspmm(g._graph, "copy_lhs", "sum", x, None)[0]
-    except (ImportError, AttributeError):  # another DGL layout: the public way
-        with torch.no_grad():
-            return dgl.ops.copy_u_sum(g, x)
+    return _sparse_sum(g, x, reverse=False)
 
 
 def neighbour_sum_t(g: dgl.DGLGraph, x: torch.Tensor) -> torch.Tensor:
@@ -107,12 +101,18 @@ def neighbour_sum_t(g: dgl.DGLGraph, x: torch.Tensor) -> torch.Tensor:
     Shapes:
         x ``(N, d)`` -> ``(N, d)``.
     """
+    return _sparse_sum(g, x, reverse=True)
+
+
+def _sparse_sum(g: dgl.DGLGraph, x: torch.Tensor, reverse: bool) -> torch.Tensor:
+    """DGL's sum-of-neighbours kernel on ``g`` (or its reverse) called directly, without autograd."""
     try:
         from dgl._sparse_ops import _gspmm
 
-        return _gspmm(g._graph.reverse(), "copy_lhs", "sum", x, None)[0]
+        return _gspmm(g._graph.reverse() if reverse else g._graph, "copy_lhs", "sum", x, None)[0]
     except (ImportError, AttributeError):  # another DGL layout: the public, slower way
-        return dgl.ops.copy_u_sum(dgl.reverse(g), x)
+        with torch.no_grad():
+            return dgl.ops.copy_u_sum(dgl.reverse(g) if reverse else g, x)
 
 
 _SYMMETRIC = "_gflkit_symmetric"

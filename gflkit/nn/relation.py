@@ -41,7 +41,7 @@ def _support_indicator(num_nodes: int, support: torch.Tensor) -> torch.Tensor:
 
 def _neighbour_sum(g: dgl.DGLGraph, x: torch.Tensor) -> torch.Tensor:
     """``A x`` for the adjacency A without self-loops (g has one per node)."""
-    return dgl.ops.copy_u_sum(g, x) - x
+    return neighbour_sum(g, x) - x
 
 
 def _per_graph_blocks(g: dgl.DGLGraph, left: torch.Tensor, right: torch.Tensor, c: int, k: int) -> torch.Tensor:
