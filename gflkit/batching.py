@@ -211,7 +211,7 @@ def map_graphs(fn: Callable[[Any], Any], items: Sequence[Any], workers: int | No
     lock = threading.Lock()
 
     def work() -> None:
-        torch.set_num_threads(1)
+        torch.set_num_threads(1)  # a pool thread's own setting (the caller's is set by one_thread)
         with torch.set_grad_enabled(grad):
             while not errors:  # after an error, each thread stops at its next item
                 with lock:
@@ -223,13 +223,11 @@ def map_graphs(fn: Callable[[Any], Any], items: Sequence[Any], workers: int | No
                 except BaseException as err:  # raised in the caller once every thread has stopped
                     errors.append(err)
 
-    try:
+    with one_thread():  # the caller's setting comes back afterwards, whatever happens
         others = [_pool(workers - 1).submit(work) for _ in range(workers - 1)]
         work()
         for f in others:
             f.result()
-    finally:
-        torch.set_num_threads(threads)
     if errors:
         raise errors[0]
     return results
