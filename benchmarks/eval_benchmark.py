@@ -45,13 +45,6 @@ def build_family(name: str, folder: Path) -> Path:
     return folder
 
 
-def _cache_cls():
-    from layout import gflkit_layout
-
-    parts = gflkit_layout()
-    return parts.GraphCache, parts.batch_episodes, parts.meta_batch_loss
-
-
 def _evaluate_setup(folder: str, episodes: int, threads: int):
     def setup():
         import gflkit  # noqa: F401  (before dgl)
@@ -84,29 +77,24 @@ def _memory_setup(folder: str, threads: int):
         from gflkit.episodes import EpisodeSampler
         from gflkit.models.gfl import GFL
 
-        GraphCache, batch_episodes, meta_batch_loss = _cache_cls()
+        from layout import gflkit_layout, training_step
+
+        parts = gflkit_layout()
         torch.set_num_threads(threads)
         torch.manual_seed(0)
         collection = GraphCollection.load(folder)
         sampler = EpisodeSampler(collection, "train", EpisodeConfig(k_shot=K_SHOT))
-        cache = GraphCache(collection)
+        cache = parts.GraphCache(collection)
         for gid in sampler.graph_ids:
             cache[gid]
         model = GFL(collection.feat_size, GFLConfig())
-        optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+        take_step = training_step(parts, model)
         rng = np.random.default_rng(0)
 
         def step(i: int) -> None:
             ids = [int(x) for x in rng.choice(sampler.graph_ids, size=5, replace=False)]
-            eps = [sampler.episode(gid, i) for gid in ids]
-            if meta_batch_loss is not None:  # the step meta_train takes
-                loss, _ = meta_batch_loss(model, [cache[gid] for gid in ids], eps)
-            else:
-                bg, support, queries = batch_episodes([cache[gid] for gid in ids], eps)
-                loss, _ = model.loss(model(bg, support, queries), [e.query_label for e in eps])
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+            take_step([cache[gid] for gid in ids], [sampler.episode(gid, i) for gid in ids])
+
         return step
     return setup
 

@@ -54,3 +54,23 @@ def gflkit_layout() -> SimpleNamespace:
             raise SystemExit(f"{module.__name__} comes from {module.__file__}, not from {root}")
     parts.root = root
     return parts
+
+
+def training_step(parts: SimpleNamespace, model):
+    """A closure taking one meta-training step on ``(graphs, episodes)`` as that tree's
+    ``meta_train`` takes it: its loss (in parts where ``meta_batch_loss`` exists), backward,
+    and its optimizer's update (learning rate 0.01)."""
+    optimizer = parts.Adam(model.parameters(), lr=0.01)
+
+    def step(graphs, episodes) -> None:
+        if parts.meta_batch_loss is not None:  # the meta-batch in parts side by side
+            loss, _ = parts.meta_batch_loss(model, graphs, episodes)
+        else:
+            bg, support, queries = parts.batch_episodes(graphs, episodes)
+            loss, _ = model.loss(model(bg, support, queries), [e.query_label for e in episodes])
+        optimizer.zero_grad()
+        loss.backward()
+        with parts.update_threads():
+            optimizer.step()
+
+    return step

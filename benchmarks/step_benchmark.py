@@ -68,31 +68,19 @@ def _sparse_step(collection):
 
     from gflkit.config import EpisodeConfig, GFLConfig
     from gflkit.episodes import EpisodeSampler
-    from layout import gflkit_layout
+    from layout import gflkit_layout, training_step
 
     parts = gflkit_layout()
-    GFL, GraphCache, batch_episodes = parts.GFL, parts.GraphCache, parts.batch_episodes
-    meta_batch_loss = parts.meta_batch_loss
-
     sampler = EpisodeSampler(collection, "train", EpisodeConfig(k_shot=K_SHOT))
-    cache = GraphCache(collection)
+    cache = parts.GraphCache(collection)
     ids = sampler.graph_ids
     for gid in ids:  # prepared once, as meta_train's cache does
         cache[gid]
-    model = GFL(collection.feat_size, GFLConfig())
-    optimizer = parts.Adam(model.parameters(), lr=0.01)
+    model = parts.GFL(collection.feat_size, GFLConfig())
+    take_step = training_step(parts, model)
 
     def step(i: int) -> None:
-        eps = [sampler.episode(gid, i) for gid in ids]
-        if meta_batch_loss is not None:  # the meta-batch in parts side by side, as meta_train takes it
-            loss, _ = meta_batch_loss(model, [cache[gid] for gid in ids], eps)
-        else:
-            bg, support, queries = batch_episodes([cache[gid] for gid in ids], eps)
-            loss, _ = model.loss(model(bg, support, queries), [e.query_label for e in eps])
-        optimizer.zero_grad()
-        loss.backward()
-        with parts.update_threads():
-            optimizer.step()
+        take_step([cache[gid] for gid in ids], [sampler.episode(gid, i) for gid in ids])
 
     return model, step
 
