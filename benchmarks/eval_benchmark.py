@@ -88,14 +88,11 @@ def _memory_setup(folder: str, threads: int):
         for gid in sampler.graph_ids:
             cache[gid]
         model = GFL(collection.feat_size, GFLConfig())
-        take_step = training_step(parts, model)
-        rng = np.random.default_rng(0)
 
-        def step(i: int) -> None:
-            ids = [int(x) for x in rng.choice(sampler.graph_ids, size=5, replace=False)]
-            take_step([cache[gid] for gid in ids], [sampler.episode(gid, i) for gid in ids])
+        def ids_of(i: int) -> list[int]:  # 5 graphs per step, drawn from the step number
+            return [int(x) for x in np.random.default_rng([0, i]).choice(sampler.graph_ids, size=5, replace=False)]
 
-        return step
+        return training_step(parts, model, cache, sampler, ids_of)
     return setup
 
 

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 def gflkit_layout() -> SimpleNamespace:
     """``GraphCache``, ``batch_episodes``, ``prepare_graph``, ``graph_accuracies``, ``GFL``,
-    ``meta_batch_loss`` (``None`` before it existed), the training loop's optimizer
+    ``meta_batch_loss`` and ``StepLoss`` (``None`` before they existed), the training loop's optimizer
     class ``Adam`` and the context its update runs in (``update_threads``), and
     the source folder, all from the tree of the loaded ``gflkit``."""
     import contextlib
@@ -32,7 +32,8 @@ def gflkit_layout() -> SimpleNamespace:
 
         parts = SimpleNamespace(GraphCache=batching.GraphCache, batch_episodes=batching.batch_episodes,
                                 prepare_graph=batching.prepare_graph, graph_accuracies=metrics.graph_accuracies,
-                                GFL=gfl.GFL, meta_batch_loss=getattr(batching, "meta_batch_loss", None))
+                                GFL=gfl.GFL, meta_batch_loss=getattr(batching, "meta_batch_loss", None),
+                                StepLoss=getattr(batching, "StepLoss", None))
         modules = [batching, metrics, gfl]
     else:
         # The module, not the function of the same name that gflkit exported then.
@@ -41,7 +42,7 @@ def gflkit_layout() -> SimpleNamespace:
 
         parts = SimpleNamespace(GraphCache=evaluate.GraphCache, batch_episodes=gfl.batch_episodes,
                                 prepare_graph=gfl.prepare_graph, graph_accuracies=evaluate.graph_accuracies,
-                                GFL=gfl.GFL, meta_batch_loss=None)
+                                GFL=gfl.GFL, meta_batch_loss=None, StepLoss=None)
         modules = [evaluate, gfl]
     if (root / "optim.py").exists():  # the loop's own Adam, updating on one thread
         parts.Adam = importlib.import_module("gflkit.optim").Adam
@@ -56,21 +57,31 @@ def gflkit_layout() -> SimpleNamespace:
     return parts
 
 
-def training_step(parts: SimpleNamespace, model):
-    """A closure taking one meta-training step on ``(graphs, episodes)`` as that tree's
-    ``meta_train`` takes it: its loss (in parts where ``meta_batch_loss`` exists), backward,
-    and its optimizer's update (learning rate 0.01)."""
+def training_step(parts: SimpleNamespace, model, cache, sampler, ids_of):
+    """A closure ``step(i)`` taking meta-training step ``i`` on the graphs ``ids_of(i)`` (one
+    episode each) as that tree's ``meta_train`` takes it: its loss (through its
+    ``StepLoss``, which prepares the next step ahead, where that exists; in parts where
+    ``meta_batch_loss`` exists), backward, and its optimizer's update (learning rate 0.01)."""
     optimizer = parts.Adam(model.parameters(), lr=0.01)
+    step_loss = None
+    if getattr(parts, "StepLoss", None) is not None:
+        step_loss = parts.StepLoss(model, lambda sampler, i: ids_of(i))
 
-    def step(graphs, episodes) -> None:
-        if parts.meta_batch_loss is not None:  # the meta-batch in parts side by side
-            loss, _ = parts.meta_batch_loss(model, graphs, episodes)
+    def step(i: int) -> None:
+        ids = ids_of(i)
+        if step_loss is not None:
+            loss, _ = step_loss(cache, sampler, ids, i)
+        elif parts.meta_batch_loss is not None:  # the meta-batch in parts side by side
+            loss, _ = parts.meta_batch_loss(model, [cache[gid] for gid in ids], [sampler.episode(gid, i) for gid in ids])
         else:
+            graphs, episodes = [cache[gid] for gid in ids], [sampler.episode(gid, i) for gid in ids]
             bg, support, queries = parts.batch_episodes(graphs, episodes)
             loss, _ = model.loss(model(bg, support, queries), [e.query_label for e in episodes])
         optimizer.zero_grad()
         loss.backward()
         with parts.update_threads():
             optimizer.step()
+        if step_loss is not None:  # the next step's preparation counts in this step's time
+            step_loss.wait()
 
     return step

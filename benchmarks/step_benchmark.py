@@ -77,12 +77,7 @@ def _sparse_step(collection):
     for gid in ids:  # prepared once, as meta_train's cache does
         cache[gid]
     model = parts.GFL(collection.feat_size, GFLConfig())
-    take_step = training_step(parts, model)
-
-    def step(i: int) -> None:
-        take_step([cache[gid] for gid in ids], [sampler.episode(gid, i) for gid in ids])
-
-    return model, step
+    return model, training_step(parts, model, cache, sampler, lambda i: ids)
 
 
 def _dense_step(collection):

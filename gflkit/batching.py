@@ -15,6 +15,7 @@ import os
 import platform
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_for
 from typing import Any, Callable, Iterator, Sequence
 
 import dgl
@@ -26,8 +27,8 @@ from .data import GraphCollection
 from .episodes import Episode
 from .nn.conv import add_gcn_norm, is_symmetric, set_symmetric
 
-__all__ = ["prepare_graph", "batch_episodes", "meta_batch_loss", "split_by_nodes", "map_graphs", "one_thread",
-           "GraphCache"]
+__all__ = ["prepare_graph", "batch_episodes", "meta_batch_loss", "prepare_meta_batch", "PreparedMetaBatch",
+           "StepLoss", "split_by_nodes", "map_graphs", "one_thread", "GraphCache"]
 
 
 def prepare_graph(g: dgl.DGLGraph) -> dgl.DGLGraph:
@@ -67,7 +68,12 @@ def batch_episodes(graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode]):
 
 def _plain_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode],
                 relations: Callable[[], torch.Tensor] | None = None):
-    bg, support, queries = batch_episodes(graphs, episodes)
+    return _batch_loss(model, batch_episodes(graphs, episodes), episodes, relations)
+
+
+def _batch_loss(model: nn.Module, batch: tuple, episodes: Sequence[Episode],
+                relations: torch.Tensor | Callable[[], torch.Tensor] | None = None):
+    bg, support, queries = batch
     out = model(bg, support, queries) if relations is None else model(bg, support, queries, relations=relations)
     return model.loss(out, [ep.query_label.to(bg.device) for ep in episodes])
 
@@ -254,8 +260,57 @@ def one_thread() -> Iterator[None]:
         torch.set_num_threads(threads)
 
 
+class PreparedMetaBatch:
+    """A meta-batch made ready for :func:`meta_batch_loss` before any parameter is read.
+
+    Made by :func:`prepare_meta_batch`. Attributes: ``graphs``, ``episodes``;
+    ``groups``, the graph positions of each part (:func:`split_by_nodes`);
+    ``batches``, each part's :func:`batch_episodes` result; ``relations``, each
+    part's relation weights (``None`` for a model that takes none ahead).
+    """
+
+    __slots__ = ("graphs", "episodes", "groups", "batches", "relations")
+
+    def __init__(self, graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode], groups: list[np.ndarray],
+                 batches: list[tuple], relations: list[torch.Tensor | None]) -> None:
+        self.graphs, self.episodes, self.groups = list(graphs), list(episodes), groups
+        self.batches, self.relations = batches, relations
+
+
+def prepare_meta_batch(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode],
+                       workers: int) -> PreparedMetaBatch:
+    """What :func:`meta_batch_loss` reads of a meta-batch besides the model's parameters.
+
+    The parts (:func:`split_by_nodes`), each part's batched graph with the
+    episodes' ids shifted into it, and, for a model with graph-structured
+    prototypes, the relational structure of each part's support sets: all of it
+    depends on the graphs and episodes alone, so it can be made on another
+    thread while the model is busy with the previous meta-batch
+    (:class:`StepLoss` does). The loss of a prepared meta-batch is the loss
+    computed from scratch, to the last bit (tested).
+
+    Args:
+        model: the model the meta-batch is for.
+        graphs, episodes: the meta-batch.
+        workers: number of parts (:func:`meta_batch_workers`, taken on the thread that will compute the loss).
+    """
+    workers = max(1, min(workers, len(graphs)))
+    groups = split_by_nodes([g.num_nodes() for g in graphs], workers) if workers > 1 \
+        else [np.arange(len(graphs), dtype=np.int64)]
+    for g in {id(g): g for g in graphs}.values():
+        _settle(g)
+    relations_of = _relations_ahead(model)
+    batches, relations = [], []
+    for idx in groups:
+        batch = batch_episodes([graphs[i] for i in idx], [episodes[i] for i in idx])
+        batches.append(batch)
+        relations.append(None if relations_of is None else relations_of(batch[0], batch[1]))
+    return PreparedMetaBatch(graphs, episodes, groups, batches, relations)
+
+
 def meta_batch_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode],
-                    workers: int | None = None) -> tuple[torch.Tensor, dict[str, float]]:
+                    workers: int | None = None, *, prepared: PreparedMetaBatch | None = None,
+                    then: Callable[[], None] | None = None) -> tuple[torch.Tensor, dict[str, float]]:
     """``model.loss(model(*batch_episodes(graphs, episodes)), labels)``, in parts side by side.
 
     The loss of a meta-batch is the mean of its graphs' losses, so it splits
@@ -275,51 +330,76 @@ def meta_batch_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: 
         graphs: prepared graphs of the meta-batch (:func:`prepare_graph`).
         episodes: one episode per graph.
         workers: number of parts; by default :func:`meta_batch_workers`.
+        prepared: the meta-batch made ready ahead (:func:`prepare_meta_batch`);
+            then ``graphs``, ``episodes`` and ``workers`` are taken from it.
+        then: work for a helper thread once the parts are handed out (the
+            next meta-batch's preparation): started when a helper thread is
+            free, not waited for, and not started when the meta-batch runs in
+            one part. It must handle its own errors.
 
     Returns:
         ``(loss, parts)`` as ``model.loss`` returns them.
     """
     keep_freed_memory()
-    workers = meta_batch_workers(model, len(graphs)) if workers is None else min(workers, len(graphs))
+    if prepared is not None:
+        graphs, episodes, workers = prepared.graphs, prepared.episodes, len(prepared.groups)
+    else:
+        workers = meta_batch_workers(model, len(graphs)) if workers is None else min(workers, len(graphs))
     if workers <= 1:
+        if prepared is not None:
+            return _batch_loss(model, prepared.batches[0], episodes, prepared.relations[0])
         return _plain_loss(model, graphs, episodes)
     params = [p for p in model.parameters() if p.requires_grad]
-    for g in {id(g): g for g in graphs}.values():
-        _settle(g)
     threads = torch.get_num_threads()
     per_part = max(1, threads // workers)
+    ahead: Future | None = None
+    if prepared is not None:
+        groups = prepared.groups
+    else:
+        for g in {id(g): g for g in graphs}.values():
+            _settle(g)
+        groups = split_by_nodes([g.num_nodes() for g in graphs], workers)
+        # The relational structure of a support set depends on the graph alone.
+        # The first part is the largest; the second part's thread computes the
+        # first part's structure before its own work, and the first part picks it
+        # up when its prototypes need it, after its encoder and gate.
+        relations_of = _relations_ahead(model)
+        ahead = Future() if relations_of is not None else None
 
-    groups = split_by_nodes([g.num_nodes() for g in graphs], workers)
-    # The relational structure of a support set depends on the graph alone.
-    # The first part is the largest; the second part's thread computes the
-    # first part's structure before its own work, and the first part picks it
-    # up when its prototypes need it, after its encoder and gate.
-    relations_of = _relations_ahead(model)
-    ahead: Future | None = Future() if relations_of is not None else None
+        def first_part_relations() -> None:
+            try:  # the structure alone: no features are batched
+                bg = dgl.batch([graphs[i] for i in groups[0]], ndata=None, edata=None)
+                ahead.set_result(relations_of(bg, _shifted_support(bg, [episodes[i] for i in groups[0]])))
+            except BaseException as err:  # handed to the first part, which raises it
+                ahead.set_exception(err)
 
-    def first_part_relations() -> None:
-        try:  # the structure alone: no features are batched
-            bg = dgl.batch([graphs[i] for i in groups[0]], ndata=None, edata=None)
-            ahead.set_result(relations_of(bg, _shifted_support(bg, [episodes[i] for i in groups[0]])))
-        except BaseException as err:  # handed to the first part, which raises it
-            ahead.set_exception(err)
-
-    def part(idx: np.ndarray, relations: Callable | None = None,
-             before: Callable | None = None) -> tuple[Any, float, dict[str, float]]:
+    def part(j: int, before: Callable | None = None) -> tuple[Any, float, dict[str, float]]:
         torch.set_num_threads(per_part)  # this thread's share of the cores
         if before is not None:
             before()
-        loss, parts = _plain_loss(model, [graphs[i] for i in idx], [episodes[i] for i in idx], relations)
+        idx = groups[j]
+        part_episodes = [episodes[i] for i in idx]
+        if prepared is not None:
+            loss, parts = _batch_loss(model, prepared.batches[j], part_episodes, prepared.relations[j])
+        else:
+            relations = ahead.result if j == 0 and ahead is not None else None
+            loss, parts = _plain_loss(model, [graphs[i] for i in idx], part_episodes, relations)
         grads = torch.autograd.grad(loss, params, allow_unused=True)
         return grads, float(loss.detach()), parts
+
+    def after() -> None:
+        torch.set_num_threads(per_part)
+        then()
 
     try:
         # The calling thread takes the first (largest) part itself: it is
         # running already, so only the other parts' threads have to be woken.
         pool = _pool(workers - 1)
-        others = [pool.submit(part, idx, None, first_part_relations if j == 0 and ahead is not None else None)
-                  for j, idx in enumerate(groups[1:])]
-        results = [part(groups[0], None if ahead is None else ahead.result)]
+        others = [pool.submit(part, j, first_part_relations if j == 1 and ahead is not None else None)
+                  for j in range(1, workers)]
+        if then is not None:
+            pool.submit(after)
+        results = [part(0)]
         results += [f.result() for f in others]
         weights = [len(idx) / len(graphs) for idx in groups]
         grads = _weighted_sums([r[0] for r in results], weights)  # small tensors: on this thread's share
@@ -329,6 +409,77 @@ def meta_batch_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: 
     parts = {k: sum(w * r[2][k] for w, r in zip(weights, results)) for k in results[0][2]}
     loss = _GivenGradients.apply(torch.tensor(value, dtype=params[0].dtype, device=params[0].device), tuple(grads), *params)
     return loss, parts
+
+
+class StepLoss:
+    """The training loop's ``step_loss`` for GFL: :func:`meta_batch_loss` of each
+    step's meta-batch, with the next step's meta-batch prepared ahead.
+
+    Everything a step reads besides the parameters (its episodes, its parts'
+    batched graphs, their relational structure: :func:`prepare_meta_batch`)
+    depends on the graph ids and the step number alone. With ``next_ids``, the
+    helper thread of :func:`meta_batch_loss`, once done with its own part,
+    prepares step ``t + 1`` while the calling thread finishes step ``t``, so
+    the next step starts on a meta-batch that is ready. The numbers are those
+    of the plain computation, to the last bit: the same work, done earlier.
+
+    Args:
+        model: the model being trained.
+        next_ids: ``next_ids(sampler, step)``, the graph ids the loop will draw
+            for ``step`` (``None`` when there is none). Without it, or when a
+            step runs in one part, nothing is prepared ahead.
+
+    Called as ``step_loss(cache, sampler, graph_ids, step) -> (loss, parts)``.
+    A call for other ids or another step than the one prepared ignores it.
+    """
+
+    def __init__(self, model: nn.Module, next_ids: Callable[[Any, int], Sequence[int] | None] | None = None) -> None:
+        self.model = model
+        self.next_ids = next_ids
+        self._ahead: tuple[tuple, Future] | None = None
+
+    def _take(self, ids: Sequence[int], step: int) -> PreparedMetaBatch | None:
+        ahead, self._ahead = self._ahead, None
+        if ahead is None:
+            return None
+        key, future = ahead
+        if key != (tuple(ids), step) or future.cancel():  # another meta-batch, or never started
+            future.cancel()
+            return None
+        return future.result()  # raises what the preparation raised
+
+    def __call__(self, cache: GraphCache, sampler: Any, ids: Sequence[int], step: int):
+        prepared = self._take(ids, step)
+        if prepared is None:
+            graphs, episodes = [cache[gid] for gid in ids], [sampler.episode(gid, step) for gid in ids]
+        else:
+            graphs, episodes = prepared.graphs, prepared.episodes
+        upcoming = self.next_ids(sampler, step + 1) if self.next_ids is not None else None
+        workers = meta_batch_workers(self.model, len(ids))
+        then = None
+        if upcoming is not None and workers > 1:
+            upcoming, future = [int(gid) for gid in upcoming], Future()
+
+            def then() -> None:
+                if not future.set_running_or_notify_cancel():
+                    return
+                try:
+                    future.set_result(prepare_meta_batch(self.model, [cache[gid] for gid in upcoming],
+                                                         [sampler.episode(gid, step + 1) for gid in upcoming],
+                                                         workers))
+                except BaseException as err:  # raised by the step that takes it
+                    future.set_exception(err)
+
+        out = meta_batch_loss(self.model, graphs, episodes, prepared=prepared, then=then)
+        if then is not None:
+            self._ahead = ((tuple(upcoming), step + 1), future)
+        return out
+
+    def wait(self) -> None:
+        """Return once the next meta-batch's preparation, if one was started, has ended
+        (a benchmark timing one step at a time counts it in the step)."""
+        if self._ahead is not None:
+            wait_for([self._ahead[1]])
 
 
 def split_by_nodes(sizes: Sequence[int], parts: int) -> list[np.ndarray]:

@@ -16,7 +16,7 @@ import math
 import random
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 import torch
@@ -33,7 +33,7 @@ from .progress import progress_enabled
 if TYPE_CHECKING:
     from .distributed import DistContext
 
-__all__ = ["fit_loop", "LoopState", "RESUME_FORMAT", "rng_state", "restore_rng_state"]
+__all__ = ["fit_loop", "step_graph_ids", "LoopState", "RESUME_FORMAT", "rng_state", "restore_rng_state"]
 
 log = logging.getLogger(__name__)
 
@@ -129,13 +129,19 @@ class LoopState:
         return state
 
 
+def step_graph_ids(train_ids: Sequence[int], train_cfg: TrainConfig, step: int) -> list[int]:
+    """The ``meta_batch`` training graphs of ``step``, drawn from ``(seed, step)`` alone
+    (with replacement only when there are fewer graphs than that)."""
+    rng = np.random.default_rng([train_cfg.seed, 2, step])
+    ids = rng.choice(np.asarray(train_ids), size=train_cfg.meta_batch, replace=len(train_ids) < train_cfg.meta_batch)
+    return [int(gid) for gid in ids]
+
+
 def _train_step(module, optimizer, step_loss, cache, sampler, train_ids, train_cfg: TrainConfig,
                 step: int) -> dict[str, float]:
     """One Adam step on ``meta_batch`` graphs drawn from ``(seed, step)``; returns its metrics row."""
     start = time.perf_counter()
-    rng = np.random.default_rng([train_cfg.seed, 2, step])
-    ids = rng.choice(train_ids, size=train_cfg.meta_batch, replace=len(train_ids) < train_cfg.meta_batch)
-    loss, parts = step_loss(cache, sampler, [int(gid) for gid in ids], step)
+    loss, parts = step_loss(cache, sampler, step_graph_ids(train_ids, train_cfg, step), step)
     value = float(loss.detach())
     if not math.isfinite(value):
         raise GFLError(

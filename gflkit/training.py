@@ -25,13 +25,13 @@ import pandas as pd
 import torch
 
 from . import __version__
-from .batching import GraphCache, meta_batch_loss
+from .batching import StepLoss
 from .config import EpisodeConfig, GFLConfig, TrainConfig, config_from_dict, to_dict
 from .data import GraphCollection
 from .devices import resolve_device
 from .episodes import EpisodeSampler
 from .errors import GFLError
-from .loop import fit_loop
+from .loop import fit_loop, step_graph_ids
 from .metrics import graph_accuracies
 from .models.baselines import TRANSFER
 from .models.gfl import GFL
@@ -72,12 +72,16 @@ class TrainResult:
     meta: dict[str, Any]
 
 
-def _gfl_step(model: GFL):
-    def step_loss(cache: GraphCache, sampler: EpisodeSampler, ids: list[int], step: int):
-        eps = [sampler.episode(gid, step) for gid in ids]
-        return meta_batch_loss(model, [cache[gid] for gid in ids], eps)
+def _gfl_step(model: GFL, train_cfg: TrainConfig | None = None) -> StepLoss:
+    """The loop's ``step_loss``; with ``train_cfg``, each next meta-batch is prepared ahead
+    (the ids the loop will draw are known from the seed and the step)."""
+    if train_cfg is None:
+        return StepLoss(model)
 
-    return step_loss
+    def next_ids(sampler: EpisodeSampler, step: int) -> list[int] | None:
+        return step_graph_ids(sampler.graph_ids, train_cfg, step) if step <= train_cfg.steps else None
+
+    return StepLoss(model, next_ids)
 
 
 def _with_defaults(recorded: dict[str, Any]) -> dict[str, Any]:
@@ -204,8 +208,10 @@ def meta_train(
     }
 
     def fit(last: dict | None, save: Callable | None) -> tuple[list[dict], dict[str, Any]]:
+        # A distributed rank computes its share of each meta-batch: it prepares nothing ahead.
+        step_loss = _gfl_step(model, train_cfg if dist is None else None)
         rows, best_step, best_val = fit_loop(
-            model, collection, episode_cfg, train_cfg, step_loss=_gfl_step(model), score=graph_accuracies,
+            model, collection, episode_cfg, train_cfg, step_loss=step_loss, score=graph_accuracies,
             name=model_name, progress=progress, resume=last, save=save, checkpoint_every=checkpoint_every,
             dist=dist,
         )

@@ -380,6 +380,122 @@ def test_meta_batch_parts_may_share_a_graph(small_family):
     assert len(values) == 1
 
 
+def _loss_and_grads(model, call):
+    model.zero_grad()
+    loss, parts = call()
+    loss.backward()
+    return float(loss.detach()), parts, [p.grad.clone() for p in model.parameters()]
+
+
+def _same_bits(a, b) -> bool:
+    return a[0] == b[0] and a[1] == b[1] and all(torch.equal(x, y) for x, y in zip(a[2], b[2]))
+
+
+@pytest.mark.parametrize("model_name", ["gfl", "protonet"])
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_a_prepared_meta_batch_gives_the_loss_computed_from_scratch(small_family, model_name, workers):
+    from gflkit.batching import meta_batch_loss, prepare_meta_batch
+
+    graphs, episodes = _meta_batch(small_family, size=5)
+    torch.manual_seed(0)
+    model = GFL(small_family.feat_size, PRESETS[model_name])
+    plain = _loss_and_grads(model, lambda: meta_batch_loss(model, graphs, episodes, workers=workers))
+    prepared = prepare_meta_batch(model, graphs, episodes, workers)
+    assert len(prepared.groups) == workers and len(prepared.batches) == workers
+    assert (prepared.relations[0] is None) == (model_name == "protonet")
+    ready = _loss_and_grads(model, lambda: meta_batch_loss(model, [], [], prepared=prepared))
+    assert _same_bits(ready, plain)
+
+
+def _step_sampler(small_family):
+    return EpisodeSampler(small_family, "train", EpisodeConfig(k_shot=3), seed=0)
+
+
+@pytest.mark.parametrize("model_name", ["gfl", "protonet"])
+def test_step_loss_prepares_the_next_step_without_changing_a_bit(small_family, model_name):
+    from gflkit.batching import GraphCache, StepLoss, meta_batch_loss
+
+    sampler, cache = _step_sampler(small_family), GraphCache(small_family)
+    ids_of = {1: [0, 1, 2, 3, 4], 2: [2, 3, 5, 5, 1], 3: [4, 0, 1, 2, 3], 4: [1, 2, 3, 4, 5], 5: [0, 1, 2, 3, 4]}
+    ids_of = {s: [sampler.graph_ids[i % len(sampler.graph_ids)] for i in ids] for s, ids in ids_of.items()}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        torch.manual_seed(0)
+        model = GFL(small_family.feat_size, PRESETS[model_name])
+        step_loss = StepLoss(model, lambda sampler, step: ids_of.get(step))
+        for step in (1, 2, 3):
+            ahead = _loss_and_grads(model, lambda: step_loss(cache, sampler, ids_of[step], step))
+            assert step_loss._ahead is not None and step_loss._ahead[0] == (tuple(ids_of[step + 1]), step + 1)
+            graphs = [cache[gid] for gid in ids_of[step]]
+            plain = _loss_and_grads(model, lambda: meta_batch_loss(model, graphs, [sampler.episode(gid, step)
+                                                                                    for gid in ids_of[step]]))
+            assert _same_bits(ahead, plain)
+        # The loop asks for another meta-batch than the one prepared: it is computed from scratch.
+        other = [sampler.graph_ids[0]] * 5
+        ahead = _loss_and_grads(model, lambda: step_loss(cache, sampler, other, 4))
+        plain = _loss_and_grads(model, lambda: meta_batch_loss(model, [cache[other[0]]] * 5,
+                                                               [sampler.episode(other[0], 4)] * 5))
+        assert _same_bits(ahead, plain)
+        step_loss.wait()
+        assert step_loss._ahead is not None and step_loss._ahead[1].done()
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_step_loss_prepares_nothing_on_one_thread_or_without_next_ids(small_family):
+    from gflkit.batching import GraphCache, StepLoss
+
+    sampler, cache = _step_sampler(small_family), GraphCache(small_family)
+    ids = sampler.graph_ids[:4]
+    model = GFL(small_family.feat_size)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = StepLoss(model, lambda sampler, step: ids)
+        one(cache, sampler, ids, 1)
+        assert one._ahead is None
+        torch.set_num_threads(2)
+        unknown = StepLoss(model)
+        unknown(cache, sampler, ids, 1)
+        unknown.wait()  # nothing to wait for
+        assert unknown._ahead is None
+        last = StepLoss(model, lambda sampler, step: None)  # the last step: no next one
+        last(cache, sampler, ids, 1)
+        assert last._ahead is None
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_an_error_while_preparing_ahead_reaches_the_step_that_needs_it(small_family, monkeypatch):
+    from gflkit.batching import GraphCache, StepLoss
+
+    sampler, cache = _step_sampler(small_family), GraphCache(small_family)
+    ids = sampler.graph_ids[:4]
+    model = GFL(small_family.feat_size)
+    calls = []
+    real = sampler.episode
+
+    def episode(gid, step):
+        calls.append(step)
+        if step == 2:
+            raise RuntimeError("no episode for step 2")
+        return real(gid, step)
+
+    monkeypatch.setattr(sampler, "episode", episode)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        step_loss = StepLoss(model, lambda sampler, step: ids)
+        step_loss(cache, sampler, ids, 1)  # step 1 itself is fine; preparing step 2 fails
+        step_loss.wait()
+        assert 2 in calls
+        with pytest.raises(RuntimeError, match="no episode for step 2"):
+            step_loss(cache, sampler, ids, 2)
+    finally:
+        torch.set_num_threads(threads)
+
+
 def test_allocator_tuning_leaves_a_users_setting_alone(monkeypatch):
     from gflkit import batching
 

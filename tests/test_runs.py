@@ -185,7 +185,7 @@ def test_non_finite_loss_stops_the_run_naming_the_step(small_family):
 def test_failed_run_leaves_nothing(root, tmp_path, monkeypatch):
     from gflkit import training
 
-    def nan_step(model):
+    def nan_step(model, train_cfg=None):
         def step_loss(cache, sampler, ids, step):
             return next(model.parameters()).sum() * float("inf"), {}
         return step_loss
