@@ -125,6 +125,8 @@ class _GivenGradients(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
+        if grad.numel() == 1 and float(grad) == 1.0:  # loss.backward(): the gradients as they are
+            return (None, None, *ctx.grads)
         return (None, None, *(None if g is None else g * grad for g in ctx.grads))
 
 
@@ -373,6 +375,8 @@ def meta_batch_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: 
             except BaseException as err:  # handed to the first part, which raises it
                 ahead.set_exception(err)
 
+    weights = [len(idx) / len(graphs) for idx in groups]
+
     def part(j: int, before: Callable | None = None) -> tuple[Any, float, dict[str, float]]:
         torch.set_num_threads(per_part)  # this thread's share of the cores
         if before is not None:
@@ -385,7 +389,7 @@ def meta_batch_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: 
             relations = ahead.result if j == 0 and ahead is not None else None
             loss, parts = _plain_loss(model, [graphs[i] for i in idx], part_episodes, relations)
         grads = torch.autograd.grad(loss, params, allow_unused=True)
-        return grads, float(loss.detach()), parts
+        return _scaled(grads, weights[j]), float(loss.detach()), parts  # weighted here, on this part's thread
 
     def after() -> None:
         torch.set_num_threads(per_part)
@@ -401,8 +405,7 @@ def meta_batch_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: 
             pool.submit(after)
         results = [part(0)]
         results += [f.result() for f in others]
-        weights = [len(idx) / len(graphs) for idx in groups]
-        grads = _weighted_sums([r[0] for r in results], weights)  # small tensors: on this thread's share
+        grads = _sums_in_order([r[0] for r in results])  # small tensors: on this thread's share
     finally:
         torch.set_num_threads(threads)
     value = sum(w * r[1] for w, r in zip(weights, results))
@@ -510,16 +513,27 @@ def split_by_nodes(sizes: Sequence[int], parts: int) -> list[np.ndarray]:
     return [np.array(sorted(members[j]), dtype=np.int64) for j in order]
 
 
-def _weighted_sums(part_grads: list[tuple], weights: list[float]) -> list[torch.Tensor | None]:
-    """Per parameter, the parts' gradients weighted and summed in part order
-    (``None`` where no part reaches the parameter)."""
-    sums = []
-    for grads in zip(*part_grads):
-        total = None
-        for w, g in zip(weights, grads):
-            if g is not None:
-                total = g * w if total is None else total + g * w
-        sums.append(total)
+def _scaled(grads: Sequence[torch.Tensor | None], weight: float) -> list[torch.Tensor | None]:
+    """``g * weight`` for each gradient (``None`` stays ``None``), in one foreach call."""
+    present = [g for g in grads if g is not None]
+    scaled = iter(torch._foreach_mul(present, weight) if present else [])
+    return [None if g is None else next(scaled) for g in grads]
+
+
+def _sums_in_order(part_grads: list[list[torch.Tensor | None]]) -> list[torch.Tensor | None]:
+    """Per parameter, the parts' (weighted) gradients summed in part order (``None``
+    where no part reaches the parameter); one foreach call per part where every
+    part reaches all the parameters it adds to."""
+    sums = list(part_grads[0])
+    for grads in part_grads[1:]:
+        both = [i for i, (t, g) in enumerate(zip(sums, grads)) if t is not None and g is not None]
+        if both:
+            added = torch._foreach_add([sums[i] for i in both], [grads[i] for i in both])
+            for i, t in zip(both, added):
+                sums[i] = t
+        for i, (t, g) in enumerate(zip(sums, grads)):
+            if t is None and g is not None:
+                sums[i] = g
     return sums
 
 

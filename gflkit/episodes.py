@@ -81,8 +81,9 @@ def sample_episode(
         )
     rng = np.random.default_rng([seed, graph_id, episode])
     support = np.stack([np.sort(rng.choice(m, size=k, replace=False)) for m in members])  # (C, K)
-    labelled = np.flatnonzero(label >= 0)
-    query = np.setdiff1d(labelled, support.ravel(), assume_unique=True)
+    queried = label >= 0  # every labelled node outside the support set, in id order
+    queried[support.ravel()] = False
+    query = np.flatnonzero(queried)
     if cfg.n_query is not None and query.size > cfg.n_query:
         query = np.sort(rng.choice(query, size=cfg.n_query, replace=False))
     return Episode(

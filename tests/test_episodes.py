@@ -93,3 +93,14 @@ def test_sampler_error_names_the_graph(uneven):
     message = str(err.value)
     assert "graphs 1 " in message and "--on-small skip" in message and "\n" not in message
     EpisodeSampler(uneven, "train", EpisodeConfig(k_shot=1, on_small="error"))  # fine with k_shot = 1
+
+
+def test_query_is_every_labelled_node_outside_the_support_in_id_order():
+    rng = np.random.default_rng(3)
+    for i in range(30):
+        label = rng.integers(-1, 4, int(rng.integers(60, 300)))
+        label[:48] = np.repeat(np.arange(4), 12)  # every class has enough labelled nodes
+        ep = sample_episode(label, 4, EpisodeConfig(k_shot=int(rng.integers(1, 11))), seed=0, graph_id=i, episode=i)
+        want = np.setdiff1d(np.flatnonzero(label >= 0), ep.support.numpy().ravel())
+        assert np.array_equal(ep.query.numpy(), want)
+        assert np.array_equal(ep.query_label.numpy(), label[want])
