@@ -346,6 +346,65 @@ def test_similarity_on_a_batch_equals_each_graph_alone(pair, method):
                                        rtol=1e-5, atol=1e-6)
 
 
+def _random_walk_graph(n: int, edges: int, seed: int, symmetric: bool) -> dgl.DGLGraph:
+    """A sparse random graph with one self-loop per node (multi-edges kept when not symmetric)."""
+    rng = np.random.default_rng(seed)
+    src, dst = rng.integers(0, n, edges), rng.integers(0, n, edges)
+    if symmetric:
+        src, dst = np.concatenate([src, dst]), np.concatenate([dst, src])
+    g = dgl.add_self_loop(dgl.remove_self_loop(dgl.graph((torch.from_numpy(src), torch.from_numpy(dst)),
+                                                         num_nodes=n)))
+    return g
+
+
+def _random_support(sizes: list[int], c: int, k: int, seed: int) -> torch.Tensor:
+    rng = np.random.default_rng(seed)
+    offsets = np.cumsum([0] + sizes[:-1])
+    return torch.from_numpy(np.stack([rng.choice(n, c * k, replace=False).reshape(c, k) + off
+                                      for n, off in zip(sizes, offsets)]))
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+@pytest.mark.parametrize("hops", [1, 2, 3])
+def test_khop_sparse_walk_gives_the_dense_walks_scores(monkeypatch, symmetric, hops):
+    """Sparse graphs take the sparse walk; its scores are the dense walk's to the last bit."""
+    from gflkit.nn import relation
+
+    sizes = [400, 250, 300]
+    graphs = [_random_walk_graph(n, int(1.5 * n), seed, symmetric) for seed, n in enumerate(sizes)]
+    bg = dgl.batch(graphs)
+    support = _random_support(sizes, 3, 4, seed=hops)
+    sparse = relation._khop_scores_sparse(bg, support, hops)
+    assert sparse is not None  # the walks stay small on these graphs
+    for b, g in enumerate(graphs):  # each graph alone
+        alone = relation._khop_scores_sparse(g, support[b:b + 1] - sum(sizes[:b]), hops)
+        assert torch.equal(alone[0], sparse[b])
+    monkeypatch.setattr(relation, "_SPARSE_SHARE", -1.0)  # every walk gives way to the dense one
+    assert relation._khop_scores_sparse(bg, support, hops) is None
+    dense = support_similarity(bg, support, "khop-cn", hops)
+    assert torch.equal(sparse, dense)
+    assert not symmetric or torch.equal(sparse, sparse.transpose(-1, -2))
+    if symmetric:
+        nxg = nx.Graph(dgl.to_networkx(dgl.remove_self_loop(graphs[0])).to_undirected())
+        nxg.add_nodes_from(range(sizes[0]))
+        ref = _reference("khop-cn" if hops == 3 else f"khop-cn-{hops}", nxg, support[0]) if hops != 2 else None
+        if ref is not None:
+            torch.testing.assert_close(_off_diagonal(sparse[0]), ref)
+
+
+def test_khop_walk_on_a_dense_graph_is_the_dense_one(monkeypatch):
+    """Where the walks reach most of the graph, the sparse walk gives way, with the same scores."""
+    from gflkit.nn import relation
+
+    g = _random_walk_graph(60, 600, 0, True)
+    support = _random_support([60], 2, 5, seed=0)
+    assert relation._khop_scores_sparse(g, support, 3) is None
+    monkeypatch.setattr(relation, "_SPARSE_SHARE", float("inf"))  # the sparse walk all the way
+    sparse = relation._khop_scores_sparse(g, support, 3)
+    monkeypatch.setattr(relation, "_SPARSE_SHARE", -1.0)
+    assert torch.equal(sparse, support_similarity(g, support, "khop-cn", 3))
+
+
 def _dense_ppr(adj: torch.Tensor, restart: float = 0.15, steps: int = 30) -> torch.Tensor:
     """Column v: personalised PageRank restarting at v, by power iteration."""
     n = adj.shape[0]
