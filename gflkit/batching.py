@@ -299,20 +299,23 @@ def prepare_meta_batch(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episode
     workers = max(1, min(workers, len(graphs)))
     groups = split_by_nodes([g.num_nodes() for g in graphs], workers) if workers > 1 \
         else [np.arange(len(graphs), dtype=np.int64)]
+    relations_of = _relations_ahead(model)
+    made = [_prepare_part([graphs[i] for i in idx], [episodes[i] for i in idx], relations_of) for idx in groups]
+    return PreparedMetaBatch(graphs, episodes, groups, [m[0] for m in made], [m[1] for m in made])
+
+
+def _prepare_part(graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode],
+                  relations_of: Callable | None) -> tuple[tuple, torch.Tensor | None]:
+    """One part's batch (:func:`batch_episodes`) and relation weights (``None`` without ``relations_of``)."""
     for g in {id(g): g for g in graphs}.values():
         _settle(g)
-    relations_of = _relations_ahead(model)
-    batches, relations = [], []
-    for idx in groups:
-        batch = batch_episodes([graphs[i] for i in idx], [episodes[i] for i in idx])
-        batches.append(batch)
-        relations.append(None if relations_of is None else relations_of(batch[0], batch[1]))
-    return PreparedMetaBatch(graphs, episodes, groups, batches, relations)
+    batch = batch_episodes(graphs, episodes)
+    return batch, None if relations_of is None else relations_of(batch[0], batch[1])
 
 
 def meta_batch_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode],
                     workers: int | None = None, *, prepared: PreparedMetaBatch | None = None,
-                    then: Callable[[], None] | None = None) -> tuple[torch.Tensor, dict[str, float]]:
+                    then: Sequence[Callable[[], None]] = ()) -> tuple[torch.Tensor, dict[str, float]]:
     """``model.loss(model(*batch_episodes(graphs, episodes)), labels)``, in parts side by side.
 
     The loss of a meta-batch is the mean of its graphs' losses, so it splits
@@ -334,10 +337,13 @@ def meta_batch_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: 
         workers: number of parts; by default :func:`meta_batch_workers`.
         prepared: the meta-batch made ready ahead (:func:`prepare_meta_batch`);
             then ``graphs``, ``episodes`` and ``workers`` are taken from it.
-        then: work for a helper thread once the parts are handed out (the
-            next meta-batch's preparation): started when a helper thread is
-            free, not waited for, and not started when the meta-batch runs in
-            one part. It must handle its own errors.
+        then: jobs that do not touch the parameters (the next meta-batch's
+            preparation), run once the parts are done with: a helper thread
+            takes them when its own part is finished, the calling thread
+            takes those left when its part is, so the jobs fill whichever
+            thread would otherwise wait. Every job has started when this
+            function returns; not all have ended. None runs when the
+            meta-batch runs in one part. Each job handles its own errors.
 
     Returns:
         ``(loss, parts)`` as ``model.loss`` returns them.
@@ -391,9 +397,16 @@ def meta_batch_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: 
         grads = torch.autograd.grad(loss, params, allow_unused=True)
         return _scaled(grads, weights[j]), float(loss.detach()), parts  # weighted here, on this part's thread
 
-    def after() -> None:
+    jobs, jobs_lock = iter(then), threading.Lock()
+
+    def take_jobs() -> None:  # each job runs once, on whichever thread takes it first
         torch.set_num_threads(per_part)
-        then()
+        while True:
+            with jobs_lock:
+                job = next(jobs, None)
+            if job is None:
+                return
+            job()
 
     try:
         # The calling thread takes the first (largest) part itself: it is
@@ -401,9 +414,12 @@ def meta_batch_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: 
         pool = _pool(workers - 1)
         others = [pool.submit(part, j, first_part_relations if j == 1 and ahead is not None else None)
                   for j in range(1, workers)]
-        if then is not None:
-            pool.submit(after)
+        if then:
+            for _ in others:
+                pool.submit(take_jobs)
         results = [part(0)]
+        if then:
+            take_jobs()
         results += [f.result() for f in others]
         grads = _sums_in_order([r[0] for r in results])  # small tensors: on this thread's share
     finally:
@@ -420,11 +436,12 @@ class StepLoss:
 
     Everything a step reads besides the parameters (its episodes, its parts'
     batched graphs, their relational structure: :func:`prepare_meta_batch`)
-    depends on the graph ids and the step number alone. With ``next_ids``, the
-    helper thread of :func:`meta_batch_loss`, once done with its own part,
-    prepares step ``t + 1`` while the calling thread finishes step ``t``, so
-    the next step starts on a meta-batch that is ready. The numbers are those
-    of the plain computation, to the last bit: the same work, done earlier.
+    depends on the graph ids and the step number alone. With ``next_ids``,
+    step ``t + 1`` is prepared during step ``t``, one job per part, by the
+    threads of step ``t`` as they finish their own parts (``then`` of
+    :func:`meta_batch_loss`), so the next step starts on a ready meta-batch.
+    The numbers are those of the plain computation, to the last bit: the same
+    work, done earlier.
 
     Args:
         model: the model being trained.
@@ -439,17 +456,45 @@ class StepLoss:
     def __init__(self, model: nn.Module, next_ids: Callable[[Any, int], Sequence[int] | None] | None = None) -> None:
         self.model = model
         self.next_ids = next_ids
-        self._ahead: tuple[tuple, Future] | None = None
+        self._ahead: tuple[tuple, list[np.ndarray], list[Future]] | None = None
 
     def _take(self, ids: Sequence[int], step: int) -> PreparedMetaBatch | None:
         ahead, self._ahead = self._ahead, None
-        if ahead is None:
+        if ahead is None or ahead[0] != (tuple(ids), step):  # nothing, or another meta-batch
             return None
-        key, future = ahead
-        if key != (tuple(ids), step) or future.cancel():  # another meta-batch, or never started
-            future.cancel()
+        _, groups, futures = ahead
+        if any(f.cancel() for f in futures):  # a job that never started (the step ran in one part)
             return None
-        return future.result()  # raises what the preparation raised
+        graphs: list[Any] = [None] * len(ids)
+        episodes: list[Any] = [None] * len(ids)
+        batches, relations = [], []
+        for idx, future in zip(groups, futures):
+            part_graphs, part_episodes, batch, weights = future.result()  # raises what the preparation raised
+            for i, g, ep in zip(idx, part_graphs, part_episodes):
+                graphs[i], episodes[i] = g, ep
+            batches.append(batch)
+            relations.append(weights)
+        return PreparedMetaBatch(graphs, episodes, groups, batches, relations)
+
+    def _jobs(self, cache: GraphCache, sampler: Any, ids: list[int], step: int,
+              workers: int) -> tuple[list[np.ndarray], list[Future], list[Callable[[], None]]]:
+        """The next meta-batch's parts and one preparation job (and its future) per part."""
+        groups = split_by_nodes([cache.num_nodes(gid) for gid in ids], workers)
+        relations_of = _relations_ahead(self.model)
+        futures = [Future() for _ in groups]
+
+        def job(idx: np.ndarray, future: Future) -> Callable[[], None]:
+            def run() -> None:
+                future.set_running_or_notify_cancel()
+                try:
+                    graphs = [cache[ids[i]] for i in idx]
+                    episodes = [sampler.episode(ids[i], step) for i in idx]
+                    future.set_result((graphs, episodes, *_prepare_part(graphs, episodes, relations_of)))
+                except BaseException as err:  # raised by the step that takes it
+                    future.set_exception(err)
+            return run
+
+        return groups, futures, [job(idx, f) for idx, f in zip(groups, futures)]
 
     def __call__(self, cache: GraphCache, sampler: Any, ids: Sequence[int], step: int):
         prepared = self._take(ids, step)
@@ -459,30 +504,20 @@ class StepLoss:
             graphs, episodes = prepared.graphs, prepared.episodes
         upcoming = self.next_ids(sampler, step + 1) if self.next_ids is not None else None
         workers = meta_batch_workers(self.model, len(ids))
-        then = None
+        ahead, jobs = None, []
         if upcoming is not None and workers > 1:
-            upcoming, future = [int(gid) for gid in upcoming], Future()
-
-            def then() -> None:
-                if not future.set_running_or_notify_cancel():
-                    return
-                try:
-                    future.set_result(prepare_meta_batch(self.model, [cache[gid] for gid in upcoming],
-                                                         [sampler.episode(gid, step + 1) for gid in upcoming],
-                                                         workers))
-                except BaseException as err:  # raised by the step that takes it
-                    future.set_exception(err)
-
-        out = meta_batch_loss(self.model, graphs, episodes, prepared=prepared, then=then)
-        if then is not None:
-            self._ahead = ((tuple(upcoming), step + 1), future)
+            upcoming = [int(gid) for gid in upcoming]
+            groups, futures, jobs = self._jobs(cache, sampler, upcoming, step + 1, min(workers, len(upcoming)))
+            ahead = ((tuple(upcoming), step + 1), groups, futures)
+        out = meta_batch_loss(self.model, graphs, episodes, prepared=prepared, then=jobs)
+        self._ahead = ahead  # every job has started by now
         return out
 
     def wait(self) -> None:
         """Return once the next meta-batch's preparation, if one was started, has ended
         (a benchmark timing one step at a time counts it in the step)."""
         if self._ahead is not None:
-            wait_for([self._ahead[1]])
+            wait_for(self._ahead[2])
 
 
 def split_by_nodes(sizes: Sequence[int], parts: int) -> list[np.ndarray]:
@@ -549,6 +584,10 @@ class GraphCache:
         self.collection = collection
         self.device = torch.device(device) if device is not None else torch.device("cpu")
         self._graphs: dict[int, object] = {}
+
+    def num_nodes(self, graph_id: int) -> int:
+        """Nodes of graph ``graph_id`` (without preparing it)."""
+        return self.collection.graphs[graph_id].num_nodes()
 
     def __getitem__(self, graph_id: int):
         if graph_id not in self._graphs:

@@ -438,9 +438,37 @@ def test_step_loss_prepares_the_next_step_without_changing_a_bit(small_family, m
                                                                [sampler.episode(other[0], 4)] * 5))
         assert _same_bits(ahead, plain)
         step_loss.wait()
-        assert step_loss._ahead is not None and step_loss._ahead[1].done()
+        assert step_loss._ahead is not None and all(f.done() for f in step_loss._ahead[2])
     finally:
         torch.set_num_threads(threads)
+
+
+def test_jobs_after_the_parts_run_once_each_on_the_parts_threads(small_family):
+    import threading
+    import time
+
+    from gflkit.batching import meta_batch_loss
+
+    graphs, episodes = _meta_batch(small_family, size=5)
+    model = GFL(small_family.feat_size)
+    ran, lock = [], threading.Lock()
+
+    def job(i):
+        def run():
+            with lock:
+                ran.append((i, threading.current_thread().name))
+        return run
+
+    meta_batch_loss(model, graphs, episodes, workers=2, then=[job(i) for i in range(6)])
+    for _ in range(200):  # every job has started; a helper thread may still be in its last one
+        with lock:
+            if len(ran) == 6:
+                break
+        time.sleep(0.01)
+    assert sorted(i for i, _ in ran) == list(range(6))  # each job once
+    ran.clear()
+    meta_batch_loss(model, graphs, episodes, workers=1, then=[job(i) for i in range(3)])
+    assert ran == []  # one part: no second thread to fill
 
 
 def test_step_loss_prepares_nothing_on_one_thread_or_without_next_ids(small_family):
