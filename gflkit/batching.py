@@ -25,7 +25,7 @@ from torch import nn
 
 from .data import GraphCollection
 from .episodes import Episode
-from .nn.conv import add_gcn_norm, is_symmetric, set_symmetric
+from .nn.conv import NORM_DST, NORM_SRC, add_gcn_norm, is_symmetric, set_symmetric
 
 __all__ = ["prepare_graph", "batch_episodes", "meta_batch_loss", "prepare_meta_batch", "PreparedMetaBatch",
            "StepLoss", "split_by_nodes", "map_graphs", "one_thread", "GraphCache"]
@@ -54,27 +54,50 @@ def _shifted_support(bg: dgl.DGLGraph, episodes: Sequence[Episode]) -> torch.Ten
     return torch.stack([ep.support + off for ep, off in zip(episodes, _offsets(bg))]).to(bg.device)
 
 
-def batch_episodes(graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode]):
+def batch_episodes(graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode], features: bool = True):
     """One batched graph and the episodes' node ids shifted into it.
+
+    Args:
+        graphs: prepared graphs (:func:`prepare_graph`).
+        episodes: one episode per graph.
+        features: batch ``ndata["feat"]`` too; ``False`` leaves it out (the
+            model then takes each graph's features as they are, see
+            ``GFL.forward(..., feat=)``) and keeps the GCN normalisation.
 
     Returns:
         ``(bg, support (B, C, K), queries)`` with ``queries`` a list of ``(Q_b,)``.
     """
-    bg = dgl.batch(list(graphs))
+    bg = dgl.batch(list(graphs)) if features else dgl.batch(list(graphs), ndata=[NORM_SRC, NORM_DST])
     set_symmetric(bg, all(is_symmetric(g) for g in graphs))  # each graph is checked once, then remembered
     queries = [(ep.query + off).to(bg.device) for ep, off in zip(episodes, _offsets(bg))]
     return bg, _shifted_support(bg, episodes), queries
 
 
+def _feature_parts(model: nn.Module) -> bool:
+    """Whether ``model`` takes a batch's features as one tensor per graph (``GFL.forward(..., feat=)``)."""
+    return bool(getattr(getattr(model, "encoder", None), "takes_feature_parts", False))
+
+
+def _model_batch(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode]) -> tuple:
+    """:func:`batch_episodes` plus the features: ``None`` when batched in ``ndata``, or one tensor
+    per graph when the model takes them so (no concatenated copy of the meta-batch's features)."""
+    if not _feature_parts(model):
+        return (*batch_episodes(graphs, episodes), None)
+    return (*batch_episodes(graphs, episodes, features=False), [g.ndata["feat"] for g in graphs])
+
+
 def _plain_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode],
                 relations: Callable[[], torch.Tensor] | None = None):
-    return _batch_loss(model, batch_episodes(graphs, episodes), episodes, relations)
+    return _batch_loss(model, _model_batch(model, graphs, episodes), episodes, relations)
 
 
 def _batch_loss(model: nn.Module, batch: tuple, episodes: Sequence[Episode],
                 relations: torch.Tensor | Callable[[], torch.Tensor] | None = None):
-    bg, support, queries = batch
-    out = model(bg, support, queries) if relations is None else model(bg, support, queries, relations=relations)
+    bg, support, queries, feat = batch
+    extra = {} if feat is None else {"feat": feat}
+    if relations is not None:
+        extra["relations"] = relations
+    out = model(bg, support, queries, **extra)
     return model.loss(out, [ep.query_label.to(bg.device) for ep in episodes])
 
 
@@ -267,7 +290,8 @@ class PreparedMetaBatch:
 
     Made by :func:`prepare_meta_batch`. Attributes: ``graphs``, ``episodes``;
     ``groups``, the graph positions of each part (:func:`split_by_nodes`);
-    ``batches``, each part's :func:`batch_episodes` result; ``relations``, each
+    ``batches``, each part's :func:`batch_episodes` result and its features (``None``
+    when batched, else one tensor per graph); ``relations``, each
     part's relation weights (``None`` for a model that takes none ahead).
     """
 
@@ -299,17 +323,17 @@ def prepare_meta_batch(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episode
     workers = max(1, min(workers, len(graphs)))
     groups = split_by_nodes([g.num_nodes() for g in graphs], workers) if workers > 1 \
         else [np.arange(len(graphs), dtype=np.int64)]
-    relations_of = _relations_ahead(model)
-    made = [_prepare_part([graphs[i] for i in idx], [episodes[i] for i in idx], relations_of) for idx in groups]
+    made = [_prepare_part(model, [graphs[i] for i in idx], [episodes[i] for i in idx]) for idx in groups]
     return PreparedMetaBatch(graphs, episodes, groups, [m[0] for m in made], [m[1] for m in made])
 
 
-def _prepare_part(graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode],
-                  relations_of: Callable | None) -> tuple[tuple, torch.Tensor | None]:
-    """One part's batch (:func:`batch_episodes`) and relation weights (``None`` without ``relations_of``)."""
+def _prepare_part(model: nn.Module, graphs: Sequence[dgl.DGLGraph],
+                  episodes: Sequence[Episode]) -> tuple[tuple, torch.Tensor | None]:
+    """One part's batch and relation weights (``None`` for a model that takes none ahead)."""
     for g in {id(g): g for g in graphs}.values():
         _settle(g)
-    batch = batch_episodes(graphs, episodes)
+    batch = _model_batch(model, graphs, episodes)
+    relations_of = _relations_ahead(model)
     return batch, None if relations_of is None else relations_of(batch[0], batch[1])
 
 
@@ -480,7 +504,6 @@ class StepLoss:
               workers: int) -> tuple[list[np.ndarray], list[Future], list[Callable[[], None]]]:
         """The next meta-batch's parts and one preparation job (and its future) per part."""
         groups = split_by_nodes([cache.num_nodes(gid) for gid in ids], workers)
-        relations_of = _relations_ahead(self.model)
         futures = [Future() for _ in groups]
 
         def job(idx: np.ndarray, future: Future) -> Callable[[], None]:
@@ -489,7 +512,7 @@ class StepLoss:
                 try:
                     graphs = [cache[ids[i]] for i in idx]
                     episodes = [sampler.episode(ids[i], step) for i in idx]
-                    future.set_result((graphs, episodes, *_prepare_part(graphs, episodes, relations_of)))
+                    future.set_result((graphs, episodes, *_prepare_part(self.model, graphs, episodes)))
                 except BaseException as err:  # raised by the step that takes it
                     future.set_exception(err)
             return run

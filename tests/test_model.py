@@ -380,6 +380,28 @@ def test_meta_batch_parts_may_share_a_graph(small_family):
     assert len(values) == 1
 
 
+def test_a_meta_batch_batches_the_features_only_for_models_that_need_them(small_family):
+    from gflkit.batching import _model_batch, meta_batch_loss
+
+    graphs, episodes = _meta_batch(small_family, size=3)
+    gcn = GFL(small_family.feat_size)
+    bg, _, _, feat = _model_batch(gcn, graphs, episodes)
+    assert "feat" not in bg.ndata and [f.data_ptr() for f in feat] == [g.ndata["feat"].data_ptr() for g in graphs]
+    sage = GFL(small_family.feat_size, GFLConfig(encoder="sage"))
+    bg, _, _, feat = _model_batch(sage, graphs, episodes)
+    assert feat is None and bg.ndata["feat"].shape[0] == sum(g.num_nodes() for g in graphs)
+    # the loss with each graph's features is the loss with the batched ones
+    from gflkit.batching import batch_episodes
+    torch.manual_seed(0)
+    model = GFL(small_family.feat_size)
+    parts = _loss_and_grads(model, lambda: meta_batch_loss(model, graphs, episodes, workers=1))
+    whole = _loss_and_grads(model, lambda: model.loss(model(*batch_episodes(graphs, episodes)),
+                                                      [ep.query_label for ep in episodes]))
+    assert parts[0] == pytest.approx(whole[0], rel=1e-6)
+    for a, b in zip(parts[2], whole[2]):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
 def _loss_and_grads(model, call):
     model.zero_grad()
     loss, parts = call()

@@ -787,3 +787,43 @@ def test_cross_entropy_equals_torch_to_the_last_bit(classes):
     ours, ref = cross_entropy(scores, labels), torch.nn.functional.cross_entropy(scores, labels)
     assert torch.equal(ours, ref)
     torch.testing.assert_close(torch.autograd.grad(ours, scores)[0], torch.autograd.grad(ref, scores)[0])
+
+
+# -- features one tensor per graph -------------------------------------------------------
+
+
+def test_parts_matmul_is_the_product_with_the_concatenation():
+    from gflkit.nn.conv import parts_matmul
+
+    gen = torch.Generator().manual_seed(0)
+    parts = [torch.randn(n, 7, generator=gen) for n in (5, 1, 9)]
+    weight = torch.randn(7, 3, generator=gen, requires_grad=True)
+    out = parts_matmul(parts, weight)
+    want = torch.cat(parts) @ weight
+    torch.testing.assert_close(out, want)
+    grad = torch.randn(out.shape, generator=gen)
+    (got,) = torch.autograd.grad(out, weight, grad)
+    (expected,) = torch.autograd.grad(want, weight, grad)
+    torch.testing.assert_close(got, expected)
+    doubles = [p.double().requires_grad_() for p in parts]
+    assert torch.autograd.gradcheck(lambda w, *xs: parts_matmul(xs, w), (weight.detach().double().requires_grad_(),
+                                                                        *doubles))
+
+
+def test_gcn_encoder_takes_each_graphs_features_as_they_are():
+    from gflkit.nn import make_encoder
+
+    graphs = [_model_graph(nx.gnp_random_graph(n, 0.2, seed=n), feat_size=6, seed=n) for n in (12, 7, 15)]
+    bg = dgl.batch(graphs)
+    torch.manual_seed(0)
+    gcn = make_encoder("gcn", 6, 8, 4)
+    assert gcn.takes_feature_parts
+    parts = [g.ndata["feat"] for g in graphs]
+    torch.testing.assert_close(gcn(bg, parts), gcn(bg))
+    (a,) = torch.autograd.grad(gcn(bg, parts).square().sum(), gcn.conv1.weight)
+    (b,) = torch.autograd.grad(gcn(bg).square().sum(), gcn.conv1.weight)
+    torch.testing.assert_close(a, b)
+    assert not make_encoder("gcn", 6, 8, 4, dropout=0.5).takes_feature_parts  # its mask covers the batch
+    sage = make_encoder("sage", 6, 8, 4)
+    assert not sage.takes_feature_parts
+    torch.testing.assert_close(sage(bg, parts), sage(bg))  # concatenated for it

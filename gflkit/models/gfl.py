@@ -134,9 +134,12 @@ class GFL(nn.Module):
         """The prototype GNN, or ``None`` with a mean prototype."""
         return getattr(self.prototype, "pgnn", None)
 
-    def embed(self, g: dgl.DGLGraph) -> torch.Tensor:
-        """Node embeddings ``Z = f_theta(A, X)``: ``(N, out_feats)``."""
-        return self.encoder(g)
+    def embed(self, g: dgl.DGLGraph, feat: torch.Tensor | Sequence[torch.Tensor] | None = None) -> torch.Tensor:
+        """Node embeddings ``Z = f_theta(A, X)``: ``(N, out_feats)``.
+
+        ``feat``: the node features, by default ``g.ndata["feat"]``; or one
+        tensor per graph of a batched ``g`` (see ``NodeEncoder.forward``)."""
+        return self.encoder(g) if feat is None else self.encoder(g, feat)
 
     def graph_gate(self, g: dgl.DGLGraph, z: torch.Tensor, z_prop: torch.Tensor | None = None):
         """Gate values ``(B, |phi|)`` of each graph of ``g``, or ``None`` without a gate.
@@ -189,7 +192,8 @@ class GFL(nn.Module):
                 for i, ep in enumerate(episodes)]
 
     def forward(self, g: dgl.DGLGraph, support: torch.Tensor, queries: Sequence[torch.Tensor],
-                relations: Relations | None = None) -> GFLOutput:
+                relations: Relations | None = None,
+                feat: torch.Tensor | Sequence[torch.Tensor] | None = None) -> GFLOutput:
         """Score the query nodes of every graph of a batch.
 
         Args:
@@ -199,8 +203,9 @@ class GFL(nn.Module):
             relations: the prototype's relation weights ``(B, C, K, K)``
                 (``model.prototype.relations``) when computed beforehand, or a
                 function returning them; by default computed here.
+            feat: the node features (:meth:`embed`), by default ``g.ndata["feat"]``.
         """
-        z = self.embed(g)
+        z = self.embed(g, feat)
         # The decoder and the first hierarchy level are both GCN layers over z:
         # they share one propagation A_hat z.
         z_prop = propagate(g, z) if self.decoder is not None and self.gate is not None else None

@@ -21,13 +21,15 @@ The result equals ``GraphConv(norm="both")(g, x)`` up to floating-point rounding
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 import dgl
 import numpy as np
 import torch
 from torch import nn
 
 __all__ = ["NORM_SRC", "NORM_DST", "add_gcn_norm", "gcn_norm", "propagate", "neighbour_sum", "neighbour_sum_t",
-           "is_symmetric", "set_symmetric", "GCNLayer"]
+           "is_symmetric", "set_symmetric", "parts_matmul", "GCNLayer"]
 
 NORM_SRC, NORM_DST = "gcn_norm_src", "gcn_norm_dst"
 
@@ -81,6 +83,46 @@ class _Propagate(torch.autograd.Function):
         scaled = grad * dst
         spread = neighbour_sum(ctx.g, scaled) if is_symmetric(ctx.g) else neighbour_sum_t(ctx.g, scaled)
         return spread.mul_(src), None, None, None  # the normalisation is a constant of the graph
+
+
+def parts_matmul(parts: Sequence[torch.Tensor], weight: torch.Tensor) -> torch.Tensor:
+    """``torch.cat(parts) @ weight`` without the concatenation.
+
+    Each part's rows are multiplied into their rows of one output: a batch's
+    features need not be copied into one ``(N, in_feats)`` tensor (11.5 MB for
+    5 graphs of 4,500 nodes and 128 features; 256 MB at 100,000 nodes), only to
+    be read once. The rows are those of the product with the concatenation;
+    the weight's gradient ``sum_b parts_b^T dY_b`` is summed graph by graph,
+    so it differs from ``cat(parts)^T dY`` in the last digits.
+
+    Shapes:
+        parts: ``(N_b, in_feats)`` each; weight ``(in_feats, out_feats)`` -> ``(sum N_b, out_feats)``.
+    """
+    return _PartsMatmul.apply(weight, *parts)
+
+
+class _PartsMatmul(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, weight, *parts):
+        out = weight.new_empty(sum(x.shape[0] for x in parts), weight.shape[1])
+        start = 0
+        for x in parts:
+            torch.mm(x, weight, out=out[start:start + x.shape[0]])
+            start += x.shape[0]
+        ctx.save_for_backward(weight, *parts)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        weight, *parts = ctx.saved_tensors
+        grad_w, grad_parts, start = None, [], 0
+        for i, x in enumerate(parts):
+            rows = grad[start:start + x.shape[0]]
+            start += x.shape[0]
+            if ctx.needs_input_grad[0]:
+                grad_w = x.t() @ rows if grad_w is None else grad_w.addmm_(x.t(), rows)
+            grad_parts.append(rows @ weight.t() if ctx.needs_input_grad[i + 1] else None)
+        return (grad_w, *grad_parts)
 
 
 def neighbour_sum(g: dgl.DGLGraph, x: torch.Tensor) -> torch.Tensor:
@@ -183,12 +225,18 @@ class GCNLayer(nn.Module):
             return x_prop @ self.weight
         return torch.addmm(self.bias, x_prop, self.weight)
 
-    def forward(self, g: dgl.DGLGraph, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, g: dgl.DGLGraph, x: torch.Tensor | Sequence[torch.Tensor]) -> torch.Tensor:
         """``A_hat x W + b`` with the graph's stored normalisation.
 
         As in ``GraphConv``, the weight is applied first when it shrinks the
-        features, so the sparse product runs on the narrower side.
+        features, so the sparse product runs on the narrower side. ``x`` may
+        be one tensor per graph of a batched ``g`` (:func:`parts_matmul`).
         """
+        if isinstance(x, (list, tuple)):
+            if self.in_feats <= self.out_feats:
+                return self.forward(g, torch.cat(list(x)))
+            out = propagate(g, parts_matmul(x, self.weight))
+            return out if self.bias is None else out + self.bias
         if self.in_feats > self.out_feats:
             out = propagate(g, x @ self.weight)
             return out if self.bias is None else out + self.bias

@@ -45,6 +45,13 @@ class NodeEncoder(nn.Module):
         for conv in (self.conv1, self.conv2):
             conv.reset_parameters()
 
+    @property
+    def takes_feature_parts(self) -> bool:
+        """Whether a batch's features may come as one tensor per graph, not
+        concatenated (the first convolution multiplies each part in place;
+        without dropout, which would draw its mask over the concatenation)."""
+        return isinstance(self.conv1, GCNLayer) and self.dropout.p == 0
+
     @staticmethod
     def _merge_heads(h: torch.Tensor) -> torch.Tensor:
         return h.mean(1) if h.dim() == 3 else h
@@ -55,9 +62,14 @@ class NodeEncoder(nn.Module):
         Args:
             g: graph with one self-loop per node.
             feat: input features; by default the graph's ``ndata["feat"]``.
+                A list of one tensor per graph of a batched ``g`` is
+                concatenated, unless the encoder takes the parts as they are
+                (:attr:`takes_feature_parts`).
         """
         x = g.ndata["feat"] if feat is None else feat
-        h = self._merge_heads(self.conv1(g, self.dropout(x)))
+        if isinstance(x, (list, tuple)):  # one tensor per graph of the batch
+            x = list(x) if self.takes_feature_parts else torch.cat(list(x))
+        h = self._merge_heads(self.conv1(g, x if isinstance(x, list) else self.dropout(x)))
         return self._merge_heads(self.conv2(g, self.dropout(torch.relu(h))))
 
 
