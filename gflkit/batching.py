@@ -598,6 +598,11 @@ def _sums_in_order(part_grads: list[list[torch.Tensor | None]]) -> list[torch.Te
 class GraphCache:
     """Model-ready graphs (:func:`prepare_graph`) of a collection, made once each.
 
+    Threads may ask for graphs together (the training step prepares the next
+    meta-batch on two threads, scoring shares graphs among threads): a graph is
+    made by one thread, under a lock, with what DGL builds lazily built at once
+    (reading a graph while DGL builds one of its formats is not safe).
+
     Args:
         collection: the graphs.
         device: where the prepared graphs are kept (the model's device).
@@ -607,13 +612,20 @@ class GraphCache:
         self.collection = collection
         self.device = torch.device(device) if device is not None else torch.device("cpu")
         self._graphs: dict[int, object] = {}
+        self._lock = threading.Lock()
 
     def num_nodes(self, graph_id: int) -> int:
         """Nodes of graph ``graph_id`` (without preparing it)."""
         return self.collection.graphs[graph_id].num_nodes()
 
     def __getitem__(self, graph_id: int):
-        if graph_id not in self._graphs:
-            g = prepare_graph(self.collection.graphs[graph_id])
-            self._graphs[graph_id] = g if self.device.type == "cpu" else g.to(self.device)
-        return self._graphs[graph_id]
+        g = self._graphs.get(graph_id)
+        if g is None:
+            with self._lock:
+                g = self._graphs.get(graph_id)
+                if g is None:  # not made by another thread meanwhile
+                    g = prepare_graph(self.collection.graphs[graph_id])
+                    g = g if self.device.type == "cpu" else g.to(self.device)
+                    _settle(g)
+                    self._graphs[graph_id] = g
+        return g

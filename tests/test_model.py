@@ -556,3 +556,18 @@ def test_allocator_tuning_leaves_a_users_setting_alone(monkeypatch):
     tuned = batching.keep_freed_memory()
     assert tuned == batching._MALLOC_TUNED and batching.keep_freed_memory() == tuned
 
+
+
+def test_graph_cache_makes_each_graph_once_when_threads_ask_together(small_family):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gflkit.batching import GraphCache
+
+    cache = GraphCache(small_family)
+    ids = list(range(len(small_family.graphs))) * 8
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda gid: (gid, cache[gid]), ids))
+    for gid, g in got:
+        assert g is cache[gid]  # one object per graph, whichever thread made it
+        assert g.num_nodes() == small_family.graphs[gid].num_nodes()
+        assert "csc" in g.formats()["created"]  # built at once, not lazily by a later reader
