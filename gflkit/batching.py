@@ -49,9 +49,11 @@ def _offsets(bg: dgl.DGLGraph) -> list[int]:
     return torch.cumsum(torch.cat([sizes.new_zeros(1), sizes[:-1]]), 0).tolist()
 
 
-def _shifted_support(bg: dgl.DGLGraph, episodes: Sequence[Episode]) -> torch.Tensor:
-    """The episodes' support ids in the batched graph ``bg``: ``(B, C, K)``."""
-    return torch.stack([ep.support + off for ep, off in zip(episodes, _offsets(bg))]).to(bg.device)
+def _shifted_support(bg: dgl.DGLGraph, episodes: Sequence[Episode], offsets: list[int] | None = None) -> torch.Tensor:
+    """The episodes' support ids in the batched graph ``bg``: ``(B, C, K)`` (``offsets``: :func:`_offsets`
+    of ``bg``, when known)."""
+    offsets = _offsets(bg) if offsets is None else offsets
+    return torch.stack([ep.support + off for ep, off in zip(episodes, offsets)]).to(bg.device)
 
 
 def batch_episodes(graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode], features: bool = True):
@@ -69,8 +71,9 @@ def batch_episodes(graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode], 
     """
     bg = dgl.batch(list(graphs)) if features else dgl.batch(list(graphs), ndata=[NORM_SRC, NORM_DST])
     set_symmetric(bg, all(is_symmetric(g) for g in graphs))  # each graph is checked once, then remembered
-    queries = [(ep.query + off).to(bg.device) for ep, off in zip(episodes, _offsets(bg))]
-    return bg, _shifted_support(bg, episodes), queries
+    offsets = _offsets(bg)
+    queries = [(ep.query + off).to(bg.device) for ep, off in zip(episodes, offsets)]
+    return bg, _shifted_support(bg, episodes, offsets), queries
 
 
 def _feature_parts(model: nn.Module) -> bool:
@@ -532,7 +535,9 @@ class StepLoss:
             upcoming = [int(gid) for gid in upcoming]
             groups, futures, jobs = self._jobs(cache, sampler, upcoming, step + 1, min(workers, len(upcoming)))
             ahead = ((tuple(upcoming), step + 1), groups, futures)
-        out = meta_batch_loss(self.model, graphs, episodes, prepared=prepared, then=jobs)
+        # The parts follow the decision the jobs were made for (a prepared meta-batch carries its own).
+        out = meta_batch_loss(self.model, graphs, episodes, None if prepared is not None else workers,
+                              prepared=prepared, then=jobs)
         self._ahead = ahead  # every job has started by now
         return out
 
