@@ -71,12 +71,13 @@ def training_step(parts: SimpleNamespace, model, cache, sampler, ids_of):
         ids = ids_of(i)
         if step_loss is not None:
             loss, _ = step_loss(cache, sampler, ids, i)
-        elif parts.meta_batch_loss is not None:  # the meta-batch in parts side by side
-            loss, _ = parts.meta_batch_loss(model, [cache[gid] for gid in ids], [sampler.episode(gid, i) for gid in ids])
         else:
             graphs, episodes = [cache[gid] for gid in ids], [sampler.episode(gid, i) for gid in ids]
-            bg, support, queries = parts.batch_episodes(graphs, episodes)
-            loss, _ = model.loss(model(bg, support, queries), [e.query_label for e in episodes])
+            if parts.meta_batch_loss is not None:  # the meta-batch in parts side by side
+                loss, _ = parts.meta_batch_loss(model, graphs, episodes)
+            else:
+                bg, support, queries = parts.batch_episodes(graphs, episodes)
+                loss, _ = model.loss(model(bg, support, queries), [e.query_label for e in episodes])
         optimizer.zero_grad()
         loss.backward()
         with parts.update_threads():
