@@ -49,6 +49,34 @@ def test_forward_shapes(batch, small_family):
     assert float(loss.detach()) == pytest.approx(parts["ce"] + parts["recon"], rel=1e-5)
 
 
+@pytest.mark.parametrize("distance", ["inner", "cosine", "euclidean"])
+def test_query_scores_are_the_distance_of_the_queries_on_either_path(batch, small_family, distance):
+    """Many queries are scored through every node's scores, few through a gather: both
+    give the distance of each query to its own graph's prototypes, and its gradient."""
+    from gflkit.nn.distance import logits
+
+    bg, support, queries, _ = batch
+    torch.manual_seed(0)
+    model = GFL(small_family.feat_size, GFLConfig(distance=distance))
+    z = torch.randn(bg.num_nodes(), 32, requires_grad=True)
+    protos = torch.randn(2, 4, 32, requires_grad=True)
+    calls = []
+    blocks = model.distance.blocks
+    model.distance.blocks = lambda *args: calls.append(len(args[0])) or blocks(*args)
+    assert 2 * sum(len(q) for q in queries) >= bg.num_nodes()
+    for qs in (queries, [q[:2] for q in queries]):  # most nodes, then a few
+        got = model._query_scores(bg, z, protos, qs)
+        expected = [logits(z[q], protos[b], distance) for b, q in enumerate(qs)]
+        weights = [torch.randn_like(e) for e in expected]
+        grads = [torch.autograd.grad(sum((w * s).sum() for w, s in zip(weights, scores)), (z, protos))
+                 for scores in (got, expected)]
+        for a, b in zip(got, expected, strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+        for a, b in zip(*grads):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    assert calls == [bg.num_nodes()]  # every node scored for the many queries only
+
+
 def test_batch_episodes_shifts_node_ids(small_family):
     sampler = EpisodeSampler(small_family, "train", EpisodeConfig(k_shot=2), seed=0)
     graphs = [prepare_graph(small_family.graphs[i]) for i in (0, 1)]

@@ -17,7 +17,8 @@ from gflkit.nn import (
 )
 from gflkit.nn.conv import NORM_DST, NORM_SRC, add_gcn_norm, is_symmetric, propagate
 from gflkit.nn.hierarchy import dense_gcn_norm
-from gflkit.nn.segment import segment_gram, segment_tmm
+from gflkit.nn.distance import block_logits
+from gflkit.nn.segment import segment_gram, segment_mean, segment_tmm
 
 # -- graphs and dense references ------------------------------------------------------
 
@@ -186,6 +187,18 @@ def test_segment_tmm_matches_per_block_products_and_gradients():
     assert torch.autograd.gradcheck(lambda x: segment_tmm(x, x, sizes), (a,))  # D^T D
     with pytest.raises(ValueError, match="sum to 8"):
         segment_tmm(a, b, [4, 4])
+
+
+def test_segment_mean_matches_dgl_and_its_gradient():
+    gen = torch.Generator().manual_seed(2)
+    a = torch.randn(9, 3, dtype=torch.float64, generator=gen, requires_grad=True)
+    sizes = [4, 0, 5]  # an empty block has mean 0, as in DGL
+    expected = dgl.ops.segment_reduce(torch.tensor(sizes), a, "mean")
+    torch.testing.assert_close(segment_mean(a, sizes), expected)
+    assert torch.equal(segment_mean(a, sizes)[1], torch.zeros(3, dtype=torch.float64))
+    assert torch.autograd.gradcheck(lambda x: segment_mean(x, sizes), (a,))
+    with pytest.raises(ValueError, match="sum to 8"):
+        segment_mean(a, [4, 4])
 
 
 def test_segment_gram_equals_segment_tmm_with_itself():
@@ -680,6 +693,26 @@ def test_distances():
     torch.testing.assert_close(logits(z, c, "euclidean"), -sq, rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="unknown distance"):
         logits(z, c, "manhattan")
+
+
+@pytest.mark.parametrize("kind", ["inner", "cosine"])
+def test_block_logits_score_each_row_against_its_own_graphs_prototypes(kind):
+    gen = torch.Generator().manual_seed(3)
+    z = torch.randn(9, 4, dtype=torch.float64, generator=gen, requires_grad=True)
+    protos = torch.randn(2, 3, 4, dtype=torch.float64, generator=gen, requires_grad=True)
+    sizes = [4, 5]
+    expected = torch.cat([logits(z[:4], protos[0], kind), logits(z[4:], protos[1], kind)])
+    torch.testing.assert_close(block_logits(z, protos, sizes, kind), expected)
+    assert torch.autograd.gradcheck(lambda x, p: block_logits(x, p, sizes, kind), (z, protos))
+
+
+def test_block_logits_has_no_euclidean_form_and_checks_the_blocks():
+    z, protos = torch.randn(9, 4), torch.randn(2, 3, 4)
+    assert block_logits(z, protos, [4, 5], "euclidean") is None
+    with pytest.raises(ValueError, match="do not fit"):
+        block_logits(z, protos, [4, 4])
+    with pytest.raises(ValueError, match="unknown distance"):
+        block_logits(z, protos, [4, 5], "manhattan")
 
 
 def test_pgnn_symmetric_normalisation_matches_a_dense_reference():

@@ -210,15 +210,33 @@ class GFL(nn.Module):
         # they share one propagation A_hat z.
         z_prop = propagate(g, z) if self.decoder is not None and self.gate is not None else None
         protos, gate = self.prototypes(g, z, support, z_prop, relations)
-        # One gather for the queries of all graphs: its backward pass fills one
-        # (N, d) gradient instead of one per graph.
-        z_query = z[torch.cat(list(queries))].split([len(q) for q in queries])
-        scores = [self.distance(zq, protos[b]) for b, zq in enumerate(z_query)]
+        scores = self._query_scores(g, z, protos, queries)
         recon = None
         if self.decoder is not None:
             d = self.decoder(g, z, z_prop)
             recon = recon_loss(g, d, self.recon_reduction, normalize=self.recon_normalize)
         return GFLOutput(scores, protos, recon, gate)
+
+    def _query_scores(self, g: dgl.DGLGraph, z: torch.Tensor, protos: torch.Tensor,
+                      queries: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        """Each graph's query scores ``(Q_b, C)``.
+
+        When the queries are at least half the nodes (as with all-rest
+        queries) and the distance allows it, every node is scored against its
+        own graph's prototypes and the queries' rows are picked from the small
+        ``(N, C)`` scores (``Distance.blocks``); otherwise the queries of all
+        graphs are gathered at once, so the backward pass fills one ``(N, d)``
+        gradient instead of one per graph.
+        """
+        counts = [len(q) for q in queries]
+        ids = torch.cat(list(queries))
+        blocks = getattr(self.distance, "blocks", None)
+        if blocks is not None and 2 * len(ids) >= z.shape[0]:
+            every = blocks(z, protos, g.batch_num_nodes().tolist())
+            if every is not None:
+                return list(every[ids].split(counts))
+        z_query = z[ids].split(counts)
+        return [self.distance(zq, protos[b]) for b, zq in enumerate(z_query)]
 
     def loss(self, out: GFLOutput, labels: Sequence[torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
         """Prototypical cross-entropy (mean over each graph's queries, then over

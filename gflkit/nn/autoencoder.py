@@ -109,17 +109,21 @@ class _ReconLoss(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         d, sd, grams, norm = ctx.saved_tensors
+        # The gradient -2c ((S + S^T) D - 2 D) + 4c D G, as one product per graph:
+        # 4c D (G + I) - 2c (S + S^T) D, with (S + S^T) D = 2 S D when S^T = S.
         if is_symmetric(ctx.g):
-            grad_d = sd * 2.0  # (S + S^T) D with S^T = S
+            base, twice = sd, True
         else:
-            grad_d = sd + neighbour_sum_t(ctx.g, d)  # (S + S^T) D
-        grad_d.sub_(d, alpha=2.0)
+            base, twice = sd + neighbour_sum_t(ctx.g, d), False
+        grad_d = torch.empty_like(d)
+        eye = torch.eye(d.shape[1], dtype=d.dtype, device=d.device)
         count = len(ctx.sizes)
         start = 0
         for i, n in enumerate(ctx.sizes):
             c = float(grad) * ctx.scales[i] / count
-            rows = grad_d[start : start + n]
-            rows.addmm_(d[start : start + n], grams[i], beta=-2.0 * c, alpha=4.0 * c)
+            rows = slice(start, start + n)
+            torch.addmm(base[rows], d[rows], grams[i] + eye, beta=(-4.0 if twice else -2.0) * c, alpha=4.0 * c,
+                        out=grad_d[rows])
             start += n
         if norm is not None:  # through U = D / max(|D|, eps); rows at the floor are scaled only
             along = (grad_d * d).sum(1, keepdim=True).masked_fill_(norm <= _NORM_EPS, 0.0)

@@ -1,10 +1,12 @@
 """Distance d between query embeddings and prototypes (paper Eq. 2, Table 6)."""
 from __future__ import annotations
 
+from typing import Sequence
+
 import torch
 import torch.nn.functional as F
 
-__all__ = ["logits", "cross_entropy", "Distance"]
+__all__ = ["logits", "block_logits", "cross_entropy", "Distance"]
 
 
 def logits(z: torch.Tensor, protos: torch.Tensor, distance: str = "inner", cosine_scale: float = 10.0) -> torch.Tensor:
@@ -29,6 +31,67 @@ def logits(z: torch.Tensor, protos: torch.Tensor, distance: str = "inner", cosin
     raise ValueError(f"unknown distance {distance!r}")
 
 
+def block_logits(z: torch.Tensor, protos: torch.Tensor, sizes: Sequence[int], distance: str = "inner",
+                 cosine_scale: float = 10.0) -> torch.Tensor | None:
+    """:func:`logits` of every row of a batch against its own graph's prototypes.
+
+    The rows of ``z`` come in blocks of ``sizes`` (the graphs of a batch);
+    row ``v`` of block ``b`` gets ``logits(z[v], protos[b])``. When most nodes
+    are queries, scoring every row and picking the queries' rows of the small
+    ``(N, C)`` result is cheaper than gathering the queries' embeddings: the
+    backward pass writes the embeddings' gradient once, where a gather fills a
+    zero ``(N, d)`` tensor and scatters into it. ``None`` for a distance
+    without this form (``"euclidean"``).
+
+    Shapes:
+        z: ``(N, d)``; protos: ``(B, C, d)``; ``sum(sizes) == N``; returns ``(N, C)``.
+    """
+    sizes = [int(s) for s in sizes]
+    if sum(sizes) != z.shape[0] or len(sizes) != protos.shape[0]:
+        raise ValueError(f"{len(sizes)} blocks of {sum(sizes)} rows do not fit z {tuple(z.shape)} "
+                         f"and prototypes {tuple(protos.shape)}")
+    if distance == "inner":
+        return _BlockInner.apply(z, protos, sizes)
+    if distance == "cosine":
+        return cosine_scale * _BlockInner.apply(F.normalize(z, dim=-1), F.normalize(protos, dim=-1), sizes)
+    if distance == "euclidean":
+        return None
+    raise ValueError(f"unknown distance {distance!r}")
+
+
+class _BlockInner(torch.autograd.Function):
+    """``z_b @ protos[b]^T`` for each block ``b`` of rows, into one ``(N, C)`` tensor."""
+
+    @staticmethod
+    def forward(ctx, z, protos, sizes):
+        z, protos = z.contiguous(), protos.contiguous()
+        out = z.new_empty(z.shape[0], protos.shape[1])
+        start = 0
+        for b, n in enumerate(sizes):
+            torch.mm(z[start:start + n], protos[b].t(), out=out[start:start + n])
+            start += n
+        ctx.save_for_backward(z, protos)
+        ctx.sizes = sizes
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        z, protos = ctx.saved_tensors
+        grad = grad.contiguous()
+        need_z, need_p, _ = ctx.needs_input_grad
+        grad_z = torch.empty_like(z) if need_z else None
+        grad_p = torch.empty_like(protos) if need_p else None
+        start = 0
+        for b, n in enumerate(ctx.sizes):
+            rows = slice(start, start + n)
+            if need_z:
+                torch.mm(grad[rows], protos[b], out=grad_z[rows])
+            if need_p:
+                torch.mm(grad[rows].t(), z[rows], out=grad_p[b])
+            start += n
+        return grad_z, grad_p, None
+
+
 class Distance(torch.nn.Module):
     """:func:`logits` as a module, so the distance is one part of a composed model.
 
@@ -48,6 +111,10 @@ class Distance(torch.nn.Module):
 
     def forward(self, z: torch.Tensor, protos: torch.Tensor) -> torch.Tensor:
         return logits(z, protos, self.kind, self.cosine_scale)
+
+    def blocks(self, z: torch.Tensor, protos: torch.Tensor, sizes: Sequence[int]) -> torch.Tensor | None:
+        """Every row's logits against its own block's prototypes (:func:`block_logits`), or ``None``."""
+        return block_logits(z, protos, sizes, self.kind, self.cosine_scale)
 
 
 def cross_entropy(scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from .conv import GCNLayer, is_symmetric, neighbour_sum, neighbour_sum_t, propagate
+from .segment import segment_mean
 
 __all__ = ["HierarchicalGraphRepresentation", "dense_gcn_norm"]
 
@@ -78,7 +79,7 @@ class HierarchicalGraphRepresentation(nn.Module):
     def forward(self, g: dgl.DGLGraph, z: torch.Tensor,
                 z_prop: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """``z_prop = A_hat z`` may be passed when it is computed anyway."""
-        reps = [self.project(dgl.ops.segment_reduce(g.batch_num_nodes(), z, "mean"))]  # h^1: (B, gf)
+        reps = [self.project(segment_mean(z, g.batch_num_nodes().tolist()))]  # h^1: (B, gf)
         if self.levels > 1:
             x, adj = self._first_pool(g, z, z_prop)
             reps.append(x.mean(1))
@@ -127,11 +128,12 @@ class _FirstPool(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, z_prop, weight, bias, g, sizes, k2):
-        out = torch.addmm(bias, z_prop, weight)  # (N, K2 + gf)
-        gf = out.shape[1] - k2
-        p = torch.softmax(out[:, :k2], dim=-1).contiguous()
+        gf = weight.shape[1] - k2
+        # The assignment logits in a tensor of their own: a softmax along the rows of a
+        # contiguous tensor, where columns of a wider one would be copied out first.
+        p = torch.softmax(torch.addmm(bias[:k2], z_prop, weight[:, :k2]), dim=-1)
         rap = p.new_empty(p.shape[0], gf + k2)  # [R | A P]
-        torch.clamp_min(out[:, k2:], 0.0, out=rap[:, :gf])
+        torch.addmm(bias[k2:], z_prop, weight[:, k2:], out=rap[:, :gf]).clamp_min_(0.0)
         torch.sub(neighbour_sum(g, p), p, out=rap[:, gf:])  # A P without the self-loops
         b = len(sizes)
         prap = p.new_empty(b, k2, gf + k2)  # [P^T R | P^T A P] per graph

@@ -5,7 +5,7 @@ from typing import Sequence
 
 import torch
 
-__all__ = ["segment_tmm", "segment_gram"]
+__all__ = ["segment_tmm", "segment_gram", "segment_mean"]
 
 
 class _SegmentTMM(torch.autograd.Function):
@@ -86,3 +86,46 @@ def segment_tmm(a: torch.Tensor, b: torch.Tensor, sizes: Sequence[int]) -> torch
     if sum(sizes) != a.shape[0] or a.shape[0] != b.shape[0]:
         raise ValueError(f"segment sizes sum to {sum(sizes)}, but the inputs have {a.shape[0]} and {b.shape[0]} rows")
     return _SegmentTMM.apply(a.contiguous(), b.contiguous(), sizes)
+
+
+class _SegmentMean(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a: torch.Tensor, sizes: list[int]) -> torch.Tensor:
+        ctx.sizes = sizes
+        out = a.new_empty(len(sizes), a.shape[1])
+        start = 0
+        for k, size in enumerate(sizes):
+            if size:
+                torch.mean(a[start : start + size], 0, out=out[k])
+            else:  # an empty block's mean is 0, as in ``segment_reduce``
+                out[k].zero_()
+            start += size
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        # Each row of a block gets its block's gradient over the block's size:
+        # one write of the (N, p) gradient, no gather by segment ids.
+        sizes = ctx.sizes
+        grad_a = grad.new_empty(sum(sizes), grad.shape[1])
+        start = 0
+        for k, size in enumerate(sizes):
+            grad_a[start : start + size] = grad[k] / max(size, 1)
+            start += size
+        return grad_a, None
+
+
+def segment_mean(a: torch.Tensor, sizes: Sequence[int]) -> torch.Tensor:
+    """The mean of each block of rows ``k`` (one graph of a batch each).
+
+    Equal, up to float rounding, to ``dgl.ops.segment_reduce(sizes, a, "mean")``;
+    the backward pass writes each block's gradient into its rows of one tensor
+    instead of gathering it by segment ids. An empty block has mean 0.
+
+    Shapes:
+        a ``(N, p)``, ``sum(sizes) == N`` -> ``(len(sizes), p)``.
+    """
+    sizes = [int(s) for s in sizes]
+    if sum(sizes) != a.shape[0]:
+        raise ValueError(f"segment sizes sum to {sum(sizes)}, but the input has {a.shape[0]} rows")
+    return _SegmentMean.apply(a, sizes)
