@@ -183,19 +183,12 @@ def run_name(dataset: str, model: str, aggregator: str, seed: int, settings: dic
 
 
 def collection_hash(collection) -> str:
-    """sha256 over a collection's classes, splits and each graph's edges, features and labels.
+    """sha256 over a collection's classes, splits and each graph's edges, features and labels
+    (:meth:`~gflkit.data.GraphCollection.content_sha256`).
 
     The same for a collection in memory and after a save and load.
     """
-    h = hashlib.sha256()
-    h.update(json.dumps({"classes": list(map(str, collection.classes)), "splits": list(collection.splits)}).encode())
-    for g in collection.graphs:
-        src, dst = g.edges()
-        for t in (src, dst, g.ndata["feat"], g.ndata["label"]):
-            t = t.contiguous()
-            h.update(f"{t.dtype}{tuple(t.shape)}".encode())
-            h.update(memoryview(t.numpy()).cast("B"))
-    return h.hexdigest()
+    return collection.content_sha256()
 
 
 def now() -> str:

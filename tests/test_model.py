@@ -337,6 +337,25 @@ def test_relations_computed_ahead_give_the_same_prototypes(small_family):
     assert not torch.allclose(other.prototypes, plain.prototypes)
 
 
+def test_one_graphs_relations_are_remembered_per_support_set_and_setting(small_family):
+    """Scoring a graph's episodes again (each validation round) reuses their relation
+    weights; other support sets and other settings get their own."""
+    sampler = EpisodeSampler(small_family, "val", EpisodeConfig(k_shot=3), seed=0)
+    gid = sampler.graph_ids[0]
+    g = prepare_graph(small_family.graphs[gid])
+    support = torch.stack([sampler.episode(gid, e).support for e in range(2)])
+    torch.manual_seed(0)
+    proto = GFL(small_family.feat_size).prototype
+    fresh = lambda s: proto.relations(prepare_graph(small_family.graphs[gid]), s, one_graph=True)  # noqa: E731
+    first = proto.relations(g, support, one_graph=True)
+    assert proto.relations(g, support, one_graph=True) is first  # remembered
+    assert torch.equal(first, fresh(support))
+    assert torch.equal(proto.relations(g, support[:1], one_graph=True), fresh(support[:1]))
+    proto.hops = 1  # another setting: computed again, with it
+    again = proto.relations(g, support, one_graph=True)
+    assert again is not first and torch.equal(again, fresh(support))
+
+
 def test_an_error_in_the_relations_computed_ahead_reaches_the_caller(small_family, monkeypatch):
     from gflkit.batching import meta_batch_loss
     from gflkit.nn import GraphPrototype

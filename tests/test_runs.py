@@ -93,6 +93,27 @@ def test_collection_hash_is_the_content(small_family, tmp_path):
     assert collection_hash(loaded) != collection_hash(small_family)
 
 
+def test_the_remembered_content_hash_follows_every_change(small_family, tmp_path):
+    """save() hashes the content on the side; the remembered hash is the hash computed afresh,
+    and any change to what it covers (in place or by replacement) is noticed."""
+    collection = gflkit.load_collection(small_family.save(tmp_path / "a"))
+    collection.save(tmp_path / "b")
+    assert collection._content_memo is not None
+    fresh = lambda: gflkit.load_collection(collection.save(tmp_path / "c")).content_sha256()  # noqa: E731
+    assert collection.content_sha256() == fresh() == collection_hash(small_family)
+    before = collection.content_sha256()
+    collection.graphs[1].ndata["label"][0] = (collection.graphs[1].ndata["label"][0] + 1) % 4
+    assert collection.content_sha256() != before
+    assert collection.content_sha256() == fresh()
+    before = collection.content_sha256()
+    collection.graphs[0].ndata["feat"] = collection.graphs[0].ndata["feat"] + 1  # a new tensor
+    assert collection.content_sha256() != before
+    before = collection.content_sha256()
+    collection.splits[0], collection.splits[-1] = collection.splits[-1], collection.splits[0]
+    assert collection.content_sha256() != before
+    assert collection.content_sha256() == fresh()
+
+
 def test_runs_lists_complete_and_interrupted_runs(root, tmp_path):
     assert train(root, "--out", tmp_path / "a").exit_code == 0
     assert train(root, "--out", tmp_path / "b", "--model", "protonet").exit_code == 0

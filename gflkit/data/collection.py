@@ -29,6 +29,7 @@ import json
 import os
 import re
 import shutil
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -58,6 +59,14 @@ def file_sha256(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
         for block in iter(lambda: f.read(chunk), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def _quietly(fn, *args) -> None:
+    """``fn(*args)`` on a helper thread whose result is a shortcut only: a failure is left to the direct call."""
+    try:
+        fn(*args)
+    except Exception:  # noqa: BLE001  (recomputed, and then raised, where it is needed)
+        pass
 
 
 def _class_counts(label: torch.Tensor, num_classes: int) -> list[int]:
@@ -94,6 +103,8 @@ class GraphCollection:
     path: str | None = field(default=None, compare=False, repr=False)
     #: The fitted feature transform (:mod:`gflkit.data.transform`), saved as ``transform.npz``.
     transform: Any = field(default=None, compare=False, repr=False)
+    #: :meth:`content_sha256` with what it was computed from, while that is unchanged.
+    _content_memo: Any = field(default=None, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.graph_extra:
@@ -204,6 +215,43 @@ class GraphCollection:
             "graphs": graphs,
         }
 
+    # -- content hash ------------------------------------------------------------
+    def content_sha256(self) -> str:
+        """sha256 over the classes, the splits and each graph's edges, features and labels.
+
+        The same for a collection in memory and after a save and load. It is
+        remembered while the collection holds the same graphs, features and
+        labels, unchanged in place (torch counts in-place changes of a tensor),
+        so a run does not hash the data :meth:`save` has just hashed.
+        """
+        memo = self._content_memo
+        state = self._content_state()
+        if memo is not None and memo[1] == state:
+            return memo[0]
+        return self._hash_content(self._content_parts(), state)
+
+    def _content_parts(self) -> list:
+        """The JSON of classes and splits, then each graph's edges, features and labels."""
+        head = json.dumps({"classes": list(map(str, self.classes)), "splits": list(self.splits)}).encode()
+        return [head, *(t for g in self.graphs for t in (*g.edges(), g.ndata["feat"], g.ndata["label"]))]
+
+    def _hash_content(self, parts: list, state: tuple) -> str:
+        h = hashlib.sha256(parts[0])
+        for t in parts[1:]:
+            t = t.contiguous()
+            h.update(f"{t.dtype}{tuple(t.shape)}".encode())
+            h.update(memoryview(t.numpy()).cast("B"))
+        self._content_memo = (h.hexdigest(), state)
+        return h.hexdigest()
+
+    def _content_state(self) -> tuple:
+        """What :meth:`content_sha256` reads, by identity and version: equal while none of it changed."""
+        def tensor(t: torch.Tensor) -> tuple:
+            return id(t), t.data_ptr(), t._version, tuple(t.shape)
+
+        return (tuple(map(str, self.classes)), tuple(self.splits),
+                tuple((id(g), g.num_edges(), tensor(g.ndata["feat"]), tensor(g.ndata["label"])) for g in self.graphs))
+
     # -- disk --------------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> Path:
         """Write the collection to the folder ``path`` atomically; returns it."""
@@ -213,6 +261,11 @@ class GraphCollection:
             tmp = make_temp(path, directory=True)
         except OSError as err:
             raise unwritable(path, err) from None
+        # The content hash a run records is taken meanwhile, from tensors read here (the
+        # graphs are not touched by two threads at once); hashing releases the interpreter lock.
+        parts, state = self._content_parts(), self._content_state()
+        hashing = threading.Thread(target=_quietly, args=(self._hash_content, parts, state), name="gflkit-content-hash")
+        hashing.start()
         try:
             dgl.save_graphs(str(tmp / GRAPHS_FILE), self.graphs)
             if self.transform is not None:
@@ -229,10 +282,12 @@ class GraphCollection:
             apply_umask(tmp, directory=True)
             _replace_dir(tmp, path)
         except BaseException as err:
+            hashing.join()
             shutil.rmtree(tmp, ignore_errors=True)
             if isinstance(err, OSError):
                 raise unwritable(path, err) from None
             raise
+        hashing.join()
         self.path = str(path.resolve())
         return path
 

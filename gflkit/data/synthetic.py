@@ -158,7 +158,9 @@ def _make_graph(spec: SyntheticSpec, centers: np.ndarray, offsets: np.ndarray, r
     graph_centers = (centers + spec.class_jitter * rng.standard_normal(centers.shape)) * mask + offsets[kind]
     graph_centers += spec.graph_shift * rng.standard_normal(centers.shape[1])
     sigma = spec.noise * np.clip(theta ** -0.5, 0.5, 2.5)
-    feat = graph_centers[profile] + sigma[:, None] * rng.standard_normal((n, spec.feat_size))
+    feat = rng.standard_normal((n, spec.feat_size))  # in place from here: the same numbers, fewer copies
+    feat *= sigma[:, None]
+    feat += graph_centers[profile]
 
     unlabelled = rng.random(n) < spec.unlabelled_rate
     label = np.where(unlabelled, -1, label)

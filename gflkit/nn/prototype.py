@@ -102,6 +102,11 @@ class PrototypeGNN(nn.Module):
         return out.mean(2) if self.pool == "mean" else out.amax(2)
 
 
+#: The attribute of a graph holding the relation weights of its support sets scored so far,
+#: and how many it holds at most.
+_REMEMBERED, _REMEMBER_PER_GRAPH = "_gflkit_relations", 64
+
+
 class GraphPrototype(nn.Module):
     """The graph-structured prototype of GFL: each class's relational structure, then the PGNN.
 
@@ -143,11 +148,28 @@ class GraphPrototype(nn.Module):
         another thread: :func:`gflkit.batching.meta_batch_loss` does).
         """
         e, c, k = support.shape
-        # The scores of a class depend only on its own support nodes, so E episodes
-        # of one graph are scored as one episode with E * C classes.
-        rows = support.reshape(1, e * c, k) if one_graph else support
-        score = support_similarity(g, rows, self.similarity, self.hops).view(e, c, k, k)
-        return relation_weights(score, self.similarity, self.mu, self.mu0)
+        if not one_graph:
+            score = support_similarity(g, support, self.similarity, self.hops)
+            return relation_weights(score, self.similarity, self.mu, self.mu0)
+        # Evaluation scores the same episodes of a graph again and again (every
+        # validation round): their weights are remembered on the graph, as
+        # is_symmetric remembers its answer, a few dozen support sets at most.
+        key = (self.similarity, self.hops, self.mu, self.mu0, tuple(support.shape),
+               support.detach().cpu().numpy().tobytes())
+        known = getattr(g, _REMEMBERED, None)
+        if known is None:
+            known = {}
+            setattr(g, _REMEMBERED, known)
+        weights = known.get(key)
+        if weights is None:
+            # The scores of a class depend only on its own support nodes, so E episodes
+            # of one graph are scored as one episode with E * C classes.
+            score = support_similarity(g, support.reshape(1, e * c, k), self.similarity, self.hops).view(e, c, k, k)
+            weights = relation_weights(score, self.similarity, self.mu, self.mu0)
+            if len(known) >= _REMEMBER_PER_GRAPH:
+                known.clear()
+            known[key] = weights
+        return weights
 
     def forward(self, g: dgl.DGLGraph, z: torch.Tensor, support: torch.Tensor, gate: torch.Tensor | None = None,
                 one_graph: bool = False, relations: Relations | None = None) -> torch.Tensor:
