@@ -1,0 +1,150 @@
+"""How much the second thread of a 2-thread step slows the first through the interpreter lock.
+
+The parts of a meta-batch run on two threads of one process. Their kernels
+run side by side, but every operation is called from Python, and a thread
+needs the interpreter lock between two operations: while the other thread
+runs Python (or a library that keeps the lock), it waits. This measures
+
+1. how many tiny torch operations per second one thread gets alone, and beside
+   a thread that keeps drawing episodes, batching graphs (``dgl.batch``) or
+   computing the k-hop relational structure (scipy), the three pieces of
+   preparing the next step;
+2. the calling thread's 3-graph part of a step (5 x 4.5k nodes, one thread),
+   while the other thread does nothing, while it computes its 2-graph part and
+   then stops, and while it computes its part and then prepares the next
+   step's two parts, as in training.
+
+It prints Markdown tables::
+
+    python benchmarks/interpreter_lock.py [--switch-interval 0.0002]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def _setup(nodes: int):
+    import gflkit  # noqa: F401  (before dgl)
+    import torch
+
+    from gflkit import batching
+    from gflkit.config import EpisodeConfig, GFLConfig
+    from gflkit.data import GraphCollection
+    from gflkit.episodes import EpisodeSampler
+    from gflkit.models.gfl import GFL
+    from step_benchmark import K_SHOT, build_collection
+
+    torch.manual_seed(0)
+    with tempfile.TemporaryDirectory(prefix="gflkit-lock-") as tmp:
+        collection = GraphCollection.load(build_collection(nodes, Path(tmp) / "graphs"))
+    sampler = EpisodeSampler(collection, "train", EpisodeConfig(k_shot=K_SHOT))
+    cache = batching.GraphCache(collection)
+    model = GFL(collection.feat_size, GFLConfig())
+    return torch, batching, sampler, cache, model
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=4500, help="Nodes per graph.")
+    parser.add_argument("--rounds", type=int, default=4, help="Rounds of each measurement (medians printed).")
+    parser.add_argument("--switch-interval", type=float, default=None,
+                        help="sys.setswitchinterval in seconds (Python's default: 0.005).")
+    args = parser.parse_args(argv)
+    if args.switch_interval is not None:
+        sys.setswitchinterval(args.switch_interval)
+    torch, batching, sampler, cache, model = _setup(args.nodes)
+    torch.set_num_threads(1)
+    ids = sampler.graph_ids[:5]
+    first, second = ids[:3], ids[3:]
+    params = list(model.parameters())
+
+    def prepare(gids, step):
+        graphs, episodes = [cache[g] for g in gids], [sampler.episode(g, step) for g in gids]
+        return episodes, batching._prepare_part(model, graphs, episodes)
+
+    def part(prepared) -> None:
+        episodes, (batch, relations) = prepared
+        loss, _ = batching._batch_loss(model, batch, episodes, relations)
+        torch.autograd.grad(loss, params, allow_unused=True)
+
+    firsts = [prepare(first, step) for step in range(10)]
+    seconds = [prepare(second, step) for step in range(10)]
+    relations_of = batching._relations_ahead(model)
+    pieces = {
+        "nothing (alone)": lambda step: time.sleep(0.001),
+        "drawing episodes": lambda step: [sampler.episode(g, step) for g in first],
+        "batching graphs (`dgl.batch`)": lambda step: batching._model_batch(model, [cache[g] for g in first],
+                                                                            firsts[step % 10][0]),
+        "k-hop relational structure (scipy)": lambda step: relations_of(*firsts[step % 10][1][0][:2]),
+    }
+
+    def tiny_ops(seconds_: float) -> float:
+        a, count, end = torch.randn(64, 32), 0, time.perf_counter() + seconds_
+        while time.perf_counter() < end:
+            a.add_(1.0)
+            count += 1
+        return count / seconds_
+
+    print("| the other thread keeps | tiny torch operations per second on this thread |\n|---|---:|")
+    for label, piece in pieces.items():
+        rates = []
+        for _ in range(args.rounds):
+            stop = threading.Event()
+
+            def loop() -> None:
+                torch.set_num_threads(1)
+                step = 0
+                while not stop.is_set():
+                    piece(step)
+                    step += 1
+
+            other = threading.Thread(target=loop)
+            other.start()
+            time.sleep(0.05)
+            rates.append(tiny_ops(0.5))
+            stop.set()
+            other.join()
+        print(f"| {label} | {statistics.median(rates) / 1e3:,.0f}k |")
+
+    def helper(work: str, step: int, go: threading.Event) -> None:
+        torch.set_num_threads(1)
+        go.wait()
+        if work == "none":
+            return
+        part(seconds[step])
+        if work == "prepare":
+            prepare(first, step + 1)
+            prepare(second, step + 1)
+
+    for step in range(3):  # warm-up
+        part(firsts[step])
+    print("\n| the other thread | the calling thread's 3-graph part (ms, median) |\n|---|---:|")
+    times: dict[str, list[float]] = {"does nothing": [], "computes its 2-graph part, then stops": [],
+                                     "computes its 2-graph part, then prepares the next step": []}
+    for _ in range(args.rounds):
+        for label, work in zip(times, ("none", "part", "prepare")):
+            took = []
+            for step in range(9):
+                go = threading.Event()
+                other = threading.Thread(target=helper, args=(work, step, go))
+                other.start()
+                go.set()
+                start = time.perf_counter()
+                part(firsts[step])
+                took.append((time.perf_counter() - start) * 1e3)
+                other.join()
+            times[label].append(statistics.median(took))
+    for label, values in times.items():
+        print(f"| {label} | {statistics.median(values):.1f} ({', '.join(f'{v:.1f}' for v in values)}) |")
+
+
+if __name__ == "__main__":
+    main()
