@@ -144,6 +144,27 @@ def test_propagate_gradient_on_symmetric_and_directed_graphs(pair, directed):
     torch.testing.assert_close(ours, theirs)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_neighbour_sums_are_dgls_to_the_last_bit(monkeypatch, pair, dtype):
+    """DGL's kernel called directly gives what its wrapper and ``copy_u_sum`` give, forward
+    and over the reversed graph, also on a strided input and a graph without edges."""
+    from dgl._sparse_ops import _gspmm
+
+    from gflkit.nn import conv
+    from gflkit.nn.conv import neighbour_sum, neighbour_sum_t
+
+    bg = dgl.batch([_model_graph(h) for h in pair])
+    bg = dgl.remove_edges(bg, torch.arange(0, bg.num_edges(), 3))  # directed
+    x = torch.randn(bg.num_nodes(), 6, dtype=dtype)[:, ::2]  # not contiguous
+    for ours, graph in ((neighbour_sum(bg, x), bg._graph), (neighbour_sum_t(bg, x), bg._graph.reverse())):
+        assert torch.equal(ours, _gspmm(graph, "copy_lhs", "sum", x.contiguous(), None)[0])
+    assert torch.equal(neighbour_sum(bg, x), dgl.ops.copy_u_sum(bg, x))
+    empty = dgl.graph(([], []), num_nodes=4)
+    assert torch.equal(neighbour_sum(empty, torch.ones(4, 2, dtype=dtype)), torch.zeros(4, 2, dtype=dtype))
+    monkeypatch.setattr(conv, "_SPMM", None)  # DGL's wrapper, where the kernel is not found
+    assert torch.equal(neighbour_sum_t(bg, x), _gspmm(bg._graph.reverse(), "copy_lhs", "sum", x.contiguous(), None)[0])
+
+
 def test_gcn_encoder_initialises_and_computes_as_graphconv_layers(six):
     """Two ``dgl.nn.GraphConv`` layers seeded alike give the same weights and outputs."""
     g = _model_graph(six, feat_size=40)  # wide input: the weight comes before the propagation
