@@ -6,6 +6,8 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
+from .segment import block_rows_mm, block_tmm
+
 __all__ = ["logits", "block_logits", "cross_entropy", "Distance"]
 
 
@@ -65,30 +67,17 @@ class _BlockInner(torch.autograd.Function):
     @staticmethod
     def forward(ctx, z, protos, sizes):
         z, protos = z.contiguous(), protos.contiguous()
-        out = z.new_empty(z.shape[0], protos.shape[1])
-        start = 0
-        for b, n in enumerate(sizes):
-            torch.mm(z[start:start + n], protos[b].t(), out=out[start:start + n])
-            start += n
         ctx.save_for_backward(z, protos)
         ctx.sizes = sizes
-        return out
+        return block_rows_mm(z, protos.transpose(1, 2), sizes, z.new_empty(z.shape[0], protos.shape[1]))
 
     @staticmethod
     def backward(ctx, grad):
         z, protos = ctx.saved_tensors
         grad = grad.contiguous()
         need_z, need_p, _ = ctx.needs_input_grad
-        grad_z = torch.empty_like(z) if need_z else None
-        grad_p = torch.empty_like(protos) if need_p else None
-        start = 0
-        for b, n in enumerate(ctx.sizes):
-            rows = slice(start, start + n)
-            if need_z:
-                torch.mm(grad[rows], protos[b], out=grad_z[rows])
-            if need_p:
-                torch.mm(grad[rows].t(), z[rows], out=grad_p[b])
-            start += n
+        grad_z = block_rows_mm(grad, protos, ctx.sizes, torch.empty_like(z)) if need_z else None
+        grad_p = block_tmm(grad, z, ctx.sizes, torch.empty_like(protos)) if need_p else None
         return grad_z, grad_p, None
 
 

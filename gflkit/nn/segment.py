@@ -5,7 +5,31 @@ from typing import Sequence
 
 import torch
 
-__all__ = ["segment_tmm", "segment_gram", "segment_mean"]
+__all__ = ["segment_tmm", "segment_gram", "segment_mean", "block_rows_mm", "block_tmm"]
+
+
+def block_rows_mm(x: torch.Tensor, mats: torch.Tensor, sizes: Sequence[int], out: torch.Tensor) -> torch.Tensor:
+    """``x_k @ mats[k]`` for each block of rows ``k``, written into its rows of ``out``; returns ``out``.
+
+    Shapes:
+        x ``(N, p)``, mats ``(len(sizes), p, q)``, out ``(N, q)``.
+    """
+    start = 0
+    for k, size in enumerate(sizes):
+        torch.mm(x[start : start + size], mats[k], out=out[start : start + size])
+        start += size
+    return out
+
+
+def block_tmm(a: torch.Tensor, b: torch.Tensor, sizes: Sequence[int], out: torch.Tensor) -> torch.Tensor:
+    """``a_k^T b_k`` for each block of rows ``k``, written into ``out[k]``; returns ``out``.
+
+    Shapes:
+        a ``(N, p)``, b ``(N, q)``, out ``(len(sizes), p, q)``.
+    """
+    for k, (ak, bk) in enumerate(zip(a.split(sizes), b.split(sizes))):
+        torch.mm(ak.t(), bk, out=out[k])
+    return out
 
 
 class _SegmentTMM(torch.autograd.Function):
@@ -13,10 +37,7 @@ class _SegmentTMM(torch.autograd.Function):
     def forward(ctx, a: torch.Tensor, b: torch.Tensor, sizes: list[int]) -> torch.Tensor:
         ctx.save_for_backward(a, b)
         ctx.sizes = sizes
-        out = a.new_empty(len(sizes), a.shape[1], b.shape[1])
-        for k, (ak, bk) in enumerate(zip(a.split(sizes), b.split(sizes))):
-            torch.mm(ak.t(), bk, out=out[k])
-        return out
+        return block_tmm(a, b, sizes, a.new_empty(len(sizes), a.shape[1], b.shape[1]))
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
@@ -24,16 +45,8 @@ class _SegmentTMM(torch.autograd.Function):
         need_a, need_b, _ = ctx.needs_input_grad
         # Gradients are written block by block into whole (N, .) tensors: no
         # per-graph pieces to concatenate afterwards.
-        grad_a = torch.empty_like(a) if need_a else None
-        grad_b = torch.empty_like(b) if need_b else None
-        start = 0
-        for k, size in enumerate(ctx.sizes):
-            rows = slice(start, start + size)
-            if need_a:
-                torch.mm(b[rows], grad[k].t(), out=grad_a[rows])
-            if need_b:
-                torch.mm(a[rows], grad[k], out=grad_b[rows])
-            start += size
+        grad_a = block_rows_mm(b, grad.transpose(1, 2), ctx.sizes, torch.empty_like(a)) if need_a else None
+        grad_b = block_rows_mm(a, grad, ctx.sizes, torch.empty_like(b)) if need_b else None
         return grad_a, grad_b, None
 
 
@@ -42,21 +55,13 @@ class _SegmentGram(torch.autograd.Function):
     def forward(ctx, a: torch.Tensor, sizes: list[int]) -> torch.Tensor:
         ctx.save_for_backward(a)
         ctx.sizes = sizes
-        out = a.new_empty(len(sizes), a.shape[1], a.shape[1])
-        for k, ak in enumerate(a.split(sizes)):
-            torch.mm(ak.t(), ak, out=out[k])
-        return out
+        return block_tmm(a, a, sizes, a.new_empty(len(sizes), a.shape[1], a.shape[1]))
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
         (a,) = ctx.saved_tensors
         sym = grad + grad.transpose(1, 2)  # d(a^T a) = da^T a + a^T da
-        grad_a = torch.empty_like(a)
-        start = 0
-        for k, size in enumerate(ctx.sizes):
-            torch.mm(a[start : start + size], sym[k], out=grad_a[start : start + size])
-            start += size
-        return grad_a, None
+        return block_rows_mm(a, sym, ctx.sizes, torch.empty_like(a)), None
 
 
 def segment_gram(a: torch.Tensor, sizes: Sequence[int]) -> torch.Tensor:
