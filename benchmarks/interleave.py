@@ -48,12 +48,21 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
 
 
-def serve(setup: Callable[[], Callable[[int], None]], warmup: int, reset_peak: bool = True) -> None:
+def serve(setup: Callable[[], Callable[[int], None]], warmup: int, reset_peak: bool = True,
+          settle: int = 0) -> None:
     """Worker loop: build the timed function, then time one call per ``step`` line on stdin.
 
     Writes one JSON line per request to stdout: ``{"ready": ...}`` after setup
     and warm-up, ``{"seconds": t}`` per step, and a summary with peak memory
     after ``stop``.
+
+    ``settle``: untimed calls right before each timed one. A worker waits
+    while the others take their turns; on a virtual machine whose cores sit
+    idle for that long, the next call of a multi-threaded worker can run
+    much slower than the same call made straight after another one (see
+    ``benchmarks/README.md``), which is how a training loop makes its steps.
+    With ``settle=1`` each timed call follows a call of its own, whatever the
+    other workers took.
     """
     rss_start = rss_mb()
     fn = setup()
@@ -66,6 +75,9 @@ def serve(setup: Callable[[], Callable[[int], None]], warmup: int, reset_peak: b
     for line in sys.stdin:
         if line.strip() != "step":
             break
+        for _ in range(settle):
+            fn(i)
+            i += 1
         start, cpu = time.perf_counter(), time.process_time()
         fn(i)
         _send({"seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu})

@@ -12,7 +12,12 @@ runs Python (or a library that keeps the lock), it waits. This measures
 2. the calling thread's 3-graph part of a step (5 x 4.5k nodes, one thread),
    while the other thread does nothing, while it computes its 2-graph part and
    then stops, and while it computes its part and then prepares the next
-   step's two parts, as in training.
+   step's two parts, as in training;
+3. the same 3-graph part while the other core keeps computing 2-graph parts
+   on a thread of this process, or in another process (which shares the
+   cores' caches and memory but not the interpreter lock), or keeps running
+   a matrix product that never takes the lock: what the lock costs, apart
+   from what two busy cores cost each other.
 
 It prints Markdown tables::
 
@@ -21,12 +26,15 @@ It prints Markdown tables::
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -57,11 +65,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=4, help="Rounds of each measurement (medians printed).")
     parser.add_argument("--switch-interval", type=float, default=None,
                         help="sys.setswitchinterval in seconds (Python's default: 0.005).")
+    parser.add_argument("--loop-part", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.loop_part:  # the other process of table 3: 2-graph parts until killed
+        _loop_part(args.nodes)
+        return
     if args.switch_interval is not None:
         sys.setswitchinterval(args.switch_interval)
     torch, batching, sampler, cache, model = _setup(args.nodes)
     torch.set_num_threads(1)
+    batching.keep_freed_memory()  # as a training step does
     ids = sampler.graph_ids[:5]
     first, second = ids[:3], ids[3:]
     params = list(model.parameters())
@@ -144,6 +157,79 @@ def main(argv: list[str] | None = None) -> None:
             times[label].append(statistics.median(took))
     for label, values in times.items():
         print(f"| {label} | {statistics.median(values):.1f} ({', '.join(f'{v:.1f}' for v in values)}) |")
+
+    def timed_parts() -> float:
+        took = []
+        for step in range(9):
+            start = time.perf_counter()
+            part(firsts[step])
+            took.append((time.perf_counter() - start) * 1e3)
+        return statistics.median(took)
+
+    def beside_thread(work: Callable[[], None]) -> float:
+        stop = threading.Event()
+
+        def loop() -> None:
+            torch.set_num_threads(1)
+            while not stop.is_set():
+                work()
+
+        other = threading.Thread(target=loop)
+        other.start()
+        time.sleep(0.05)
+        try:
+            return timed_parts()
+        finally:
+            stop.set()
+            other.join()
+
+    def beside_process() -> float:
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--loop-part", "--nodes", str(args.nodes)]
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env) as other:
+            try:
+                if other.stdout.readline().strip() != "ready":
+                    raise SystemExit("the other process did not start")
+                time.sleep(0.05)
+                return timed_parts()
+            finally:
+                other.kill()
+
+    product = (torch.randn(args.nodes * 2, 128), torch.randn(128, 64))
+    steady: dict[str, list[float]] = {"does nothing": [], "computes 2-graph parts on a thread of this process": [],
+                                      "computes 2-graph parts in another process": [],
+                                      "multiplies matrices on a thread (no interpreter lock)": []}
+    counter = iter(range(1 << 30))
+    for _ in range(args.rounds):
+        steady["does nothing"].append(timed_parts())
+        steady["computes 2-graph parts on a thread of this process"].append(
+            beside_thread(lambda: part(seconds[next(counter) % 10])))
+        steady["computes 2-graph parts in another process"].append(beside_process())
+        steady["multiplies matrices on a thread (no interpreter lock)"].append(
+            beside_thread(lambda: torch.mm(*product)))
+    print("\n| the other core, all along | the calling thread's 3-graph part (ms, median) |\n|---|---:|")
+    for label, values in steady.items():
+        print(f"| {label} | {statistics.median(values):.1f} ({', '.join(f'{v:.1f}' for v in values)}) |")
+
+
+def _loop_part(nodes: int) -> None:
+    """2-graph parts (forward and gradient) one after another, for ever: the other process of table 3."""
+    torch, batching, sampler, cache, model = _setup(nodes)
+    torch.set_num_threads(1)
+    batching.keep_freed_memory()
+    gids = sampler.graph_ids[3:5]
+    params = list(model.parameters())
+    prepared = []
+    for step in range(10):
+        episodes = [sampler.episode(g, step) for g in gids]
+        prepared.append((episodes, batching._prepare_part(model, [cache[g] for g in gids], episodes)))
+    print("ready", flush=True)
+    step = 0
+    while True:
+        episodes, (batch, relations) = prepared[step % 10]
+        loss, _ = batching._batch_loss(model, batch, episodes, relations)
+        torch.autograd.grad(loss, params, allow_unused=True)
+        step += 1
 
 
 if __name__ == "__main__":

@@ -152,7 +152,8 @@ def _rows_for_size(n: int, folder: Path, args) -> list[dict]:
     commands = []
     for impl, source, threads, graphs in configs:
         argv = [sys.executable, str(Path(__file__).resolve()), "--worker", DENSE if impl == DENSE else SPARSE,
-                "--collection", str(graphs), "--warmup", str(args.warmup), "--threads", str(threads)]
+                "--collection", str(graphs), "--warmup", str(args.warmup), "--settle", str(args.settle),
+                "--threads", str(threads)]
         # From the baseline's tree (or a neutral folder): the current folder must not shadow the code timed.
         commands.append((argv, worker_env(threads, source), source or tempfile.gettempdir()))
     rows = []
@@ -207,6 +208,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="Nodes per graph for the dense reference (comma-separated; '' for none).")
     parser.add_argument("--steps", type=int, default=10, help="Timed steps per configuration (at most).")
     parser.add_argument("--warmup", type=int, default=2, help="Untimed steps before timing.")
+    parser.add_argument("--settle", type=int, default=1,
+                        help="Untimed steps right before each timed one, so that every timed step follows a "
+                             "step of its own configuration as in training, not the other configurations' "
+                             "turns (0: time the first step after the wait).")
     parser.add_argument("--max-seconds", type=float, default=120.0,
                         help="Stop timing a size after its configurations have used this many seconds "
                              "(at least 3 steps each).")
@@ -224,7 +229,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     if args.worker:
-        serve(_setup(args.worker, args.collection, args.threads[0]), args.warmup)
+        serve(_setup(args.worker, args.collection, args.threads[0]), args.warmup, settle=args.settle)
         return
     if args.baseline:
         args.baseline = str(Path(args.baseline).resolve())

@@ -45,6 +45,30 @@ def test_workers_take_their_steps_in_turns(tmp_path):
     assert timed[0::2] == ["a", "b", "a", "b"]
 
 
+SETTLING_WORKER = textwrap.dedent("""
+    import sys, time
+    from interleave import serve
+    log = sys.argv[1]
+    def setup():
+        def step(i):
+            with open(log, "a") as f:
+                f.write(f"{i}\\n")
+            time.sleep(0.05 if i % 2 else 0.0)  # the settling calls are the slow ones
+        return step
+    serve(setup, warmup=1, settle=1)
+""")
+
+
+def test_settle_takes_untimed_steps_right_before_each_timed_one(tmp_path):
+    script = tmp_path / "worker.py"
+    script.write_text(SETTLING_WORKER)
+    log = tmp_path / "log.txt"
+    (summary,) = interleave([([sys.executable, str(script), str(log)], worker_env(1), str(tmp_path))], steps=3)
+    # warm-up 0, then (settle 1, timed 2), (settle 3, timed 4), (settle 5, timed 6)
+    assert log.read_text().split() == [str(i) for i in range(7)]
+    assert len(summary["times"]) == 3 and max(summary["times"]) < 0.05
+
+
 def test_interleave_stops_on_a_failing_worker(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("raise SystemExit(3)\n")
