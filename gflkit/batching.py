@@ -165,7 +165,7 @@ if hasattr(os, "register_at_fork"):  # a forked child has none of the parent's p
 
 #: glibc's ``mallopt`` parameters and the values :func:`keep_freed_memory` sets.
 _M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4
-_TRIM_BYTES = 256 << 20
+_TRIM_BYTES = 2**31 - 1  # the largest value mallopt takes (a C int): about 2 GB
 _MALLOC_TUNED = False
 
 
@@ -179,9 +179,13 @@ def keep_freed_memory() -> bool:
     these faults took more time than the arithmetic, and the threads of
     :func:`meta_batch_loss` wait for each other's faults on the process's
     memory-map lock. With ``M_MMAP_MAX = 0`` the main heap serves all blocks
-    and, with ``M_TRIM_THRESHOLD`` at 256 MB, keeps what is freed for the
-    next step: the process holds on to memory it freed (peak RSS a little
-    higher, measured in ``benchmarks/README.md``). Does nothing off glibc or
+    and, with ``M_TRIM_THRESHOLD`` at its largest value (about 2 GB), keeps
+    what is freed for the next step: the process holds on to memory it freed,
+    up to what a step took at its peak, rather than handing it back and
+    faulting it in again. At 256 MB a step of 5 graphs of 100,000 nodes still
+    gave back and refaulted hundreds of megabytes (about 120,000 page faults
+    and a quarter of a second of kernel time per step; see
+    ``benchmarks/README.md``). Does nothing off glibc or
     when ``MALLOC_MMAP_MAX_``, ``MALLOC_TRIM_THRESHOLD_`` or ``GLIBC_TUNABLES``
     is set (the user's choice wins).
 

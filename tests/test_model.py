@@ -604,6 +604,15 @@ def test_allocator_tuning_leaves_a_users_setting_alone(monkeypatch):
     assert tuned == batching._MALLOC_TUNED and batching.keep_freed_memory() == tuned
 
 
+def test_allocator_trim_threshold_is_a_c_int_of_at_least_a_gigabyte():
+    import ctypes
+
+    from gflkit import batching
+
+    # mallopt takes a C int: a larger value would wrap around (to 0 for 4 GB: trim everything)
+    assert ctypes.c_int(batching._TRIM_BYTES).value == batching._TRIM_BYTES >= 1 << 30
+
+
 
 def test_graph_cache_makes_each_graph_once_when_threads_ask_together(small_family):
     from concurrent.futures import ThreadPoolExecutor
