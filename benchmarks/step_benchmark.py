@@ -8,7 +8,9 @@ the backward pass and an Adam update. The dense reference
 
 Each configuration runs in a process of its own, so that its peak memory is its
 own; the configurations of one size take their timed steps in turns
-(:mod:`interleave`), so that they share the machine's load alike. Usage::
+(:mod:`interleave`), so that they share the machine's load alike, each timed
+step right after an untimed one of its own (``--settle``), as training takes
+its steps one after another. Usage::
 
     python benchmarks/step_benchmark.py                      # Markdown table
     python benchmarks/step_benchmark.py --sizes 1000,5000 --dense-sizes 1000 --csv
