@@ -78,9 +78,13 @@ def serve(setup: Callable[[], Callable[[int], None]], warmup: int, reset_peak: b
         for _ in range(settle):
             fn(i)
             i += 1
+        faults = resource.getrusage(resource.RUSAGE_SELF)
         start, cpu = time.perf_counter(), time.process_time()
         fn(i)
-        _send({"seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu})
+        seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        _send({"seconds": seconds, "cpu_seconds": cpu_seconds,
+               "system_seconds": after.ru_stime - faults.ru_stime, "page_faults": after.ru_minflt - faults.ru_minflt})
         i += 1
     peak = peak_rss_mb()
     _send({"peak_rss_mb": peak, "peak_step_mb": peak - loaded, "rss_loaded_mb": loaded,
@@ -111,7 +115,9 @@ def interleave(commands: list[tuple[list[str], dict[str, str], str]], steps: int
 
     Each summary has ``times`` (seconds of each step), ``seconds`` (their median),
     ``cpu_seconds`` (the median CPU time of the worker's threads per step: less
-    sensitive to other processes than wall time) and the worker's memory figures. The order of the turns rotates every step,
+    sensitive to other processes than wall time), ``system_seconds`` (the
+    median kernel part of it) and ``page_faults`` (the median minor page faults
+    per step: memory the step had to map afresh), and the worker's memory figures. The order of the turns rotates every step,
     so no configuration always follows the same one. Timing stops after
     ``steps`` turns, or earlier once ``max_seconds`` of steps have been spent
     (after at least 3 turns).
@@ -123,6 +129,7 @@ def interleave(commands: list[tuple[list[str], dict[str, str], str]], steps: int
             _receive(p)  # ready
         times: list[list[float]] = [[] for _ in procs]
         cpu: list[list[float]] = [[] for _ in procs]
+        kernel: list[list[dict]] = [[] for _ in procs]
         spent = 0.0
         for k in range(steps):
             order = list(range(len(procs)))
@@ -134,15 +141,18 @@ def interleave(commands: list[tuple[list[str], dict[str, str], str]], steps: int
                 t = reply["seconds"]
                 times[i].append(t)
                 cpu[i].append(reply["cpu_seconds"])
+                kernel[i].append(reply)
                 spent += t
             if k >= 2 and spent > max_seconds:
                 break
         summaries = []
-        for p, ts, cs in zip(procs, times, cpu):
+        for p, ts, cs, ks in zip(procs, times, cpu, kernel):
             p.stdin.write("stop\n")
             p.stdin.flush()
             summary = _receive(p)
-            summary.update(times=ts, seconds=statistics.median(ts), cpu_seconds=statistics.median(cs))
+            summary.update(times=ts, seconds=statistics.median(ts), cpu_seconds=statistics.median(cs),
+                           system_seconds=statistics.median(r.get("system_seconds", 0.0) for r in ks),
+                           page_faults=statistics.median(r.get("page_faults", 0) for r in ks))
             summaries.append(summary)
         return summaries
     finally:

@@ -163,6 +163,8 @@ def _rows_for_size(n: int, folder: Path, args) -> list[dict]:
         rows.append({"implementation": impl, "nodes": n, "threads": threads,
                      "ms_per_step": 1000 * summary["seconds"], "cpu_ms_per_step": 1000 * summary["cpu_seconds"],
                      "steps": len(summary["times"]),
+                     "system_ms_per_step": 1000 * summary["system_seconds"],
+                     "page_faults_per_step": summary["page_faults"],
                      "peak_step_mb": summary["peak_step_mb"], "peak_rss_mb": summary["peak_rss_mb"],
                      "rss_before_mb": summary["rss_loaded_mb"], "peak_exact": summary["peak_exact"]})
     return rows

@@ -183,9 +183,9 @@ def keep_freed_memory() -> bool:
     what is freed for the next step: the process holds on to memory it freed,
     up to what a step took at its peak, rather than handing it back and
     faulting it in again. At 256 MB a step of 5 graphs of 100,000 nodes still
-    gave back and refaulted hundreds of megabytes (about 120,000 page faults
-    and a quarter of a second of kernel time per step; see
-    ``benchmarks/README.md``). Does nothing off glibc or
+    gave back and refaulted a few hundred megabytes (18,000-83,000 page faults
+    per step against about 25,000 now; ``benchmarks/README.md``), at the cost
+    of a somewhat higher peak. Does nothing off glibc or
     when ``MALLOC_MMAP_MAX_``, ``MALLOC_TRIM_THRESHOLD_`` or ``GLIBC_TUNABLES``
     is set (the user's choice wins).
 

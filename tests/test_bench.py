@@ -38,6 +38,7 @@ def test_workers_take_their_steps_in_turns(tmp_path):
     assert len(fast["times"]) == len(slow["times"]) == 4
     assert slow["seconds"] > fast["seconds"] and slow["seconds"] >= 0.05
     assert fast["peak_rss_mb"] > 0 and "cpu_seconds" in fast
+    assert fast["page_faults"] >= 0 and fast["system_seconds"] >= 0
     lines = log.read_text().split()
     timed = [name for name, _ in zip(lines[::2], lines[1::2])][2:]  # after one warm-up step each
     # Each round runs both workers once, starting with a different one in turn.
