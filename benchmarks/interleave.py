@@ -79,16 +79,57 @@ def serve(setup: Callable[[], Callable[[int], None]], warmup: int, reset_peak: b
             fn(i)
             i += 1
         faults = resource.getrusage(resource.RUSAGE_SELF)
-        start, cpu = time.perf_counter(), time.process_time()
+        start, cpu = time.perf_counter(), time.process_time() + children_cpu_seconds()
         fn(i)
-        seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
+        seconds = time.perf_counter() - start
+        cpu_seconds = time.process_time() + children_cpu_seconds() - cpu
         after = resource.getrusage(resource.RUSAGE_SELF)
         _send({"seconds": seconds, "cpu_seconds": cpu_seconds,
                "system_seconds": after.ru_stime - faults.ru_stime, "page_faults": after.ru_minflt - faults.ru_minflt})
         i += 1
     peak = peak_rss_mb()
     _send({"peak_rss_mb": peak, "peak_step_mb": peak - loaded, "rss_loaded_mb": loaded,
-           "rss_start_mb": rss_start, "peak_exact": exact})
+           "rss_start_mb": rss_start, "peak_exact": exact, **children_memory_mb()})
+
+
+def _children() -> list[int]:
+    """Process ids of this process's live children (a step's part process), Linux only."""
+    pids: list[int] = []
+    try:
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/children") as f:
+                pids += [int(p) for p in f.read().split()]
+    except OSError:
+        pass
+    return pids
+
+
+def children_cpu_seconds() -> float:
+    """CPU time (user and system) of this process's live children, so far."""
+    total = 0.0
+    for pid in _children():
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(") ", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+
+def children_memory_mb() -> dict[str, float]:
+    """The live children's peak RSS and private memory now (pages shared with this process,
+    such as the loaded graphs of a forked part process, count only in this process's figures)."""
+    peak = private = 0.0
+    for pid in _children():
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                peak += next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                private += sum(int(line.split()[1]) for line in f if line.startswith(("Private_Clean:", "Private_Dirty:"))) / 1024
+        except (OSError, StopIteration, ValueError):
+            pass
+    return {"children_peak_rss_mb": peak, "children_private_mb": private}
 
 
 def _send(obj: dict) -> None:
@@ -114,8 +155,8 @@ def interleave(commands: list[tuple[list[str], dict[str, str], str]], steps: int
     """Run the workers ``(argv, env, cwd)`` in turns; one summary per worker.
 
     Each summary has ``times`` (seconds of each step), ``seconds`` (their median),
-    ``cpu_seconds`` (the median CPU time of the worker's threads per step: less
-    sensitive to other processes than wall time), ``system_seconds`` (the
+    ``cpu_seconds`` (the median CPU time of the worker's threads and of its
+    child processes per step: less sensitive to other processes than wall time), ``system_seconds`` (the
     median kernel part of it) and ``page_faults`` (the median minor page faults
     per step: memory the step had to map afresh), and the worker's memory figures. The order of the turns rotates every step,
     so no configuration always follows the same one. Timing stops after
