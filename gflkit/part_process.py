@@ -14,10 +14,11 @@ in a forked process with its own interpreter:
   :func:`~gflkit.batching.meta_batch_loss` weights them, into a shared
   buffer; this process adds them to its own in the same order, so the numbers
   are those of the 2-thread step to the last bit;
-- it then prepares this process's part of the next step (episodes, batched
-  graph, relational structure) and hands it over through shared memory as
-  arrays, from which this process rebuilds the batched graph, and finally
-  prepares its own next part.
+- whichever process is done with its part first prepares this process's
+  part of the next step (episodes, batched graph, relational structure); the
+  other process hands it over through shared memory as arrays, from which
+  this process rebuilds the batched graph (in the sparse format the model
+  reads), then prepares its own next part.
 
 Used by :class:`~gflkit.batching.StepLoss` for steps of two parts on Linux,
 when the model takes its relational structure and its features as
@@ -73,7 +74,8 @@ class _Handover:
         def shared(n: int, dtype=torch.int64) -> torch.Tensor:
             return torch.zeros(max(n, 1), dtype=dtype).share_memory_()
 
-        self.src, self.dst = shared(max_edges), shared(max_edges)
+        # the batched graph's in-edges (CSC: what the model's sparse products read), edge ids kept
+        self.indptr, self.indices, self.eids = shared(max_nodes + 1), shared(max_edges), shared(max_edges)
         self.norm_src, self.norm_dst = shared(max_nodes, torch.float32), shared(max_nodes, torch.float32)
         self.support, self.query, self.label = shared(max_support), shared(max_nodes), shared(max_nodes)
         self.relations = shared(max_relations, torch.float32)
@@ -85,9 +87,9 @@ class _Handover:
         from .nn.conv import NORM_DST, NORM_SRC, is_symmetric
 
         bg, support, _, _ = batch
-        src, dst = bg.edges()
+        indptr, indices, eids = bg.adj_tensors("csc")
         n, e, total = bg.num_nodes(), bg.num_edges(), sum(len(ep.query) for ep in episodes)
-        self.src[:e], self.dst[:e] = src, dst
+        self.indptr[:n + 1], self.indices[:e], self.eids[:e] = indptr, indices, eids
         self.norm_src[:n], self.norm_dst[:n] = bg.ndata[NORM_SRC].view(-1), bg.ndata[NORM_DST].view(-1)
         self.support[:support.numel()] = torch.cat([ep.support.reshape(-1) for ep in episodes])
         self.query[:total] = torch.cat([ep.query for ep in episodes])
@@ -106,7 +108,8 @@ class _Handover:
 
         nodes, edges = meta["nodes"], meta["edges"]
         n, e = sum(nodes), sum(edges)
-        bg = dgl.graph((self.src[:e].clone(), self.dst[:e].clone()), num_nodes=n)
+        csc = (self.indptr[:n + 1].clone(), self.indices[:e].clone(), self.eids[:e].clone())
+        bg = dgl.graph(("csc", csc), num_nodes=n)
         bg.set_batch_num_nodes(torch.tensor(nodes, dtype=torch.int64))
         bg.set_batch_num_edges(torch.tensor(edges, dtype=torch.int64))
         bg.ndata[NORM_SRC] = self.norm_src[:n].clone().view(n, *meta["norm_shape"])

@@ -161,3 +161,29 @@ def test_the_parameters_stay_the_models_own_after_sharing(small_family, two_thre
     assert [id(p) for p in model.parameters()] == [id(p) for p in params]
     assert all(p.is_shared() for p in model.parameters())
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+def test_a_part_handed_over_through_shared_memory_gives_the_same_bits(small_family):
+    from gflkit.batching import _batch_loss, _prepare_part
+    from gflkit.part_process import _Handover
+
+    sampler, cache, ids_of = _setup(small_family)
+    model = GFL(small_family.feat_size)
+    params = list(model.parameters())
+    handover = _Handover(max_nodes=5 * 400, max_edges=5 * 4000, max_support=5 * 4 * 3, max_relations=5 * 4 * 3 * 3)
+    for step in (1, 2):  # the buffers are written again for each step
+        gids = ids_of[step][:3]
+        episodes = [sampler.episode(g, step) for g in gids]
+        batch, relations = _prepare_part(model, [cache[g] for g in gids], episodes)
+        meta = handover.put(gids, episodes, batch, relations)
+        taken_episodes, taken_batch, taken_relations = handover.take(meta, cache)
+        assert [e.graph_id for e in taken_episodes] == gids
+        assert all(torch.equal(a.support, b.support) and torch.equal(a.query, b.query)
+                   and torch.equal(a.query_label, b.query_label) for a, b in zip(episodes, taken_episodes))
+        assert torch.equal(taken_relations, relations) and torch.equal(taken_batch[1], batch[1])
+        results = []
+        for eps, b, rel in ((episodes, batch, relations), (taken_episodes, taken_batch, taken_relations)):
+            loss, parts = _batch_loss(model, b, eps, rel)
+            results.append((float(loss.detach()), parts, torch.autograd.grad(loss, params, allow_unused=True)))
+        (l0, p0, g0), (l1, p1, g1) = results
+        assert l0 == l1 and p0 == p1 and all(torch.equal(a, b) for a, b in zip(g0, g1))
