@@ -537,7 +537,7 @@ class StepLoss:
         from .part_process import PartProcess, part_process_wanted
 
         current = self._process
-        if current is not None and current.cache is cache and current.sampler is sampler:
+        if current is not None and current.pid is not None and current.cache is cache and current.sampler is sampler:
             return current
         self.close()
         if self._process_failed or not part_process_wanted(self.model):

@@ -181,7 +181,7 @@ class PartProcess:
         self._process.start()
         child.close()
         # Should the owner be dropped without close(): end the other process all the same.
-        weakref.finalize(self, _end, self._process, self._conn)
+        self._finalizer = weakref.finalize(self, _end, self._process, self._conn)
         self._ready: dict[str, Any] | None = None
         self._unread = self._idle = 0  # "ready" and "idle" messages on their way
         self._own: tuple | None = None  # (graph ids, step, episodes, batch, relations) prepared here
@@ -199,7 +199,13 @@ class PartProcess:
         from .batching import one_thread
 
         with one_thread():  # the other core is the other process's
-            return self._step(ids, step, upcoming, groups, weights)
+            try:
+                return self._step(ids, step, upcoming, groups, weights)
+            except BaseException:
+                # The two processes may now disagree on where they are: end the other one
+                # (the next call of StepLoss starts a fresh one).
+                self.close()
+                raise
 
     def _step(self, ids, step, upcoming, groups, weights):
         from .batching import _GivenGradients, _batch_loss, _scaled, _sums_in_order, split_by_nodes
@@ -262,9 +268,8 @@ class PartProcess:
 
     def close(self) -> None:
         """End the other process (idempotent)."""
-        if self._process is not None:
-            process, self._process = self._process, None
-            _end(process, self._conn)
+        self._process = None
+        self._finalizer()
 
     @property
     def pid(self) -> int | None:

@@ -88,6 +88,10 @@ def test_a_failure_in_the_other_process_reaches_the_training_process(small_famil
         assert step_loss._process is not None
         with pytest.raises((RuntimeError, ValueError), match="no episode for step 3"):
             step_loss(cache, sampler, ids_of[3], 3)
+        failed = step_loss._process
+        assert failed.pid is None  # ended with the failed step
+        step_loss(cache, sampler, ids_of[4], 4)  # a fresh process takes the next one
+        assert step_loss._process is not failed and step_loss._process.pid is not None
     finally:
         step_loss.close()
 
