@@ -79,14 +79,11 @@ def main(argv: list[str] | None = None) -> None:
     first, second = ids[:3], ids[3:]
     params = list(model.parameters())
 
-    def prepare(gids, step):
-        graphs, episodes = [cache[g] for g in gids], [sampler.episode(g, step) for g in gids]
-        return episodes, batching._prepare_part(model, graphs, episodes)
+    def prepare(gids, step):  # (graphs, episodes, batch, relations)
+        return batching._prepare_ids(model, cache, sampler, gids, step)
 
     def part(prepared) -> None:
-        episodes, (batch, relations) = prepared
-        loss, _ = batching._batch_loss(model, batch, episodes, relations)
-        torch.autograd.grad(loss, params, allow_unused=True)
+        _part(torch, batching, model, params, prepared)
 
     firsts = [prepare(first, step) for step in range(10)]
     seconds = [prepare(second, step) for step in range(10)]
@@ -94,9 +91,9 @@ def main(argv: list[str] | None = None) -> None:
     pieces = {
         "nothing (alone)": lambda step: time.sleep(0.001),
         "drawing episodes": lambda step: [sampler.episode(g, step) for g in first],
-        "batching graphs (`dgl.batch`)": lambda step: batching._model_batch(model, [cache[g] for g in first],
-                                                                            firsts[step % 10][0]),
-        "k-hop relational structure (scipy)": lambda step: relations_of(*firsts[step % 10][1][0][:2]),
+        "batching graphs (`dgl.batch`)": lambda step: batching._model_batch(model, firsts[step % 10][0],
+                                                                            firsts[step % 10][1]),
+        "k-hop relational structure (scipy)": lambda step: relations_of(*firsts[step % 10][2][:2]),
     }
 
     def tiny_ops(seconds_: float) -> float:
@@ -219,17 +216,19 @@ def _loop_part(nodes: int) -> None:
     batching.keep_freed_memory()
     gids = sampler.graph_ids[3:5]
     params = list(model.parameters())
-    prepared = []
-    for step in range(10):
-        episodes = [sampler.episode(g, step) for g in gids]
-        prepared.append((episodes, batching._prepare_part(model, [cache[g] for g in gids], episodes)))
+    prepared = [batching._prepare_ids(model, cache, sampler, gids, step) for step in range(10)]
     print("ready", flush=True)
     step = 0
     while True:
-        episodes, (batch, relations) = prepared[step % 10]
-        loss, _ = batching._batch_loss(model, batch, episodes, relations)
-        torch.autograd.grad(loss, params, allow_unused=True)
+        _part(torch, batching, model, params, prepared[step % 10])
         step += 1
+
+
+def _part(torch, batching, model, params, prepared) -> None:
+    """Forward and gradient of one prepared part ``(graphs, episodes, batch, relations)``."""
+    _, episodes, batch, relations = prepared
+    loss, _ = batching._batch_loss(model, batch, episodes, relations)
+    torch.autograd.grad(loss, params, allow_unused=True)
 
 
 if __name__ == "__main__":

@@ -347,6 +347,14 @@ def _prepare_part(model: nn.Module, graphs: Sequence[dgl.DGLGraph],
     return batch, None if relations_of is None else relations_of(batch[0], batch[1])
 
 
+def _prepare_ids(model: nn.Module, cache: "GraphCache", sampler: Any, graph_ids: Sequence[int],
+                 step: int) -> tuple:
+    """The part of graphs ``graph_ids`` at ``step``: ``(graphs, episodes, batch, relations)``."""
+    graphs = [cache[gid] for gid in graph_ids]
+    episodes = [sampler.episode(gid, step) for gid in graph_ids]
+    return (graphs, episodes, *_prepare_part(model, graphs, episodes))
+
+
 def meta_batch_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode],
                     workers: int | None = None, *, prepared: PreparedMetaBatch | None = None,
                     then: Sequence[Callable[[], None]] = ()) -> tuple[torch.Tensor, dict[str, float]]:
@@ -522,9 +530,7 @@ class StepLoss:
             def run() -> None:
                 future.set_running_or_notify_cancel()
                 try:
-                    graphs = [cache[ids[i]] for i in idx]
-                    episodes = [sampler.episode(ids[i], step) for i in idx]
-                    future.set_result((graphs, episodes, *_prepare_part(self.model, graphs, episodes)))
+                    future.set_result(_prepare_ids(self.model, cache, sampler, [ids[i] for i in idx], step))
                 except BaseException as err:  # raised by the step that takes it
                     future.set_exception(err)
             return run
@@ -556,19 +562,17 @@ class StepLoss:
             process.close()
 
     def __call__(self, cache: GraphCache, sampler: Any, ids: Sequence[int], step: int):
-        if self.next_ids is not None and meta_batch_workers(self.model, len(ids)) == 2:
+        workers = meta_batch_workers(self.model, len(ids))
+        upcoming = self.next_ids(sampler, step + 1) if self.next_ids is not None else None
+        if self.next_ids is not None and workers == 2:
             process = self._part_process(cache, sampler, len(ids))
             if process is not None:
-                upcoming = self.next_ids(sampler, step + 1)
-                groups = split_by_nodes([cache.num_nodes(gid) for gid in ids], 2)
-                return process.step(ids, step, upcoming, groups, [len(idx) / len(ids) for idx in groups])
+                return process.step(ids, step, upcoming)
         prepared = self._take(ids, step)
         if prepared is None:
             graphs, episodes = [cache[gid] for gid in ids], [sampler.episode(gid, step) for gid in ids]
         else:
             graphs, episodes = prepared.graphs, prepared.episodes
-        upcoming = self.next_ids(sampler, step + 1) if self.next_ids is not None else None
-        workers = meta_batch_workers(self.model, len(ids))
         ahead, jobs = None, []
         if upcoming is not None and workers > 1:
             upcoming = [int(gid) for gid in upcoming]

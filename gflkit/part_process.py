@@ -29,7 +29,6 @@ training graphs are prepared before the fork, so both processes share them.
 from __future__ import annotations
 
 import ctypes
-import logging
 import multiprocessing as mp
 import os
 import signal
@@ -43,8 +42,6 @@ import torch
 from torch import nn
 
 from .episodes import Episode
-
-log = logging.getLogger(__name__)
 
 __all__ = ["PartProcess", "part_process_wanted"]
 
@@ -68,7 +65,7 @@ def part_process_wanted(model: nn.Module) -> bool:
 
 class _Handover:
     """Shared buffers for one part of a step: the batched graph as arrays, the episodes and
-    the relation weights, with room that grows (in this process, before the fork) as needed."""
+    the relation weights, sized once (before the fork) for the largest part a meta-batch can make."""
 
     def __init__(self, max_nodes: int, max_edges: int, max_support: int, max_relations: int) -> None:
         def shared(n: int, dtype=torch.int64) -> torch.Tensor:
@@ -173,9 +170,8 @@ class PartProcess:
         self._grads = torch.zeros(sum(p.numel() for p in self.params)).share_memory_()
         context = mp.get_context("fork")
         # The next step's part of this process is prepared by whichever process is free first:
-        # the step it was claimed for, under a lock both processes share.
-        self._claimed = torch.zeros(1, dtype=torch.int64).share_memory_()
-        self._claim_lock = context.Lock()
+        # the last step claimed, in shared memory with a lock of its own.
+        self._claimed = context.Value("q", 0)
         self._conn, child = context.Pipe()
         self._process = context.Process(target=self._serve, args=(child,), daemon=True, name="gflkit-part")
         self._process.start()
@@ -189,30 +185,28 @@ class PartProcess:
 
     # -- this process --------------------------------------------------------------------------
 
-    def step(self, ids: Sequence[int], step: int, upcoming: Sequence[int] | None,
-             groups: Sequence[np.ndarray], weights: Sequence[float]):
-        """This step's loss over both parts: ``(loss, parts)`` as :func:`meta_batch_loss` returns it.
-
-        ``groups``: the two parts' graph positions (``split_by_nodes``); ``weights``
-        their shares of the meta-batch; ``upcoming``: the next step's graph ids, if any.
-        """
+    def step(self, ids: Sequence[int], step: int, upcoming: Sequence[int] | None):
+        """This step's loss over both parts: ``(loss, parts)`` as :func:`meta_batch_loss` returns it
+        (``upcoming``: the next step's graph ids, if any)."""
         from .batching import one_thread
 
+        ids = [int(g) for g in ids]
+        upcoming = None if upcoming is None else [int(g) for g in upcoming]
         with one_thread():  # the other core is the other process's
             try:
-                return self._step(ids, step, upcoming, groups, weights)
+                return self._step(ids, step, upcoming)
             except BaseException:
                 # The two processes may now disagree on where they are: end the other one
                 # (the next call of StepLoss starts a fresh one).
                 self.close()
                 raise
 
-    def _step(self, ids, step, upcoming, groups, weights):
-        from .batching import _GivenGradients, _batch_loss, _scaled, _sums_in_order, split_by_nodes
+    def _step(self, ids: list[int], step: int, upcoming: list[int] | None):
+        from .batching import _GivenGradients, _batch_loss, _scaled, _sums_in_order
 
-        ids = [int(g) for g in ids]
-        self._send(("step", ids, step, None if upcoming is None else [int(g) for g in upcoming]))
-        mine = [ids[i] for i in groups[0]]
+        self._send(("step", ids, step, upcoming))
+        mine, theirs = self._split(ids)
+        weights = len(mine) / len(ids), len(theirs) / len(ids)
         meta = self._take_ready(mine, step)
         own_ahead, self._own = self._own, None
         if meta is not None:  # prepared by the other process
@@ -227,8 +221,7 @@ class PartProcess:
         own = _scaled(torch.autograd.grad(loss, self.params, allow_unused=True), weights[0])
         value0 = float(loss.detach())
         if upcoming is not None and self._claim(step + 1):  # the other process is still at its part
-            upcoming = [int(g) for g in upcoming]
-            later = [upcoming[i] for i in split_by_nodes([self.cache.num_nodes(g) for g in upcoming], 2)[0]]
+            later = self._split(upcoming)[0]
             try:
                 self._own = (later, step + 1, *self._prepare(later, step + 1))
             except Exception as err:  # noqa: BLE001  (raised by the step that needs it)
@@ -251,19 +244,26 @@ class PartProcess:
                                       tuple(grads), *self.params)
         return total, merged
 
+    def _split(self, ids: list[int]) -> tuple[list[int], list[int]]:
+        """A meta-batch's graph ids in this process's part and the other's (``split_by_nodes``, as
+        :func:`~gflkit.batching.meta_batch_loss` splits it)."""
+        from .batching import split_by_nodes
+
+        groups = split_by_nodes([self.cache.num_nodes(g) for g in ids], 2)
+        return [ids[i] for i in groups[0]], [ids[i] for i in groups[1]]
+
     def _prepare(self, gids: list[int], step: int) -> tuple:
         """Episodes, batch and relation weights of the part of graphs ``gids`` at ``step``."""
-        from .batching import _prepare_part
+        from .batching import _prepare_ids
 
-        episodes = [self.sampler.episode(gid, step) for gid in gids]
-        return (episodes, *_prepare_part(self.model, [self.cache[g] for g in gids], episodes))
+        return _prepare_ids(self.model, self.cache, self.sampler, gids, step)[1:]
 
     def _claim(self, step: int) -> bool:
         """Take the job of preparing this process's part of ``step``, unless the other process has."""
-        with self._claim_lock:
-            if int(self._claimed[0]) >= step:
+        with self._claimed.get_lock():
+            if self._claimed.value >= step:
                 return False
-            self._claimed[0] = step
+            self._claimed.value = step
             return True
 
     def close(self) -> None:
@@ -293,7 +293,7 @@ class PartProcess:
         if kind == "error":  # raised by the step that needs what failed (see _check)
             self._unread = self._idle = 0
             self._error = payload[0]
-        if kind == "ready":
+        elif kind == "ready":
             self._unread -= 1
             self._ready = payload[0]
         elif kind == "idle":
@@ -351,10 +351,9 @@ class PartProcess:
                 conn.send(("error", traceback.format_exc(limit=8).strip().splitlines()[-1]))
 
     def _serve_step(self, conn, ids: list[int], step: int, upcoming: list[int] | None, own):
-        from .batching import _batch_loss, _scaled, split_by_nodes
+        from .batching import _batch_loss, _scaled
 
-        groups = split_by_nodes([self.cache.num_nodes(g) for g in ids], 2)
-        theirs = [ids[i] for i in groups[1]]
+        theirs = self._split(ids)[1]
         if own is None or own[0] != theirs or own[1] != step:
             own = (theirs, step, *self._prepare(theirs, step))
         _, _, episodes, batch, relations = own
@@ -367,14 +366,12 @@ class PartProcess:
         conn.send(("done", present, float(loss.detach()), parts))
         if upcoming is None:
             return None
-        groups = split_by_nodes([self.cache.num_nodes(g) for g in upcoming], 2)
+        mine, theirs = self._split(upcoming)
         meta = None
         if self._claim(step + 1):  # the training process is still at its part: hand its next part over
-            mine = [upcoming[i] for i in groups[0]]
             meta = self._handover.put(mine, *self._prepare(mine, step + 1))
             meta["step"] = step + 1
         conn.send(("ready", meta))
-        theirs = [upcoming[i] for i in groups[1]]
         own = (theirs, step + 1, *self._prepare(theirs, step + 1))
         conn.send(("idle",))
         return own

@@ -27,6 +27,16 @@ def _shared_data_dir() -> Path | None:
     return None
 
 
+@pytest.fixture
+def torch_threads():
+    """``torch.set_num_threads`` for one test; the thread count before it is restored afterwards."""
+    import torch
+
+    before = torch.get_num_threads()
+    yield torch.set_num_threads
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     path = _shared_data_dir()

@@ -31,12 +31,9 @@ TINY = TrainConfig(steps=5, meta_batch=4, eval_every=2, patience=8)
 
 
 @pytest.fixture
-def one_thread():
+def one_thread(torch_threads):
     """This process on one thread, as each rank (restored afterwards)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    torch_threads(1)
 
 
 def _cli(*args: str) -> list[str]:

@@ -23,11 +23,8 @@ IDS = {1: [0, 1, 2, 3, 4], 2: [2, 3, 5, 5, 1], 3: [4, 0, 1, 2, 3], 4: [1, 2, 3, 
 
 
 @pytest.fixture
-def two_threads():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(threads)
+def two_threads(torch_threads):
+    torch_threads(2)
 
 
 def _setup(family):
@@ -132,23 +129,20 @@ def _alive(pid: int) -> bool:
         return f.read().split(") ")[1][0] != "Z"
 
 
-def test_no_part_process_when_switched_off_on_one_thread_or_for_other_models(small_family, monkeypatch):
+def test_no_part_process_when_switched_off_on_one_thread_or_for_other_models(small_family, monkeypatch,
+                                                                              torch_threads):
     from gflkit.config import PRESETS
 
     sampler, cache, ids_of = _setup(small_family)
-    threads = torch.get_num_threads()
-    try:
-        cases = [("0", 2, GFL(small_family.feat_size)), ("1", 1, GFL(small_family.feat_size)),
-                 ("1", 2, GFL(small_family.feat_size, PRESETS["protonet"]))]
-        for setting, n, model in cases:
-            monkeypatch.setenv("GFLKIT_PART_PROCESS", setting)
-            torch.set_num_threads(n)
-            step_loss = StepLoss(model, lambda sampler, step: ids_of.get(step))
-            step_loss(cache, sampler, ids_of[1], 1)
-            assert step_loss._process is None
-            step_loss.close()
-    finally:
-        torch.set_num_threads(threads)
+    cases = [("0", 2, GFL(small_family.feat_size)), ("1", 1, GFL(small_family.feat_size)),
+             ("1", 2, GFL(small_family.feat_size, PRESETS["protonet"]))]
+    for setting, n, model in cases:
+        monkeypatch.setenv("GFLKIT_PART_PROCESS", setting)
+        torch_threads(n)
+        step_loss = StepLoss(model, lambda sampler, step: ids_of.get(step))
+        step_loss(cache, sampler, ids_of[1], 1)
+        assert step_loss._process is None
+        step_loss.close()
 
 
 def test_the_parameters_stay_the_models_own_after_sharing(small_family, two_threads, monkeypatch):
