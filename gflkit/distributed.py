@@ -49,6 +49,7 @@ from .errors import GFLError
 from .models.gfl import GFL
 from .parallel import default_threads, launch
 from .run_folder import BEST_FILE, METRICS_FILE, final_run_path, next_free_path, partial_path
+from .states import load_state
 from .training import CHECKPOINT_EVERY, TrainResult, meta_train
 
 __all__ = [
@@ -340,7 +341,7 @@ def train(collection: GraphCollection, model_cfg: GFLConfig, episode_cfg: Episod
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     model = GFL.from_config(model_cfg, collection.feat_size)
-    model.load_state_dict(payload["state_dict"])
+    load_state(model, payload["state_dict"], source=folder / "result.pt", advice="train again")
     model.to(device).eval()
     run = None if payload["run_dir"] is None else Path(payload["run_dir"])
     return TrainResult(model, pd.DataFrame(payload["history"]), payload["best_step"], payload["best_val"], run,

@@ -2,7 +2,8 @@
 
 Training writes into a hidden folder beside the run, ``.<name>.partial``:
 ``config.json`` first, ``last.pt`` (the resume checkpoint) every few steps,
-then ``best.pt``, ``config.json`` again and ``metrics.csv``, and renames it to
+then ``best.pt``, ``config.json`` again (now with the SHA-256 of ``best.pt``
+and ``metrics.csv`` under ``sha256``) and ``metrics.csv``, and renames it to
 ``<name>`` when training ends. So ``<name>`` only ever exists complete; a
 killed run leaves only the partial folder, which ``gflkit train --resume
 <name>`` continues and a new run of the same name removes. While a process
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
 import json
 import logging
 import os
@@ -24,17 +26,75 @@ import pandas as pd
 import torch
 
 from .errors import GFLError
-from .utils import atomic_torch_save, atomic_write_text
+from .utils import atomic_torch_save, atomic_write_text, atomic_write_with
 
 __all__ = [
-    "RunFolder", "CONFIG_FILE", "METRICS_FILE", "BEST_FILE", "LAST_FILE",
-    "final_run_path", "partial_path", "next_free_path",
+    "RunFolder", "CONFIG_FILE", "METRICS_FILE", "BEST_FILE", "LAST_FILE", "HASHES", "HASHED_FILES",
+    "final_run_path", "partial_path", "next_free_path", "file_sha256", "recorded_hashes", "read_verified",
 ]
 
 log = logging.getLogger(__name__)
 
 CONFIG_FILE, METRICS_FILE, BEST_FILE, LAST_FILE = "config.json", "metrics.csv", "best.pt", "last.pt"
 _PARTIAL = ".partial"
+#: Key of ``config.json`` holding ``{file name: SHA-256 hex digest}`` of a finished run's files.
+HASHES = "sha256"
+#: The files of a finished run whose SHA-256 ``config.json`` records.
+HASHED_FILES = (BEST_FILE, METRICS_FILE)
+_CHUNK = 1 << 20
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """The SHA-256 hex digest of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def recorded_hashes(config: dict[str, Any]) -> dict[str, str] | None:
+    """The SHA-256 digests a run's ``config.json`` records, ``None`` for a run written before they were.
+
+    Raises:
+        ValueError: the entry is there but is not a table of file names to hex digests.
+    """
+    hashes = config.get(HASHES)
+    if hashes is None:
+        return None
+    if not (isinstance(hashes, dict) and all(isinstance(v, str) and len(v) == 64 for v in hashes.values())):
+        raise ValueError(f"{HASHES} is not a table of file names to SHA-256 digests")
+    return hashes
+
+
+def _mismatch(path: Path) -> str:
+    return (f"{path}: its SHA-256 differs from the one {path.parent / CONFIG_FILE} recorded when the run finished "
+            f"(the file was changed or damaged since); restore it or train the run again")
+
+
+def read_verified(path: str | os.PathLike) -> bytes:
+    """The bytes of a run's file, checked against the SHA-256 its run's ``config.json`` recorded.
+
+    A file whose run records no digest for it (a run written before digests
+    were, a checkpoint outside a run folder, an unreadable ``config.json``) is
+    read unchecked.
+
+    Raises:
+        GFLError: the file cannot be read, or its digest differs from the recorded one.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise GFLError(f"{path}: cannot read it ({err.strerror or err})") from None
+    try:
+        config = json.loads((path.parent / CONFIG_FILE).read_text(encoding="utf-8"))
+        want = (recorded_hashes(config) or {}).get(path.name) if isinstance(config, dict) else None
+    except (OSError, ValueError):
+        want = None
+    if want is not None and hashlib.sha256(data).hexdigest() != want:
+        raise GFLError(_mismatch(path))
+    return data
 
 
 def final_run_path(path: str | os.PathLike) -> Path:
@@ -211,7 +271,7 @@ class RunFolder:
         path = self.work / LAST_FILE
         if not path.is_file():
             return None
-        from .loop import RESUME_FORMAT
+        from .loop import RESUME_FORMAT, RESUME_SOURCE
 
         try:
             ckpt = torch.load(path, map_location="cpu", weights_only=True)
@@ -220,16 +280,19 @@ class RunFolder:
                            f"start the run again with --force") from None
         if not isinstance(ckpt, dict) or ckpt.get("format") != RESUME_FORMAT:
             raise GFLError(f"{path}: not a gflkit resume checkpoint; start the run again with --force")
-        return ckpt
+        return {**ckpt, RESUME_SOURCE: str(path)}
 
     def finish(self, best: dict[str, Any], meta: dict[str, Any], history: pd.DataFrame) -> Path:
         """Write ``best.pt``, ``config.json`` and ``metrics.csv``, then rename the run into place.
 
+        ``config.json`` records the SHA-256 of the other two (under :data:`HASHES`);
         ``metrics.csv`` is written last: its presence marks a finished run.
         """
         atomic_torch_save(best, self.work / BEST_FILE)
-        self.write_config(meta)
-        atomic_write_text(self.work / METRICS_FILE, history.to_csv(index=False))
+        metrics = history.to_csv(index=False).encode("utf-8")
+        hashes = {BEST_FILE: file_sha256(self.work / BEST_FILE), METRICS_FILE: hashlib.sha256(metrics).hexdigest()}
+        self.write_config({**meta, HASHES: hashes})
+        atomic_write_with(self.work / METRICS_FILE, lambda tmp: Path(tmp).write_bytes(metrics))
         return self.publish()
 
     def publish(self) -> Path:
