@@ -29,8 +29,8 @@ import datetime
 import functools
 import logging
 import os
-import shutil
 import socket
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -50,6 +50,7 @@ from .models.gfl import GFL
 from .parallel import default_threads, launch
 from .run_folder import BEST_FILE, METRICS_FILE, final_run_path, next_free_path, partial_path
 from .training import CHECKPOINT_EVERY, TrainResult, meta_train
+from .utils import remove_inside
 
 __all__ = [
     "DistContext", "env_context", "init_process_group", "backend_for", "rank_device", "train", "train_rank", "is_main_process",
@@ -338,7 +339,7 @@ def train(collection: GraphCollection, model_cfg: GFLConfig, episode_cfg: Episod
     try:
         payload = torch.load(folder / "result.pt", weights_only=True)
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_inside(folder, tempfile.gettempdir())
     model = GFL.from_config(model_cfg, collection.feat_size)
     model.load_state_dict(payload["state_dict"])
     model.to(device).eval()
