@@ -7,18 +7,18 @@ and ``metrics.csv`` under ``sha256``) and ``metrics.csv``, and renames it to
 ``<name>`` when training ends. So ``<name>`` only ever exists complete; a
 killed run leaves only the partial folder, which ``gflkit train --resume
 <name>`` continues and a new run of the same name removes. While a process
-writes the run it holds an exclusive lock on ``.<name>.lock``, so a second
-process writing the same run stops at once with one line.
+writes the run it holds an exclusive lock on ``.<name>.lock``
+(:class:`gflkit.locks.FolderLock`), so a second process writing the same run
+stops at once with one line. A folder is moved or deleted only after a check
+that it lies inside the run's parent folder (:func:`gflkit.paths.check_inside`),
+and ``force`` replaces only a run (or an empty folder).
 """
 from __future__ import annotations
 
-import errno
-import fcntl
 import hashlib
 import json
 import logging
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,9 @@ import pandas as pd
 import torch
 
 from .errors import GFLError
-from .utils import atomic_torch_save, atomic_write_text, atomic_write_with
+from .locks import FolderLock as _Lock, lock_path as _lock_path
+from .paths import check_inside
+from .utils import atomic_torch_save, atomic_write_text, atomic_write_with, remove_inside, replace_inside
 
 __all__ = [
     "RunFolder", "CONFIG_FILE", "METRICS_FILE", "BEST_FILE", "LAST_FILE", "HASHES", "HASHED_FILES",
@@ -112,10 +114,6 @@ def partial_path(run: str | os.PathLike) -> Path:
     return run.with_name(f".{run.name}{_PARTIAL}")
 
 
-def _lock_path(run: Path) -> Path:
-    return run.with_name(f".{run.name}.lock")
-
-
 def _old_path(run: Path) -> Path:
     return run.with_name(f".{run.name}.old")
 
@@ -131,48 +129,8 @@ def next_free_path(run: str | os.PathLike) -> Path:
 
 
 def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    elif path.exists() or path.is_symlink():
-        path.unlink(missing_ok=True)
-
-
-class _Lock:
-    """An exclusive ``flock`` on a lock file, removed again on release."""
-
-    def __init__(self, path: Path, run: Path) -> None:
-        self.path, self.run, self.fd = path, run, None
-
-    def acquire(self) -> "_Lock":
-        while True:
-            try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
-            except OSError as err:
-                raise GFLError(f"{self.path}: cannot create the run's lock file ({err.strerror})") from None
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as err:
-                os.close(fd)
-                if err.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                    raise GFLError(
-                        f"{self.run}: another gflkit process is writing this run (lock {self.path.name}); "
-                        f"wait for it to end or choose another --run-dir"
-                    ) from None
-                raise GFLError(f"{self.path}: cannot lock the run ({err.strerror})") from None
-            try:  # the holder before us may have removed the file: then lock the new one
-                same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
-            except FileNotFoundError:
-                same = False
-            if same:
-                self.fd = fd
-                return self
-            os.close(fd)
-
-    def release(self) -> None:
-        if self.fd is not None:
-            self.path.unlink(missing_ok=True)
-            os.close(self.fd)
-            self.fd = None
+    """Delete ``path``, which lies in the folder of the run (checked: :func:`~gflkit.utils.remove_inside`)."""
+    remove_inside(path, path.parent)
 
 
 class RunFolder:
@@ -206,6 +164,7 @@ class RunFolder:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise GFLError(f"{self.path.parent}: cannot create the folder for the run ({err.strerror})") from None
+        check_inside(self.path, self.path.parent)  # before anything is locked, moved or deleted
         self._lock.acquire()
         try:
             self._prepare()
@@ -234,6 +193,10 @@ class RunFolder:
             raise GFLError(
                 f"{self.path} exists: pass --force to replace it, or --run-dir {next_free_path(self.path)}"
             )
+        if self.path.exists() and not (self.path.is_dir() and ((self.path / CONFIG_FILE).is_file()
+                                                                or not any(self.path.iterdir()))):
+            raise GFLError(f"{self.path} exists and is not a gflkit run (no {CONFIG_FILE}); --force replaces only a "
+                           f"run or an empty folder: choose another --run-dir")
         if self.work.exists():
             log.warning("removing %s, left by an interrupted run (--resume continues such a run)", self.work)
             _remove(self.work)
@@ -300,9 +263,9 @@ class RunFolder:
         (self.work / LAST_FILE).unlink(missing_ok=True)
         if self.path.exists() or self.path.is_symlink():
             old = _old_path(self.path)
-            os.replace(self.path, old)
-            os.replace(self.work, self.path)
+            replace_inside(self.path, old, self.path.parent)
+            replace_inside(self.work, self.path, self.path.parent)
             _remove(old)
         else:
-            os.replace(self.work, self.path)
+            replace_inside(self.work, self.path, self.path.parent)
         return self.path

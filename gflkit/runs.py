@@ -149,10 +149,10 @@ def training_collection(meta: dict, root=None) -> str | None:
     otherwise at the folder the run recorded first, then by name under the
     default data root.
     """
-    from .paths import processed_dir
+    from .paths import is_name, processed_dir
 
     name, path = meta.get("dataset"), meta.get("data_path")
-    named = processed_dir(str(name), root) if name else None
+    named = processed_dir(name, root) if is_name(name) else None  # a name, never a path, even in an edited config
     recorded = Path(path) if path else None
     order = [named, recorded] if root is not None else [recorded, named]
     for candidate in order:
@@ -188,9 +188,17 @@ def settings_hash(settings: dict[str, Any], length: int = 6) -> str:
 
 
 def run_name(dataset: str, model: str, aggregator: str, seed: int, settings: dict[str, Any]) -> str:
-    """``<dataset>-<model>[-<aggregator>]-s<seed>-<hash6>``: different settings never share a name."""
+    """``<dataset>-<model>[-<aggregator>]-s<seed>-<hash6>``: different settings never share a name.
+
+    Raises:
+        GFLError: the collection name ``dataset``, or the whole name, is not a
+            plain folder name (:func:`gflkit.paths.check_name`).
+    """
+    from .paths import RUN_NAME_LIMIT, check_name
+
+    check_name(dataset)
     parts = [dataset, model, aggregator, f"s{seed}", settings_hash(settings)]
-    return "-".join(p for p in parts if p)
+    return check_name("-".join(str(p) for p in parts if p), what="run name", limit=RUN_NAME_LIMIT)
 
 
 def collection_hash(collection) -> str:

@@ -16,6 +16,11 @@ GraphSAGE (Hamilton et al., 2017), which the GFL paper uses (section 5):
 
 Classes are the class ids as strings; the paper uses 5 per graph, by default the
 5 most frequent. Nodes of other classes stay in the graph, unlabelled (-1).
+
+The graph's name (the default collection name) is ``reddit`` for DGL's layout
+and the file prefix for GraphSAGE's; a prefix that is not a plain name
+(``.``, ``..``, ...: :func:`gflkit.paths.check_name`) is an error naming the
+``<prefix>-G.json`` file.
 """
 from __future__ import annotations
 
@@ -32,12 +37,13 @@ import scipy.sparse as sp
 import torch
 
 from ...errors import DataFormatError, GFLError
+from ...paths import check_name
 from ..collection import build_graph
 from ..validate import dense_class_ids, finite_features, guard_reader, int_ids, reading
 from .base import BadInputReport, SourceGraph
 from .common import missing_file, require_file, select_classes
 
-__all__ = ["read_reddit", "read_graphsage", "read_dgl_reddit", "find_prefix"]
+__all__ = ["read_reddit", "read_graphsage", "read_dgl_reddit", "find_prefix", "source_name"]
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +61,27 @@ def find_prefix(folder: str | os.PathLike) -> str:
     if len(found) > 1:
         raise GFLError(f"{folder}: several <prefix>-G.json files ({', '.join(found)}); give the prefix with --prefix")
     return found[0]
+
+
+def _prefix_name(folder: Path, prefix: str) -> str:
+    """``prefix`` as a collection name, checked; the error names the file it came from."""
+    return check_name(prefix, what="collection name (the file prefix)", origin=folder / f"{prefix}-G.json",
+                      advice="rename the four <prefix>-* files with a plain prefix such as 'reddit'")
+
+
+def source_name(folder: str | os.PathLike, prefix: str | None = None) -> str:
+    """The name :func:`read_reddit` gives the graph in ``folder``, found without reading the graph.
+
+    Raises:
+        GFLError: no GraphSAGE or DGL files are found, or the prefix is not a
+            plain name (naming its ``<prefix>-G.json``).
+    """
+    folder = Path(folder)
+    if prefix is None and (folder / "reddit_data.npz").is_file():
+        return "reddit"
+    if not folder.is_dir():
+        raise missing_file(folder / "reddit-G.json", "reddit", folder)
+    return _prefix_name(folder, prefix or find_prefix(folder))
 
 
 def _scan_node_link(path: Path, chunk: int = 1 << 24) -> tuple[list, np.ndarray, np.ndarray]:
@@ -126,6 +153,7 @@ def read_graphsage(
     """
     folder = Path(folder)
     prefix = prefix or find_prefix(folder)
+    name = _prefix_name(folder, prefix)
     paths = {k: require_file(folder / f"{prefix}-{k}", "reddit") for k in ("G.json", "feats.npy", "id_map.json", "class_map.json")}
     report = BadInputReport(str(paths["G.json"]))
     with reading(paths["G.json"], "it must be a networkx node-link JSON file"):
@@ -154,7 +182,7 @@ def read_graphsage(
     g = build_graph(torch.from_numpy(src), torch.from_numpy(dst), n, torch.from_numpy(feat), torch.from_numpy(label))
     report.log(log)
     meta = {"files": [str(p) for p in paths.values()], "links": int(len(src)), "layout": "graphsage"}
-    return SourceGraph(g=g, classes=names, name="reddit" if prefix == "reddit" else prefix, source="graphsage",
+    return SourceGraph(g=g, classes=names, name=name, source="graphsage",
                        report=report, meta=meta)
 
 
