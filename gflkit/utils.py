@@ -27,7 +27,8 @@ from .paths import check_inside
 
 __all__ = [
     "atomic_write_text", "atomic_torch_save", "atomic_write_with", "seed_everything", "make_temp",
-    "remove_stale_temps", "apply_umask", "unwritable", "available_memory", "remove_inside", "replace_inside",
+    "remove_stale_temps", "apply_umask", "unwritable", "available_memory", "require_memory", "human_bytes",
+    "remove_inside", "replace_inside",
 ]
 
 
@@ -186,6 +187,27 @@ def available_memory() -> int | None:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return None
+
+
+def human_bytes(n: int) -> str:
+    """``n`` bytes as ``"1.5 GiB"``, ``"12.0 MiB"`` or ``"900 bytes"``."""
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{int(n)} bytes"
+
+
+def require_memory(need: int, what: object, hint: str) -> None:
+    """Raise a one-line :class:`GFLError` naming ``what`` when ``need`` bytes exceed the available memory.
+
+    Callers pass what they are about to allocate, computed from declared sizes
+    (headers, shapes, file sizes), so the refusal comes before the allocation.
+    Nothing is checked when the available memory is unknown.
+    """
+    have = available_memory()
+    if have is not None and need > have:
+        raise GFLError(f"{what}: needs about {human_bytes(need)} of memory but {human_bytes(have)} are available; "
+                       f"{hint}")
 
 
 def seed_everything(seed: int) -> None:
