@@ -88,6 +88,14 @@ class NameList(click.ParamType):
         return str(value)
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, with the one line to show for it (e.g. how to continue); the command then exits 130 like any Ctrl-C."""
+
+    def __init__(self, message: str = "interrupted") -> None:
+        super().__init__(message)
+        self.message = message
+
+
 def data_root_option(f):
     return click.option(
         "--data-root",
