@@ -321,9 +321,26 @@ def cross_network_options(f):
     return f
 
 
+class WorkerCount(click.IntRange):
+    """A number of processes or threads to start: at least 1, at most :func:`gflkit.cores.worker_limit`."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(1)
+        self.what = what
+
+    def convert(self, value: Any, param, ctx) -> int:
+        from gflkit.cores import PER_CORE, usable_cores, worker_limit
+
+        count = super().convert(value, param, ctx)
+        if count > worker_limit():
+            self.fail(f"{count} {self.what} is more than {PER_CORE} per core of the {usable_cores()} usable cores "
+                      f"of this machine (at most {worker_limit()}).", param, ctx)
+        return count
+
+
 def jobs_option(f):
     """``--jobs N``: processes to spread a table's independent runs over."""
-    return click.option("--jobs", type=click.IntRange(1), default=1, show_default=True,
+    return click.option("--jobs", type=WorkerCount("processes"), default=1, show_default=True,
                         help="Processes to spread the independent runs over (each gets cores / jobs threads).")(f)
 
 
@@ -333,9 +350,9 @@ def distributed_options(f):
 
     f = click.option("--timeout", type=FiniteFloatRange(1), default=DEFAULT_TIMEOUT, show_default=True,
                      help="Seconds a process waits for a dead or stuck peer before the run fails.")(f)
-    f = click.option("--threads-per-proc", type=click.IntRange(1), default=None,
+    f = click.option("--threads-per-proc", type=WorkerCount("threads"), default=None,
                      help="Threads of each process with --nproc or torchrun [default: cores / processes].")(f)
-    return click.option("--nproc", type=click.IntRange(1), default=1, show_default=True,
+    return click.option("--nproc", type=WorkerCount("processes"), default=1, show_default=True,
                         help="Processes that train the one model together (torch.distributed, gloo); "
                              "ignored under torchrun.")(f)
 

@@ -7,7 +7,8 @@ then ``best.pt``, ``config.json`` again and ``metrics.csv``, and renames it to
 killed run leaves only the partial folder, which ``gflkit train --resume
 <name>`` continues and a new run of the same name removes. While a process
 writes the run it holds an exclusive lock on ``.<name>.lock``, so a second
-process writing the same run stops at once with one line.
+process writing the same run stops at once with one line. The lock is the
+``flock``, not the file: a file left by a killed process locks nothing.
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from .utils import atomic_torch_save, atomic_write_text
 
 __all__ = [
     "RunFolder", "CONFIG_FILE", "METRICS_FILE", "BEST_FILE", "LAST_FILE",
-    "final_run_path", "partial_path", "next_free_path",
+    "final_run_path", "partial_path", "next_free_path", "clear_stale_lock",
 ]
 
 log = logging.getLogger(__name__)
@@ -113,6 +114,23 @@ class _Lock:
             self.path.unlink(missing_ok=True)
             os.close(self.fd)
             self.fd = None
+
+
+def clear_stale_lock(run: str | os.PathLike) -> None:
+    """Remove the lock file of ``run`` that no process holds (left by one that was killed while writing the run).
+
+    A lock held by a live process stays. A stale lock never stops a run (the
+    lock is the ``flock``, not the file): this only tidies up.
+    """
+    run = final_run_path(run)
+    lock = _Lock(_lock_path(run), run)
+    if not lock.path.exists():
+        return
+    try:
+        lock.acquire()
+    except GFLError:  # held, or not ours to open
+        return
+    lock.release()
 
 
 class RunFolder:
