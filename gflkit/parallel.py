@@ -184,15 +184,26 @@ def _failure(rank: int, exitcode: int, folder: str) -> tuple[int, str]:
     return 1, f"rank {rank} exited with status {exitcode}"
 
 
-def _stop(procs: list) -> None:
-    for p in procs:
-        if p.is_alive():
-            p.terminate()
-    for p in procs:
-        p.join(5)
-        if p.is_alive():
-            p.kill()
-            p.join()
+def _stop(procs: list, interrupted: bool = False) -> None:
+    """End every process; ``interrupted`` (Ctrl-C): first let them stop as on Ctrl-C, closing what they write."""
+    try:
+        if interrupted:
+            wait([p.sentinel for p in procs], timeout=1.0)  # a Ctrl-C in the terminal reached them too
+            for p in procs:
+                if p.is_alive():
+                    os.kill(p.pid, signal.SIGINT)
+            end = time.monotonic() + 5.0
+            while any(p.is_alive() for p in procs) and time.monotonic() < end:
+                wait([p.sentinel for p in procs if p.is_alive()], timeout=max(0.0, end - time.monotonic()))
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+        for p in procs:
+            p.join(5)
+            if p.is_alive():
+                p.kill()
+                p.join()
 
 
 def _watch(procs: list, folder: str, grace: float) -> None:
@@ -217,7 +228,8 @@ def launch(worker: Callable, args: tuple, nproc: int, *, threads: int | None = N
     before ``worker`` runs (never in this process's environment). When one
     fails, the others are stopped and a :class:`GFLError` names it in one line
     (a rank that was killed, or raised on its own, is named rather than the
-    peers that lost it). Ctrl-C stops all. ``nproc`` and ``threads`` are
+    peers that lost it). Ctrl-C stops all (each gets the interrupt and a few
+    seconds to stop on its own before it is terminated). ``nproc`` and ``threads`` are
     checked by :func:`gflkit.cores.check_workers`.
     """
     check_workers(nproc, "nproc")
@@ -236,8 +248,8 @@ def launch(worker: Callable, args: tuple, nproc: int, *, threads: int | None = N
              ", ".join(f"rank {r} pid {p.pid}" for r, p in enumerate(procs)))
     try:
         _watch(procs, folder, grace)
-    except BaseException:
-        _stop(procs)
+    except BaseException as err:
+        _stop(procs, interrupted=isinstance(err, KeyboardInterrupt))
         shutil.rmtree(folder, ignore_errors=True)
         raise
     return Path(folder)
