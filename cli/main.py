@@ -6,8 +6,9 @@ stdout (CSV by default); logs and progress go to stderr. A user error
 exit status 1; usage errors exit with 2. Any other exception (a parser of a
 third-party library failing on a strange file, say) is also shown as one line,
 with exit status 1; ``-vv`` or ``GFLKIT_DEBUG=1`` shows its traceback instead.
-Ctrl-C ends the command with "interrupted" and exit status 130, also while
-torch and DGL are still being imported.
+Ctrl-C ends the command with exit status 130 and one line, "interrupted" or
+the command's own (``train``: how to continue the run), also while torch and
+DGL are still being imported.
 """
 from __future__ import annotations
 
@@ -25,8 +26,13 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 INTERRUPTED = 130  # the shell's status for a process ended by SIGINT
 
 
-def _interrupted() -> SystemExit:
-    sys.stderr.write("interrupted\n")
+def _interrupted(err: BaseException | None = None) -> SystemExit:
+    """How every Ctrl-C ends the command: one line on stderr and exit status 130.
+
+    The line is ``interrupted``, or what the command said with the interrupt
+    (:class:`gflkit_cli.options.Interrupted`, e.g. how to continue the run).
+    """
+    sys.stderr.write(f"{getattr(err, 'message', None) or 'interrupted'}\n")
     return SystemExit(INTERRUPTED)
 
 
@@ -74,6 +80,12 @@ def _debug() -> bool:
 class GFLGroup(click.Group):
     """A group that turns gflkit's user errors, and any unexpected error, into one-line Click errors."""
 
+    def make_context(self, *args, **kwargs) -> click.Context:
+        try:  # Click would print "Aborted!" and exit 1
+            return super().make_context(*args, **kwargs)
+        except KeyboardInterrupt as err:
+            raise _interrupted(err) from None
+
     def invoke(self, ctx: click.Context):
         # Commands import torch and DGL when they start: a Ctrl-C then is recorded, as at start-up.
         _set_sigint(_on_sigint)
@@ -81,8 +93,8 @@ class GFLGroup(click.Group):
             return super().invoke(ctx)
         except GFLError as err:
             raise click.ClickException(_one_line(err)) from None
-        except KeyboardInterrupt:
-            raise _interrupted() from None
+        except KeyboardInterrupt as err:
+            raise _interrupted(err) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except MemoryError:

@@ -11,9 +11,9 @@ from gflkit.config import (AGGREGATORS, DISTANCES, GATE_MODES, PGNN_NORMS, PRESE
                            GFLConfig, TrainConfig, field_default, field_help)
 from gflkit.names import CHECKPOINT_EVERY, ENCODERS, PER_GRAPH_MODELS as PER_GRAPH, TRANSFER_MODELS as TRANSFER
 
-from .options import (FiniteFloatRange, IntList, ci_option, config_option, data_root_option, deprecated_alias, device_option,
-                      deprecation_warning, distributed_options, emit, int_list, output_options, refine_configs,
-                      refine_options, run_dir_option, seed_option, split_option)
+from .options import (FiniteFloatRange, IntList, Interrupted, ci_option, config_option, data_root_option,
+                      deprecated_alias, device_option, deprecation_warning, distributed_options, emit, int_list,
+                      output_options, refine_configs, refine_options, run_dir_option, seed_option, split_option)
 
 # (flag, config field, click type); help and default come from the config's fields.
 _MODEL_FLAGS = [
@@ -250,8 +250,8 @@ def train(data, model, run_dir, force, resume, checkpoint_every, options, split,
                                      return_result=True, **call)
     except KeyboardInterrupt:
         if not partial_path(target).is_dir():
-            raise click.ClickException("interrupted before training started") from None
-        raise click.ClickException(f"interrupted; continue with: gflkit train --resume {target}") from None
+            raise Interrupted("interrupted before training started") from None
+        raise Interrupted(f"interrupted; continue with: gflkit train --resume {target}") from None
     if not distributed.is_main_process():  # torchrun: rank 0 reports
         return
     click.echo(f"run written to {result.run_dir}", err=True)

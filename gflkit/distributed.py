@@ -17,7 +17,10 @@ generator states of all ranks (:meth:`DistContext.follow_main`).
 Ranks come from :func:`gflkit.parallel.launch` (``gflkit train --nproc N``:
 processes spawned on this machine) or from ``torchrun``, whose ``RANK``, ``WORLD_SIZE``,
 ``LOCAL_RANK``, ``MASTER_ADDR`` and ``MASTER_PORT`` are read by
-:func:`env_context`. On the CPU the backend is gloo; with ``device="cuda"``
+:func:`env_context`. Spawned ranks meet through a file in their shared
+temporary folder and talk over the loopback interface only
+(:func:`loopback_env`), so they open no socket on the machine's network;
+under ``torchrun``, which may span machines, its settings hold. On the CPU the backend is gloo; with ``device="cuda"``
 each rank trains on the GPU of its local rank and DDP's gradients travel over
 NCCL, while the small bookkeeping collectives (losses, val accuracies,
 generator states) stay on a gloo group of CPU tensors (:func:`backend_for`).
@@ -48,13 +51,14 @@ from .devices import resolve_device
 from .errors import GFLError
 from .models.gfl import GFL
 from .parallel import default_threads, launch
-from .run_folder import BEST_FILE, METRICS_FILE, final_run_path, next_free_path, partial_path
+from .run_folder import BEST_FILE, METRICS_FILE, clear_stale_lock, final_run_path, next_free_path, partial_path
 from .states import load_state
 from .training import CHECKPOINT_EVERY, TrainResult, meta_train
 from .utils import remove_inside
 
 __all__ = [
     "DistContext", "env_context", "init_process_group", "backend_for", "rank_device", "train", "train_rank", "is_main_process",
+    "loopback_env",
 ]
 
 log = logging.getLogger(__name__)
@@ -213,29 +217,50 @@ def rank_device(device: torch.device, local_rank: int) -> torch.device:
 
 
 def init_process_group(ctx: DistContext, timeout: float = DEFAULT_TIMEOUT,
-                       device: torch.device = torch.device("cpu")) -> DistContext:
-    """Join the process group at ``MASTER_ADDR:MASTER_PORT``; a dead peer fails collectives after ``timeout`` s.
+                       device: torch.device = torch.device("cpu"), init_method: str = "env://") -> DistContext:
+    """Join the process group; a dead peer fails collectives after ``timeout`` s.
 
-    Returns ``ctx`` with its device and, under NCCL, a gloo group for the
-    CPU-side collectives (:func:`backend_for`).
+    The ranks meet at ``init_method``: by default ``MASTER_ADDR:MASTER_PORT``
+    (``torchrun``), or ``file://PATH`` for ranks of this machine. Returns
+    ``ctx`` with its device and, under NCCL, a gloo group for the CPU-side
+    collectives (:func:`backend_for`).
     """
     ctx.device = rank_device(device, ctx.local_rank)
     backend = backend_for(ctx.device)
     if ctx.device.type == "cuda":
         torch.cuda.set_device(ctx.device)
     if not tdist.is_initialized():
-        tdist.init_process_group(backend, init_method="env://", rank=ctx.rank, world_size=ctx.world_size,
+        tdist.init_process_group(backend, init_method=init_method, rank=ctx.rank, world_size=ctx.world_size,
                                  timeout=datetime.timedelta(seconds=timeout))
     if backend != "gloo" and ctx.cpu_group is None:
         ctx.cpu_group = tdist.new_group(backend="gloo", timeout=datetime.timedelta(seconds=timeout))
     return ctx
 
 
-def free_port() -> int:
-    """A free TCP port on the loopback interface."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def loopback_interface() -> str:
+    """The name of this machine's loopback network interface (``lo`` on Linux, ``lo0`` on macOS and BSD)."""
+    try:
+        names = [name for _, name in socket.if_nameindex()]
+    except OSError:
+        names = []
+    for name in names:
+        try:
+            if int(Path("/sys/class/net", name, "flags").read_text(), 16) & 0x8:  # IFF_LOOPBACK
+                return name
+        except (OSError, ValueError):
+            pass
+    return next((name for name in ("lo", "lo0") if name in names), "lo")
+
+
+def loopback_env() -> dict[str, str]:
+    """Environment of ranks that all run on this machine: gloo and NCCL sockets on the loopback interface only.
+
+    Without it gloo binds to the address the host name resolves to, which may
+    be on the local network. It is the ranks' own environment
+    (:func:`gflkit.parallel.launch`), never that of the launching process.
+    """
+    lo = loopback_interface()
+    return {"GLOO_SOCKET_IFNAME": lo, "NCCL_SOCKET_IFNAME": lo}
 
 
 def is_main_process() -> bool:
@@ -271,7 +296,8 @@ def _thread_lock_for_bars() -> None:
 def _train_worker(rank: int, nproc: int, folder: str, timeout: float, device: str, data, log_level: int, *args,
                   **kwargs) -> None:
     """A spawned rank: join the group, load the collection, train, and (rank 0) leave the result in ``folder``."""
-    ctx = init_process_group(DistContext(rank, nproc, rank), timeout, torch.device(device))
+    ctx = init_process_group(DistContext(rank, nproc, rank), timeout, torch.device(device),
+                             init_method=Path(folder, "rendezvous").resolve().as_uri())
     logging.basicConfig(level=log_level if ctx.is_main else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s", force=True)
     _thread_lock_for_bars()
@@ -335,8 +361,12 @@ def train(collection: GraphCollection, model_cfg: GFLConfig, episode_cfg: Episod
     _check_run_dir(run_dir, force, resume)
     data = collection.path if collection.path is not None else collection
     args = (timeout, str(device), data, logging.getLogger().getEffectiveLevel(), model_cfg, episode_cfg, train_cfg)
-    env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
-    folder = launch(functools.partial(_train_worker, **kwargs), args, nproc, threads=threads, env=env)
+    try:
+        folder = launch(functools.partial(_train_worker, **kwargs), args, nproc, threads=threads, env=loopback_env())
+    except BaseException:
+        if run_dir is not None:  # rank 0 may have been stopped holding the run's lock
+            clear_stale_lock(run_dir)
+        raise
     try:
         payload = torch.load(folder / "result.pt", weights_only=True)
     finally:

@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterable, Iterator, TypeVar
 import torch
 import torch.distributed as tdist
 
+from .cores import check_workers
 from .data import GraphCollection
 from .errors import GFLError
 from .utils import remove_inside
@@ -105,8 +106,8 @@ def run_jobs(fn: Callable[[T], R], tasks: Iterable[T], jobs: int = 1, *, threads
             if on_result is not None:
                 on_result(i)
         return results
-    jobs = min(jobs, len(tasks))
-    threads = threads or default_threads(jobs)
+    jobs = check_workers(min(jobs, len(tasks)), "jobs")
+    threads = check_workers(threads or default_threads(jobs), "threads")
     log.info("running %d tasks in %d processes of %d threads", len(tasks), jobs, threads)
     with _environ(OMP_NUM_THREADS=str(threads)):
         pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker,
@@ -146,9 +147,11 @@ def shared_collection(data: Any) -> GraphCollection:
 # -- cooperating processes -----------------------------------------------------------------
 
 
-def _entry(worker: Callable, rank: int, nproc: int, threads: int, folder: str, args: tuple) -> None:
-    """What a spawned rank runs: ``worker(rank, nproc, folder, *args)``, errors reported in one line."""
+def _entry(worker: Callable, rank: int, nproc: int, threads: int, folder: str, args: tuple,
+           env: dict[str, str]) -> None:
+    """What a spawned rank runs: ``worker(rank, nproc, folder, *args)`` with ``env`` set, errors reported in one line."""
     try:
+        os.environ.update(env)  # this process's own environment: the launching process's stays as it is
         torch.set_num_threads(threads)
         worker(rank, nproc, folder, *args)
     except KeyboardInterrupt:
@@ -181,15 +184,26 @@ def _failure(rank: int, exitcode: int, folder: str) -> tuple[int, str]:
     return 1, f"rank {rank} exited with status {exitcode}"
 
 
-def _stop(procs: list) -> None:
-    for p in procs:
-        if p.is_alive():
-            p.terminate()
-    for p in procs:
-        p.join(5)
-        if p.is_alive():
-            p.kill()
-            p.join()
+def _stop(procs: list, interrupted: bool = False) -> None:
+    """End every process; ``interrupted`` (Ctrl-C): first let them stop as on Ctrl-C, closing what they write."""
+    try:
+        if interrupted:
+            wait([p.sentinel for p in procs], timeout=1.0)  # a Ctrl-C in the terminal reached them too
+            for p in procs:
+                if p.is_alive():
+                    os.kill(p.pid, signal.SIGINT)
+            end = time.monotonic() + 5.0
+            while any(p.is_alive() for p in procs) and time.monotonic() < end:
+                wait([p.sentinel for p in procs if p.is_alive()], timeout=max(0.0, end - time.monotonic()))
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+        for p in procs:
+            p.join(5)
+            if p.is_alive():
+                p.kill()
+                p.join()
 
 
 def _watch(procs: list, folder: str, grace: float) -> None:
@@ -210,26 +224,32 @@ def launch(worker: Callable, args: tuple, nproc: int, *, threads: int | None = N
     """Run ``worker(rank, nproc, folder, *args)`` in ``nproc`` spawned processes and wait for all.
 
     ``folder`` is a temporary folder shared by the processes (for results); it
-    is returned, and the caller removes it. ``env`` is added to the processes'
-    environment. When one fails, the others are stopped and a
-    :class:`GFLError` names it in one line (a rank that was killed, or raised
-    on its own, is named rather than the peers that lost it). Ctrl-C stops all.
+    is returned, and the caller removes it. ``env`` is set in each process
+    before ``worker`` runs (never in this process's environment). When one
+    fails, the others are stopped and a :class:`GFLError` names it in one line
+    (a rank that was killed, or raised on its own, is named rather than the
+    peers that lost it). Ctrl-C stops all (each gets the interrupt and a few
+    seconds to stop on its own before it is terminated). ``nproc`` and ``threads`` are
+    checked by :func:`gflkit.cores.check_workers`.
     """
-    threads = threads or default_threads(nproc)
+    check_workers(nproc, "nproc")
+    threads = check_workers(threads or default_threads(nproc), "threads")
     mp = torch.multiprocessing.get_context("spawn")
     folder = tempfile.mkdtemp(prefix="gflkit-ranks-")
     procs = []
-    with _environ(**(env or {}), OMP_NUM_THREADS=str(threads)):
+    # OpenMP reads its thread count when the library loads, before _entry runs: it goes in at the start.
+    with _environ(OMP_NUM_THREADS=str(threads)):
         for rank in range(nproc):
-            p = mp.Process(target=_entry, args=(worker, rank, nproc, threads, folder, args), daemon=True)
+            p = mp.Process(target=_entry, args=(worker, rank, nproc, threads, folder, args, dict(env or {})),
+                           daemon=True)
             p.start()
             procs.append(p)
     log.info("started %d ranks (%d threads each): %s", nproc, threads,
              ", ".join(f"rank {r} pid {p.pid}" for r, p in enumerate(procs)))
     try:
         _watch(procs, folder, grace)
-    except BaseException:
-        _stop(procs)
+    except BaseException as err:
+        _stop(procs, interrupted=isinstance(err, KeyboardInterrupt))
         remove_inside(folder, tempfile.gettempdir())
         raise
     return Path(folder)

@@ -9,9 +9,11 @@ killed run leaves only the partial folder, which ``gflkit train --resume
 <name>`` continues and a new run of the same name removes. While a process
 writes the run it holds an exclusive lock on ``.<name>.lock``
 (:class:`gflkit.locks.FolderLock`), so a second process writing the same run
-stops at once with one line. A folder is moved or deleted only after a check
-that it lies inside the run's parent folder (:func:`gflkit.paths.check_inside`),
-and ``force`` replaces only a run (or an empty folder).
+stops at once with one line. The lock is the ``flock``, not the file: a file
+left by a killed process locks nothing. A folder is moved or deleted only after
+a check that it lies inside the run's parent folder
+(:func:`gflkit.paths.check_inside`), and ``force`` replaces only a run (or an
+empty folder).
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ from .utils import atomic_torch_save, atomic_write_text, atomic_write_with, remo
 __all__ = [
     "RunFolder", "CONFIG_FILE", "METRICS_FILE", "BEST_FILE", "LAST_FILE", "HASHES", "HASHED_FILES",
     "final_run_path", "partial_path", "next_free_path", "file_sha256", "recorded_hashes", "read_verified",
+    "clear_stale_lock",
 ]
 
 log = logging.getLogger(__name__)
@@ -131,6 +134,23 @@ def next_free_path(run: str | os.PathLike) -> Path:
 def _remove(path: Path) -> None:
     """Delete ``path``, which lies in the folder of the run (checked: :func:`~gflkit.utils.remove_inside`)."""
     remove_inside(path, path.parent)
+
+
+def clear_stale_lock(run: str | os.PathLike) -> None:
+    """Remove the lock file of ``run`` that no process holds (left by one that was killed while writing the run).
+
+    A lock held by a live process stays. A stale lock never stops a run (the
+    lock is the ``flock``, not the file): this only tidies up.
+    """
+    run = final_run_path(run)
+    lock = _Lock(_lock_path(run), run)
+    if not lock.path.exists():
+        return
+    try:
+        lock.acquire()
+    except GFLError:  # held, or not ours to open
+        return
+    lock.release()
 
 
 class RunFolder:

@@ -39,12 +39,17 @@ if TYPE_CHECKING:
 __all__ = [
     "CHECKPOINT_FORMAT", "checkpoint_dict", "save_checkpoint", "load_checkpoint", "load_metrics", "training_collection",
     "find_training_collection", "run_name", "settings_hash", "collection_hash", "provenance", "now",
-    "list_runs", "read_run_config",
+    "list_runs", "read_run_config", "RUN_RECORD_KEYS",
 ]
 
 log = logging.getLogger(__name__)
 
 CHECKPOINT_FORMAT = "gflkit.checkpoint"
+
+#: Keys of a run's ``config.json`` besides its settings (``model_config``, ``episode_config``,
+#: ``train_config``, ``model``, ``options``): what the run was trained on, when and how it ended.
+RUN_RECORD_KEYS = ("format", "gflkit_version", "kind", "in_feats", "num_classes", "classes", "dataset", "data_path",
+                   "seed", "feature_fingerprint", "data_sha256", "provenance", "step", "val_accuracy")
 
 
 def checkpoint_dict(model: torch.nn.Module, meta: dict[str, Any]) -> dict[str, Any]:

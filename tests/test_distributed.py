@@ -20,7 +20,7 @@ import pytest
 import torch
 
 import gflkit
-from gflkit.config import TrainConfig
+from gflkit.config import EpisodeConfig, TrainConfig
 from gflkit.distributed import DistContext
 from gflkit.errors import GFLError
 from gflkit.parallel import run_jobs
@@ -97,12 +97,14 @@ def test_meta_batch_smaller_than_ranks_is_a_user_error(small_family):
         gflkit.train(small_family, train_cfg=TINY, model="agf", nproc=2, progress=False)
 
 
-def _start_long_run(small_family_dir: Path, out: Path, timeout: int) -> tuple[subprocess.Popen, list[int]]:
+def _start_long_run(small_family_dir: Path, out: Path, timeout: int,
+                    env: dict[str, str] | None = None) -> tuple[subprocess.Popen, list[int]]:
     """A 2-rank CLI run that would train for long; returns it once rank 0 has started the run folder."""
     proc = subprocess.Popen(
         _cli("-v", "train", str(small_family_dir), "--steps", "100000", "--eval-every", "100000", "--nproc", "2",
              "--timeout", str(timeout), "--checkpoint-every", "1", "--run-dir", str(out)),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), start_new_session=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**_env(), **(env or {})},
+        start_new_session=True,
     )
     pids: list[int] = []
     end = time.monotonic() + TIMEOUT
@@ -137,6 +139,11 @@ def test_killed_rank_ends_the_job_naming_it(small_family_dir, tmp_path):
     last = torch.load(partial_path(out) / LAST_FILE, weights_only=True)
     assert last["format"] == "gflkit.resume" and last["step"] >= 1 and len(last["rank_rng"]) == 2
     assert all(_gone(pid) for pid in pids)
+    assert not _lock(out).exists()  # rank 0 was stopped holding it: the launcher took it and removed it
+
+
+def _lock(run: Path) -> Path:
+    return run.with_name(f".{run.name}.lock")
 
 
 def test_ctrl_c_stops_every_rank(small_family_dir, tmp_path):
@@ -148,10 +155,13 @@ def test_ctrl_c_stops_every_rank(small_family_dir, tmp_path):
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode != 0
+    assert proc.returncode == 130, err
+    # the last line as a terminal shows it (the progress bar's updates end in carriage returns)
+    assert re.split(r"[\r\n]", err.strip())[-1] == f"interrupted; continue with: gflkit train --resume {out}", err
+    assert "Traceback" not in err and not [line for line in err.splitlines() if line.startswith("Error")]
     assert all(_gone(pid) for pid in pids)
     assert not out.exists() and (partial_path(out) / LAST_FILE).is_file()
-    assert "gflkit train --resume" in err
+    assert not _lock(out).exists()
 
 
 def test_existing_run_needs_force(small_family, tmp_path):
@@ -234,3 +244,163 @@ def test_ablate_jobs_gives_the_same_rows(small_family_dir, one_thread):
     two = ablate(str(small_family_dir), jobs=2, **kwargs)
     assert list(two["variant"]) == ["full", "gate"]
     pd.testing.assert_frame_equal(two, one)
+
+
+# -- how many processes, where they listen, what they leave --------------------------------------------------
+
+def test_process_and_thread_counts_above_the_cores_are_usage_errors():
+    from cli_helpers import invoke, one_line_error
+
+    from gflkit.cores import usable_cores, worker_limit
+
+    too_many = str(worker_limit() + 1)
+    cores = f"of the {usable_cores()} usable cores"
+    for args, flag in [(["train", "--nproc", too_many], "--nproc"),
+                       (["train", "--threads-per-proc", too_many], "--threads-per-proc"),
+                       (["compare", "--jobs", too_many], "--jobs"),
+                       (["ablate", "--all", "--jobs", too_many], "--jobs")]:
+        line = one_line_error(invoke(*args), f"'{flag}'", f"{too_many} ", cores, code=2)
+        assert f"(at most {worker_limit()})" in line
+
+
+def test_the_most_processes_allowed_still_parse():
+    from gflkit_cli.run import train
+
+    from gflkit.cores import worker_limit
+
+    limit = str(worker_limit())
+    with train.make_context("train", ["--nproc", limit, "--threads-per-proc", limit]) as ctx:
+        assert ctx.params["nproc"] == ctx.params["threads_per_proc"] == worker_limit()
+
+
+def test_the_library_refuses_too_many_processes_before_starting_any():
+    from gflkit.cores import worker_limit
+    from gflkit.parallel import launch
+
+    too_many = worker_limit() + 1
+    with pytest.raises(GFLError, match=rf"^nproc={too_many} is more than .* usable cores"):
+        launch(_report_env, (), too_many)
+    with pytest.raises(GFLError, match=rf"^threads={too_many} is more than"):
+        launch(_report_env, (), 1, threads=too_many)
+    with pytest.raises(GFLError, match=rf"^jobs={too_many} is more than"):
+        run_jobs(abs, list(range(too_many)), jobs=too_many)
+
+
+def _report_env(rank: int, nproc: int, folder: str) -> None:
+    """A launched process: what its environment holds, and what it held when it started."""
+    import json
+
+    started = dict(item.split("=", 1) for item in Path("/proc/self/environ").read_text().split("\0") if "=" in item)
+    keys = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
+    Path(folder, f"env-{rank}.json").write_text(json.dumps({"now": {k: os.environ.get(k) for k in keys},
+                                                            "started": {k: started.get(k) for k in keys}}))
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")
+def test_loopback_settings_go_to_the_ranks_only():
+    import json
+    import shutil
+
+    from gflkit.distributed import loopback_env
+    from gflkit.parallel import launch
+
+    before = dict(os.environ)
+    env = loopback_env()
+    folder = launch(_report_env, (), 2, threads=1, env=env)
+    try:
+        reports = [json.loads((folder / f"env-{rank}.json").read_text()) for rank in range(2)]
+    finally:
+        shutil.rmtree(folder)
+    assert dict(os.environ) == before
+    for report in reports:
+        assert report["now"] == env
+        # not in the environment the rank started with: the launching process never had them
+        assert report["started"] == {k: before.get(k) for k in env}
+    assert env["GLOO_SOCKET_IFNAME"] in {name for _, name in __import__("socket").if_nameindex()}
+
+
+def _tcp_sockets(pid: int) -> list[str]:
+    """Local addresses of the TCP sockets process ``pid`` holds open (Linux /proc)."""
+    import ipaddress
+    import socket
+
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:["):-1])
+    found = []
+    for table, family in (("tcp", socket.AF_INET), ("tcp6", socket.AF_INET6)):
+        path = Path(f"/proc/{pid}/net/{table}")
+        if not path.exists():
+            continue
+        for line in path.read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[9] not in inodes:
+                continue
+            hex_address = fields[1].split(":")[0]
+            # /proc prints each 32-bit word of the address in host (little-endian) order
+            raw = b"".join(bytes.fromhex(hex_address[i:i + 8])[::-1] for i in range(0, len(hex_address), 8))
+            address = ipaddress.ip_address(socket.inet_ntop(family, raw))
+            found.append(str(getattr(address, "ipv4_mapped", None) or address))
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/net/tcp").exists(), reason="reads /proc")
+def test_ranks_listen_and_talk_on_loopback_only(small_family_dir, tmp_path):
+    """Even with gloo told to use another interface (as for a run across machines), local ranks stay on loopback."""
+    import ipaddress
+    import socket
+
+    from gflkit.distributed import loopback_env
+
+    lo = loopback_env()["GLOO_SOCKET_IFNAME"]
+    other = next((name for _, name in socket.if_nameindex() if name != lo), None)
+    out = tmp_path / "run"
+    proc, pids = _start_long_run(small_family_dir, out, TIMEOUT, env={"GLOO_SOCKET_IFNAME": other} if other else None)
+    try:
+        addresses = {pid: _tcp_sockets(pid) for pid in pids}
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=60)
+    assert all(_gone(pid) for pid in pids)
+    assert all(addresses.values()), addresses  # the ranks are connected
+    for pid, found in addresses.items():
+        assert all(ipaddress.ip_address(a).is_loopback for a in found), (pid, found)
+
+
+def test_a_stale_lock_file_does_not_stop_a_run(small_family, tmp_path):
+    out = tmp_path / "run"
+    _lock(out).write_text("")  # as a killed process leaves it
+    gflkit.train(small_family, train_cfg=replace(TINY, steps=2), out=out, progress=False, eval_split=None)
+    assert (out / "best.pt").is_file()
+    assert not _lock(out).exists() and not partial_path(out).exists()
+
+
+def test_clear_stale_lock_leaves_a_held_lock():
+    import tempfile
+
+    from gflkit.run_folder import _Lock, clear_stale_lock
+
+    with tempfile.TemporaryDirectory() as tmp:
+        run = Path(tmp) / "run"
+        held = _Lock(_lock(run), run).acquire()
+        clear_stale_lock(run)  # held (by this process, through another open file): stays
+        assert _lock(run).exists()
+        held.release()
+        _lock(run).write_text("")
+        clear_stale_lock(run)
+        assert list(Path(tmp).iterdir()) == []
+
+
+@pytest.mark.slow
+def test_a_failed_run_over_ranks_leaves_nothing(small_family, tmp_path):
+    out = tmp_path / "run"
+    with pytest.raises(GFLError, match="rank 0 failed"):
+        gflkit.train(small_family, train_cfg=TINY, episode_cfg=EpisodeConfig(k_shot=1000, on_small="error"), out=out,
+                     nproc=2, threads_per_proc=1, timeout=TIMEOUT, progress=False)
+    assert list(tmp_path.iterdir()) == []
