@@ -28,7 +28,7 @@ from .config import GFLConfig, config_from_dict
 from .errors import GFLError
 from .models.baselines import TRANSFER
 from .models.gfl import GFL
-from .run_folder import (BEST_FILE, CONFIG_FILE, HASHED_FILES, LAST_FILE, METRICS_FILE, file_sha256, final_run_path,
+from .run_folder import (BEST_FILE, CONFIG_FILE, HASHED_FILES, HASHES, LAST_FILE, METRICS_FILE, file_sha256, final_run_path,
                          partial_path, read_verified, recorded_hashes)
 from .states import check_state, load_state
 from .utils import atomic_torch_save
@@ -49,7 +49,7 @@ CHECKPOINT_FORMAT = "gflkit.checkpoint"
 #: Keys of a run's ``config.json`` besides its settings (``model_config``, ``episode_config``,
 #: ``train_config``, ``model``, ``options``): what the run was trained on, when and how it ended.
 RUN_RECORD_KEYS = ("format", "gflkit_version", "kind", "in_feats", "num_classes", "classes", "dataset", "data_path",
-                   "seed", "feature_fingerprint", "data_sha256", "provenance", "step", "val_accuracy")
+                   "seed", "feature_fingerprint", "data_sha256", "provenance", "step", "val_accuracy", HASHES)
 
 
 def checkpoint_dict(model: torch.nn.Module, meta: dict[str, Any]) -> dict[str, Any]:

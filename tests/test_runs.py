@@ -530,7 +530,7 @@ def interrupted(root, tmp_path, monkeypatch):
     with monkeypatch.context() as patch:
         patch.setattr(RunFolder, "save_last", save_then_stop)
         stopped = train(root, "--run-dir", run, "--checkpoint-every", "3")
-    assert stopped.exit_code == 1 and "--resume" in stopped.stderr
+    assert stopped.exit_code == 130 and "--resume" in stopped.stderr
     assert (partial_path(run) / "last.pt").is_file()
     return run
 
