@@ -2,18 +2,23 @@
 
 Every float option takes :class:`FiniteFloatRange` (Click's ``FloatRange`` lets
 ``nan`` and ``inf`` through), every seed :data:`SEED`, and comma-separated
-lists :class:`IntList` / :class:`NameList`, so a bad value is a one-line usage
-error (exit 2) that names the option.
+lists :class:`IntList` / :class:`NameList`, and every name that becomes a
+folder name :class:`FolderName`, so a bad value is a one-line usage error
+(exit 2) that names the option.
 """
 from __future__ import annotations
 
 import math
 import sys
-from typing import Any
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
 
 import click
 
+from gflkit.errors import GFLError
 from gflkit.names import REFINE_ALPHA, REFINE_METHODS, REFINE_STEPS, SAMPLING_METHODS as METHODS
+from gflkit.paths import check_name
 
 
 class FiniteFloatRange(click.FloatRange):
@@ -110,6 +115,36 @@ class ChoiceList(click.ParamType):
         return list(dict.fromkeys(names))
 
 
+class FolderName(click.ParamType):
+    """A name that becomes a folder or file name: one plain path component (:func:`gflkit.paths.check_name`)."""
+
+    name = "name"
+
+    def __init__(self, what: str = "collection name") -> None:
+        self.what = what
+
+    def convert(self, value: Any, param, ctx) -> str:
+        try:
+            return check_name(value, what=self.what)
+        except GFLError as err:
+            self.fail(str(err), param, ctx)
+
+
+@contextmanager
+def writing_collection(out_dir: str | None, name: str, data_root: str | None) -> Iterator[Path]:
+    """The folder a preprocess command writes (``--out-dir``, else ``<root>/processed/<name>``), locked meanwhile.
+
+    A second process writing the same folder is refused at once
+    (:func:`gflkit.data.collection.lock_collection`).
+    """
+    from gflkit.data.collection import lock_collection
+    from gflkit.paths import processed_dir
+
+    target = Path(out_dir) if out_dir else processed_dir(name, data_root)
+    with lock_collection(target):
+        yield target
+
+
 def data_root_option(f):
     return click.option(
         "--data-root",
@@ -202,7 +237,8 @@ def sampler_options(collection_name: bool = True):
             collection_dir_option, seed_option(), data_root_option,
         ]
         if collection_name:
-            opts.append(click.option("--name", default=None, help="Collection name (default: the family name)."))
+            opts.append(click.option("--name", type=FolderName(), default=None,
+                                     help="Collection name (default: the family name)."))
         for opt in reversed(opts):
             f = opt(f)
         return f

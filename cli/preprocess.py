@@ -7,9 +7,9 @@ import click
 
 from gflkit.errors import GFLError
 from gflkit.names import DEFAULT_COLLECTION
-from gflkit.paths import processed_dir
 
-from .options import FiniteFloatRange, collection_dir_option, GraphCounts, IntList, data_root_option, seed_option
+from .options import (FiniteFloatRange, FolderName, collection_dir_option, GraphCounts, IntList, data_root_option,
+                      seed_option, writing_collection)
 
 #: Where ``preprocess synthetic --small`` writes unless given --name.
 SMALL_COLLECTION = f"{DEFAULT_COLLECTION}-small"
@@ -21,7 +21,7 @@ def preprocess() -> None:
 
 
 @preprocess.command()
-@click.option("--name", default=None,
+@click.option("--name", type=FolderName(), default=None,
               help="Collection name (default: synthetic, or synthetic-small with --small).")
 @collection_dir_option
 @click.option("--small", is_flag=True, help="A small family for tests and quick trials (16/4/8 graphs of 200-400 nodes, 32 features).")
@@ -61,8 +61,9 @@ def synthetic(name, out_dir, small, n_graphs, nodes, num_classes, feat_size, out
         check_memory(spec)  # before anything is allocated
     except GFLError as err:
         raise click.UsageError(f"{err} (--graphs, --nodes, --classes, --feat-size)") from None
-    collection = make_synthetic_family(spec, seed=seed, name=name, progress=True)
-    path = collection.save(out_dir or processed_dir(name, data_root))
+    with writing_collection(out_dir, name, data_root) as target:
+        collection = make_synthetic_family(spec, seed=seed, name=name, progress=True)
+        path = collection.save(target)
     click.echo(f"wrote {collection!r} to {path}", err=True)
 
 

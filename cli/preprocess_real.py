@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import click
 
-from gflkit.paths import processed_dir, raw_dir
+from gflkit.paths import raw_dir
 
-from .options import deprecated_alias, graph_counts, int_tuple, sampler_options
+from .options import FolderName, deprecated_alias, graph_counts, int_tuple, sampler_options, writing_collection
 
 #: Datasets ``preprocess pubmed --dataset`` reads.
 PLANETOID = ("pubmed", "cora", "citeseer")
@@ -21,8 +21,8 @@ def _classes(text):
     return [c.strip() for c in text.split(",") if c.strip()] if text else None
 
 
-def _sample_and_save(source, family, kw, name=None):
-    """Cut ``source`` into a family with the command's sampler options; write it."""
+def _sample_and_save(source, family, kw, target, name):
+    """Cut ``source`` into a family called ``name`` with the command's sampler options; write it to ``target``."""
     from gflkit.data.sampling import FAMILY_DEFAULTS, sample_family
 
     defaults = FAMILY_DEFAULTS[family]
@@ -31,13 +31,13 @@ def _sample_and_save(source, family, kw, name=None):
         n_graphs=graph_counts(kw["n_graphs"]) or defaults["n_graphs"],
         walk_length=int_tuple(kw["walk_length"], 2, "--walk-length", min_value=1) or defaults["walk_length"],
         min_degree=defaults["min_degree"] if kw["min_degree"] is None else kw["min_degree"],
-        induced=kw["induced"], disjoint=kw["disjoint"], seed=kw["seed"], name=name or kw.get("name"), progress=True,
+        induced=kw["induced"], disjoint=kw["disjoint"], seed=kw["seed"], name=name, progress=True,
     )
     if getattr(source, "transform", None) is not None:  # saved with the collection, reused by predict
         from gflkit.data.transform import attach_transform
 
         attach_transform(collection, source.transform)
-    path = collection.save(kw["out_dir"] or processed_dir(collection.name, kw["data_root"]))
+    path = collection.save(target)
     if source.report:
         click.echo(f"{source.report.total} malformed input item(s) skipped or repaired; "
                    "see the warnings above and meta.bad_input in the manifest", err=True)
@@ -62,17 +62,20 @@ def aminer(dump, task, venue_map, feat_size, **kw):
     from gflkit.data.sampling import FAMILY_DEFAULTS
     from gflkit.data.sources.aminer import read_aminer
 
-    source = read_aminer(
-        dump or raw_dir("aminer", kw["data_root"]), task=task, venue_map=venue_map, classes=_classes(kw["classes"]),
-        num_classes=kw["num_classes"] or FAMILY_DEFAULTS[task]["num_classes"], feat_size=feat_size,
-        seed=kw["seed"], progress=True,
-    )
-    _sample_and_save(source, task, kw)
+    name = kw["name"] or task
+    with writing_collection(kw["out_dir"], name, kw["data_root"]) as target:
+        source = read_aminer(
+            dump or raw_dir("aminer", kw["data_root"]), task=task, venue_map=venue_map,
+            classes=_classes(kw["classes"]), num_classes=kw["num_classes"] or FAMILY_DEFAULTS[task]["num_classes"],
+            feat_size=feat_size, seed=kw["seed"], progress=True,
+        )
+        _sample_and_save(source, task, kw, target, name)
 
 
 @click.command()
 @click.argument("folder", required=False, type=click.Path())
-@click.option("--prefix", default=None, help="GraphSAGE file prefix (default: from the single *-G.json).")
+@click.option("--prefix", type=FolderName("file prefix"), default=None,
+              help="GraphSAGE file prefix, also the default collection name (default: from the single *-G.json).")
 @sampler_options()
 def reddit(folder, prefix, **kw):
     """Reddit post graph (GraphSAGE or DGL layout) -> a family of graphs.
@@ -80,11 +83,14 @@ def reddit(folder, prefix, **kw):
     FOLDER defaults to <root>/raw/reddit/.
     """
     from gflkit.data.sampling import FAMILY_DEFAULTS
-    from gflkit.data.sources.reddit import read_reddit
+    from gflkit.data.sources.reddit import read_reddit, source_name
 
-    source = read_reddit(folder or raw_dir("reddit", kw["data_root"]), prefix=prefix, classes=_classes(kw["classes"]),
-                         num_classes=kw["num_classes"] or FAMILY_DEFAULTS["reddit"]["num_classes"])
-    _sample_and_save(source, "reddit", kw)
+    folder = folder or raw_dir("reddit", kw["data_root"])
+    name = kw["name"] or source_name(folder, prefix)
+    with writing_collection(kw["out_dir"], name, kw["data_root"]) as target:
+        source = read_reddit(folder, prefix=prefix, classes=_classes(kw["classes"]),
+                             num_classes=kw["num_classes"] or FAMILY_DEFAULTS["reddit"]["num_classes"])
+        _sample_and_save(source, "reddit", kw, target, name)
 
 
 @click.command()
@@ -102,6 +108,7 @@ def pubmed(folder, dataset, **kw):
     from gflkit.data.sources.planetoid import read_pubmed
 
     name = dataset
-    source = read_pubmed(folder or raw_dir("pubmed", kw["data_root"]), name=name, classes=_classes(kw["classes"]),
-                         num_classes=kw["num_classes"])
-    _sample_and_save(source, "pubmed", kw, name=name)
+    with writing_collection(kw["out_dir"], name, kw["data_root"]) as target:
+        source = read_pubmed(folder or raw_dir("pubmed", kw["data_root"]), name=name,
+                             classes=_classes(kw["classes"]), num_classes=kw["num_classes"])
+        _sample_and_save(source, "pubmed", kw, target, name)

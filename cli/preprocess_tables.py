@@ -11,10 +11,10 @@ from pathlib import Path
 
 import click
 
-from gflkit.paths import processed_dir, raw_dir
+from gflkit.paths import raw_dir
 
-from .options import (collection_dir_option, cross_network_options, data_root_option, graph_counts, int_tuple,
-                      sampler_options, seed_option)
+from .options import (FolderName, collection_dir_option, cross_network_options, data_root_option, graph_counts,
+                      int_tuple, sampler_options, seed_option, writing_collection)
 
 
 def _table(folder: Path, given: str | None, stem: str) -> Path:
@@ -26,7 +26,7 @@ def _table(folder: Path, given: str | None, stem: str) -> Path:
     return folder / f"{stem}.csv"
 
 
-def _report_and_save(collection, report, out, data_root, features_from=None) -> None:
+def _report_and_save(collection, report, target, features_from=None) -> None:
     if features_from:
         collection.meta["features_from"] = str(features_from)
     for line in report.summary():
@@ -34,7 +34,7 @@ def _report_and_save(collection, report, out, data_root, features_from=None) -> 
     if report:
         click.echo(f"{report.total} malformed input item(s) skipped or repaired (meta.bad_input in the manifest)",
                    err=True)
-    path = collection.save(out or processed_dir(collection.name, data_root))
+    path = collection.save(target)
     click.echo(f"node overlap with train graphs: {collection.meta.get('node_overlap')}", err=True)
     click.echo(f"wrote {collection!r} to {path}", err=True)
 
@@ -120,6 +120,14 @@ def tables(folder, edges, nodes, features, graph_col, split_col, feat_size, feat
     --keep-whole keeps each network as one graph. The feature reduction is
     fitted on the source networks and applied to all.
     """
+    name = kw["name"] or "tables"
+    with writing_collection(kw["out_dir"], name, kw["data_root"]) as target:
+        _tables(folder, edges, nodes, features, graph_col, split_col, feat_size, features_from, k_shot, parts,
+                ego_hops, name, target, kw)
+
+
+def _tables(folder, edges, nodes, features, graph_col, split_col, feat_size, features_from, k_shot, parts, ego_hops,
+            name, target, kw) -> None:
     import torch
 
     from gflkit.data.sampling import sample_family
@@ -133,17 +141,17 @@ def tables(folder, edges, nodes, features, graph_col, split_col, feat_size, feat
     classes = [c.strip() for c in kw["classes"].split(",") if c.strip()] if kw["classes"] else None
     transform, fit = _transform_from(features_from, kw["data_root"])
     common = dict(features=features, columns=columns, classes=classes, feat_size=feat_size, seed=kw["seed"],
-                  name=kw["name"] or "tables", transform=transform)
+                  name=name, transform=transform)
     n_graphs = graph_counts(kw["n_graphs"])
     roles = {s: _names(kw.pop(f"{s}_graphs")) for s in ("train", "val", "test")}
     sample = kw.pop("sample")
     if _cross_network(graph_col, split_col, roles, sample):
         return _cross_network_tables(edges, nodes, roles, sample, n_graphs, parts, ego_hops, k_shot, fit,
-                                     features_from, common, kw)
+                                     features_from, common, target, kw)
     if graph_col:
         collection, report = read_table_collection(edges, nodes, n_graphs=n_graphs, k_shot=k_shot, fit=fit,
                                                    **common)
-        return _report_and_save(collection, report, kw["out_dir"], kw["data_root"], features_from)
+        return _report_and_save(collection, report, target, features_from)
     source = read_table_graph(edges, nodes, fit=fit, **common)
     if kw["num_classes"]:
         label, source.classes = select_classes(source.g.ndata["label"].numpy(), source.classes,
@@ -153,13 +161,13 @@ def tables(folder, edges, nodes, features, graph_col, split_col, feat_size, feat
         source, method=kw["method"], n_graphs=n_graphs or (100, 10, 20),
         walk_length=int_tuple(kw["walk_length"], 2, "--walk-length", min_value=1) or (10000, 20000),
         min_degree=50 if kw["min_degree"] is None else kw["min_degree"], induced=kw["induced"],
-        disjoint=kw["disjoint"], parts=parts, ego_hops=ego_hops, seed=kw["seed"], progress=True,
+        disjoint=kw["disjoint"], parts=parts, ego_hops=ego_hops, seed=kw["seed"], name=name, progress=True,
     )
     attach_transform(collection, source.transform)
     warning = small_classes(collection, k_shot)
     if warning:
         click.echo(f"warning: {warning}", err=True)
-    _report_and_save(collection, source.report, kw["out_dir"], kw["data_root"], features_from)
+    _report_and_save(collection, source.report, target, features_from)
 
 
 def _names(text: str | None) -> list[str] | None:
@@ -182,7 +190,7 @@ def _cross_network(graph_col, split_col, roles, sample) -> bool:
 
 
 def _cross_network_tables(edges, nodes, roles, sample, n_graphs, parts, ego_hops, k_shot, fit, features_from,
-                          common, kw) -> None:
+                          common, target, kw) -> None:
     from gflkit.data.sources.cross_network import read_cross_network
     from gflkit.errors import GFLError
 
@@ -198,7 +206,7 @@ def _cross_network_tables(edges, nodes, roles, sample, n_graphs, parts, ego_hops
         )
     collection, report = read_cross_network(edges, nodes, sampler=sampler, num_classes=kw["num_classes"],
                                             k_shot=k_shot, fit=fit, progress=True, **roles, **common)
-    _report_and_save(collection, report, kw["out_dir"], kw["data_root"], features_from)
+    _report_and_save(collection, report, target, features_from)
 
 
 def _transform_from(features_from: str | None, data_root):
@@ -214,7 +222,7 @@ def _transform_from(features_from: str | None, data_root):
 @click.argument("folder", required=False, type=click.Path(file_okay=False))
 @click.option("--val", "n_val", type=click.IntRange(0), default=0, show_default=True,
               help="Meta-train graphs held out for validation (chosen by --seed).")
-@click.option("--name", default="gfl_release", show_default=True, help="Collection name.")
+@click.option("--name", type=FolderName(), default="gfl_release", show_default=True, help="Collection name.")
 @collection_dir_option
 @seed_option()
 @data_root_option
@@ -226,6 +234,7 @@ def gfl_release(folder, n_val, name, out_dir, seed, data_root):
     """
     from gflkit.data.sources.gfl_release import read_gfl_release
 
-    collection, report = read_gfl_release(folder or raw_dir("gfl_release", data_root), n_val=n_val, seed=seed,
-                                          name=name)
-    _report_and_save(collection, report, out_dir, data_root)
+    with writing_collection(out_dir, name, data_root) as target:
+        collection, report = read_gfl_release(folder or raw_dir("gfl_release", data_root), n_val=n_val, seed=seed,
+                                              name=name)
+        _report_and_save(collection, report, target)

@@ -37,8 +37,9 @@ from .models.gfl import GFL
 from .refine import RefineConfig
 from .results import to_frame
 from .paths import runs_dir
-from .run_folder import CONFIG_FILE, METRICS_FILE, final_run_path, partial_path
-from .runs import collection_hash, find_training_collection, load_checkpoint, read_run_config, run_name
+from .run_folder import CONFIG_FILE, final_run_path, partial_path
+from .runs import (collection_hash, find_training_collection, load_checkpoint, load_metrics, read_run_config,
+                   run_name)
 from .training import CHECKPOINT_EVERY, TrainResult, fit_transfer, meta_train
 
 __all__ = [
@@ -285,7 +286,7 @@ def _resume(run: str | os.PathLike, data, root, checkpoint_every: int, progress:
         module, meta = load_checkpoint(final)
         place(module, device, str(meta.get("model")))
         collection = load_collection(data if data is not None else find_training_collection(meta, root, final), root)
-        history = pd.read_csv(final / METRICS_FILE)
+        history = load_metrics(final)
         result = TrainResult(module, history, int(meta.get("step", 0)), float(meta.get("val_accuracy", "nan")),
                              final, meta)
         return result, collection

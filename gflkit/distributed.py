@@ -29,8 +29,8 @@ import datetime
 import functools
 import logging
 import os
-import shutil
 import socket
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -49,7 +49,9 @@ from .errors import GFLError
 from .models.gfl import GFL
 from .parallel import default_threads, launch
 from .run_folder import BEST_FILE, METRICS_FILE, final_run_path, next_free_path, partial_path
+from .states import load_state
 from .training import CHECKPOINT_EVERY, TrainResult, meta_train
+from .utils import remove_inside
 
 __all__ = [
     "DistContext", "env_context", "init_process_group", "backend_for", "rank_device", "train", "train_rank", "is_main_process",
@@ -338,9 +340,9 @@ def train(collection: GraphCollection, model_cfg: GFLConfig, episode_cfg: Episod
     try:
         payload = torch.load(folder / "result.pt", weights_only=True)
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_inside(folder, tempfile.gettempdir())
     model = GFL.from_config(model_cfg, collection.feat_size)
-    model.load_state_dict(payload["state_dict"])
+    load_state(model, payload["state_dict"], source=folder / "result.pt", advice="train again")
     model.to(device).eval()
     run = None if payload["run_dir"] is None else Path(payload["run_dir"])
     return TrainResult(model, pd.DataFrame(payload["history"]), payload["best_step"], payload["best_val"], run,

@@ -44,6 +44,7 @@ from .metrics import baseline_records, majority_records, paired
 from .models.baselines import PER_GRAPH, TRANSFER
 from .names import DEFAULT_SEEDS
 from .parallel import portable, run_jobs, shared_collection
+from .paths import RUN_NAME_LIMIT, check_name
 from .progress import RunCounter
 from .refine import REFINE_METHODS, RefineConfig
 from .results import PAIRED_COLUMNS, RESULT_COLUMNS, SEED_STD, to_frame
@@ -207,7 +208,11 @@ def _find(entries: list[_Entry], name: str | None, what: str) -> _Entry:
 
 
 def _out(runs_root, *parts) -> str | None:
-    return None if runs_root is None else os.path.join(str(runs_root), "-".join(map(str, parts)))
+    """The run folder ``<runs_root>/<part>-<part>-...`` (its name checked: :func:`gflkit.paths.check_name`)."""
+    if runs_root is None:
+        return None
+    check_name(parts[0])  # the collection name
+    return os.path.join(str(runs_root), check_name("-".join(map(str, parts)), what="run name", limit=RUN_NAME_LIMIT))
 
 
 def _label(model: str, aggregator: str, refine: str) -> str:

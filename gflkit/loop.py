@@ -29,16 +29,20 @@ from .episodes import EpisodeSampler
 from .errors import GFLError
 from .optim import Adam
 from .progress import progress_enabled
+from .states import check_state, load_state
 
 if TYPE_CHECKING:
     from .distributed import DistContext
 
-__all__ = ["fit_loop", "step_graph_ids", "LoopState", "RESUME_FORMAT", "rng_state", "restore_rng_state"]
+__all__ = ["fit_loop", "step_graph_ids", "LoopState", "RESUME_FORMAT", "RESUME_SOURCE", "rng_state",
+           "restore_rng_state"]
 
 log = logging.getLogger(__name__)
 
 #: ``format`` field of a resume checkpoint (``last.pt``).
 RESUME_FORMAT = "gflkit.resume"
+#: Entry a loaded resume checkpoint carries (not saved): the file it was read from, for errors.
+RESUME_SOURCE = "source"
 
 StateDict = dict[str, torch.Tensor]
 
@@ -114,18 +118,31 @@ class LoopState:
     def restore(cls, ckpt: dict[str, Any], module: torch.nn.Module, optimizer: Adam) -> "LoopState":
         """Load a :meth:`checkpoint` into ``module`` and ``optimizer`` and return its state.
 
-        The global generators are set last, so nothing drawn while building the
-        model disturbs them.
+        The checkpoint's :data:`RESUME_SOURCE` entry, when present, names its
+        file in errors. The global generators are set last, so nothing drawn
+        while building the model disturbs them.
+
+        Raises:
+            GFLError: one line naming the file and the first thing that does not
+                fit the model (a key, or a parameter with both shapes).
         """
+        source = ckpt.get(RESUME_SOURCE) or "the resume checkpoint"
+        advice = ("the run's settings (config.json) or this checkpoint changed since the run started: put them "
+                  "back, or start a fresh run in its place")
+        model = "the model the run's settings describe"
+        load_state(module, ckpt.get("model"), source=source, advice=advice, model=model)
+        if ckpt.get("best_state") is not None:
+            check_state(module, ckpt["best_state"], source=source, advice=advice,
+                        what="the kept weights (best_state) do not fit", model=model)
+        load_state(optimizer, ckpt.get("optimizer"), source=source, advice=advice, model=model)
         try:
-            module.load_state_dict(ckpt["model"])
-            optimizer.load_state_dict(ckpt["optimizer"])
             state = cls(int(ckpt["step"]), float(ckpt["best_val"]), int(ckpt["best_step"]), ckpt["best_state"],
                         int(ckpt["stale"]), [dict(r) for r in ckpt["rows"]])
             restore_rng_state(ckpt["rng"])
-        except (KeyError, TypeError, ValueError, RuntimeError) as err:
-            raise GFLError(f"the resume checkpoint does not fit this run ({type(err).__name__}: {err}); "
-                           f"start the run again with --force") from None
+        except (KeyError, TypeError, ValueError, RuntimeError, AttributeError) as err:
+            detail = f"no {err}" if isinstance(err, KeyError) else " ".join(str(err).split()) or type(err).__name__
+            raise GFLError(f"{source}: not a complete resume checkpoint ({detail}); start a fresh run in its "
+                           f"place") from None
         return state
 
 
@@ -184,7 +201,8 @@ def fit_loop(
     ``patience`` rounds without gain. The best weights are loaded at the end.
 
     Args:
-        resume: a checkpoint from :meth:`LoopState.checkpoint` to continue from.
+        resume: a checkpoint from :meth:`LoopState.checkpoint` to continue from (its
+            :data:`RESUME_SOURCE` entry names its file in errors).
         save: called with such a checkpoint every ``checkpoint_every`` steps.
         dist: one rank of a distributed run: each step works on this rank's
             share of the meta-batch, gradients are averaged across ranks and

@@ -137,9 +137,11 @@ class Adam:
                 step = step.detach().clone().float().cpu() if torch.is_tensor(step) else torch.tensor(float(step))
             except (KeyError, TypeError, ValueError, RuntimeError):
                 raise ValueError(f"the optimizer state of parameter {i!r} is not Adam's") from None
-            if not all(torch.is_tensor(m) and m.shape == p.shape for m in moments):
-                raise ValueError(f"the optimizer state of parameter {i} does not have the parameter's shape "
-                                 f"{tuple(p.shape)}")
+            for m in moments:
+                if not torch.is_tensor(m) or m.shape != p.shape:
+                    got = tuple(m.shape) if torch.is_tensor(m) else f"a {type(m).__name__}"
+                    raise ValueError(f"the optimizer state of parameter {i} is {got}, which does not have the "
+                                     f"parameter's shape {tuple(p.shape)}")
             state[p] = {"step": step, "exp_avg": moments[0].detach().to(p, copy=True),
                         "exp_avg_sq": moments[1].detach().to(p, copy=True)}
         group = dict(self.param_groups[0])

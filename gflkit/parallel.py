@@ -15,7 +15,6 @@ import contextlib
 import logging
 import multiprocessing
 import os
-import shutil
 import signal
 import sys
 import tempfile
@@ -31,6 +30,7 @@ import torch.distributed as tdist
 
 from .data import GraphCollection
 from .errors import GFLError
+from .utils import remove_inside
 
 __all__ = ["run_jobs", "launch", "default_threads", "portable", "shared_collection"]
 
@@ -230,6 +230,6 @@ def launch(worker: Callable, args: tuple, nproc: int, *, threads: int | None = N
         _watch(procs, folder, grace)
     except BaseException:
         _stop(procs)
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_inside(folder, tempfile.gettempdir())
         raise
     return Path(folder)

@@ -77,12 +77,15 @@ class Predictor:
     def model_features(self, feat, what: str = "the graph") -> torch.Tensor:
         """Features as the model takes them: raw features go through the run's transform.
 
+        NaN/inf values are set to 0 with one warning (as every reader of raw files does).
+
         Raises:
-            GFLError: the size fits neither the model nor the transform, or a value is NaN/inf.
+            GFLError: the size fits neither the model nor the transform, or the transform gives NaN/inf.
         """
         width = int(feat.shape[1])
+        feat = zero_non_finite(torch.as_tensor(np.asarray(feat), dtype=torch.float32), what)
         if self.transform is not None and width == self.transform.in_feats and width != self.in_feats:
-            feat = self.transform.apply(feat, what)
+            feat = self.transform.apply(feat.numpy(), what)
         elif width != self.in_feats:
             raw = f" (or {self.transform.in_feats} raw ones)" if self.transform is not None else ""
             hint = ""
@@ -110,7 +113,8 @@ class Predictor:
         return embeddings(self.module, self.prepare(g, what)).cpu()
 
     def predict(self, g: dgl.DGLGraph, support: Mapping[Hashable, Sequence[int]], *,
-                node_ids: Sequence[int] | None = None, what: str = "the graph") -> pd.DataFrame:
+                node_ids: Sequence[int] | None = None, what: str = "the graph",
+                labels_what: str | None = None) -> pd.DataFrame:
         """Classify every node of ``g`` from a few labelled ones.
 
         Args:
@@ -118,26 +122,39 @@ class Predictor:
             support: class label -> node ids of ``g`` (positions) labelled with it.
             node_ids: the ids to report per node (default: positions ``0..N-1``).
             what: the graph's name in messages.
+            labels_what: where ``support`` comes from (a labels file), named in messages about it
+                (default ``what``).
 
         Returns:
             One row per node: ``node``, ``label`` (the most probable class),
             ``score_<class>`` (softmax over the model's class scores) and
             ``is_support`` (labelled nodes keep their given label).
         """
-        names, ids = check_support(support, g.num_nodes(), self.k_shot, what)
+        names, ids = check_support(support, g.num_nodes(), self.k_shot, labels_what or what)
         prepared = self.prepare(g, what)
         self.module.eval()
         probs = torch.softmax(class_scores(self.module, prepared, ids), dim=1).cpu()  # (N, C)
         return prediction_frame(probs, names, ids, node_ids)
 
 
+def zero_non_finite(feat: torch.Tensor, what: str) -> torch.Tensor:
+    """``feat`` with NaN/inf values set to 0, and one warning naming ``what`` when there were any."""
+    bad = ~torch.isfinite(feat)
+    if not bad.any():
+        return feat
+    rows = bad.any(1)
+    log.warning("%s: %d node(s) have NaN or infinite features (set to 0; first at node position %d)", what,
+                int(rows.sum()), int(torch.nonzero(rows)[0]))
+    return torch.where(bad, torch.zeros((), dtype=feat.dtype), feat)
+
+
 def check_finite(feat: torch.Tensor, what: str) -> None:
-    """One-line error when a feature value is NaN or infinite."""
+    """One-line error when a transformed feature value is NaN or infinite (raw values too large for it)."""
     bad = ~torch.isfinite(feat).all(1)
     if bad.any():
         first = int(torch.nonzero(bad)[0])
-        raise GFLError(f"{what}: {int(bad.sum())} node(s) have NaN or infinite features (first at node position "
-                       f"{first}); fix or drop them")
+        raise GFLError(f"{what}: the feature transform gives NaN or infinite values for {int(bad.sum())} node(s) "
+                       f"(first at node position {first}): their raw features are too large; scale them down")
 
 
 def check_support(support: Mapping[Hashable, Sequence[int]], num_nodes: int, k_shot: int,
@@ -240,6 +257,7 @@ def read_labels(path: str | os.PathLike, node_ids: np.ndarray, *, node_col: str 
     from .data.sources.base import BadInputReport
     from .data.sources.table_io import existing_file, read_table
     from .data.sources.tables import unlabelled_mask
+    from .data.validate import ID_OUT_OF_RANGE, parse_ids
 
     path = existing_file(path, "labels table", "give a CSV/TSV/Parquet file with columns node,label (--labels)")
     report = BadInputReport()
@@ -251,12 +269,15 @@ def read_labels(path: str | os.PathLike, node_ids: np.ndarray, *, node_col: str 
         raise GFLError(f"{path}: needs columns {node_col},{label_col} (has {', '.join(map(str, df.columns))})")
     raw = df[label_col].str.strip().to_numpy()
     keep = ~unlabelled_mask(raw, unlabelled)
-    ids = pd.to_numeric(df[col].str.strip(), errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-    bad = ~np.isfinite(ids) | (ids != np.round(ids))
-    if (bad & keep).any():
-        line = int(lines[np.flatnonzero(bad & keep)[0]])
-        raise GFLError(f"{path}:{line}: node id {df[col].iloc[np.flatnonzero(bad & keep)[0]]!r} is not an integer")
-    ids, raw, lines = ids[keep].astype(np.int64), raw[keep], lines[keep]
+    if not keep.any():
+        raise GFLError(f"{path}: no labelled node ({len(df)} row(s), none with a label); give at least one "
+                       f"labelled node per class")
+    ids, ok, far = parse_ids(df[col])
+    if (~ok & keep).any():
+        j = int(np.flatnonzero(~ok & keep)[0])
+        problem = ID_OUT_OF_RANGE if far[j] else "node id that is not an integer"
+        raise GFLError(f"{path}:{int(lines[j])}: {problem} ({df[col].iloc[j]!r})")
+    ids, raw, lines = ids[keep], raw[keep], lines[keep]
     uniq, first, counts = np.unique(ids, return_index=True, return_counts=True)
     if (counts > 1).any():
         dup = uniq[counts > 1][0]
@@ -311,18 +332,13 @@ def read_graph(predictor: Predictor, *, edges=None, nodes=None, features=None, g
     columns = columns or TableColumns(label=None)
     source = read_table_graph(edges, nodes, features=features, columns=columns, transform=predictor.transform,
                               fit=False, optional_transform=True)
-    for line in source.report.summary():
+    for line in source.report.summary():  # repaired (NaN set to 0) or skipped, as when a collection is built
         log.warning("%s", line)
-    for kind in ("non-finite feature value (set to 0)", "non-numeric feature value (set to 0)"):
-        bad = source.report.counts.get(kind)
-        if bad:  # a prediction would silently score zeroed nodes
-            raise GFLError(f"{features or nodes}: {bad} node(s) have NaN or infinite (or non-numeric) features (first at "
-                           f"{source.report.examples[kind][0]}); fix or drop them")
     dup = source.report.counts.get("duplicate node id")
     if dup:
         raise GFLError(f"{nodes}: {dup} duplicate node id(s) (first at {source.report.examples['duplicate node id'][0]}"
                        f"); keep one row per node")
-    what = str(nodes or features or edges)
+    what = str(features or nodes or edges)
     if source.g.num_nodes() == 0:
         raise GFLError(f"{what}: the graph has no nodes")
     return source.g, source.g.ndata["orig_id"].numpy(), what
@@ -353,12 +369,12 @@ def predict(run: str | os.PathLike | Predictor, *, labels: str | os.PathLike | M
     g, ids, what = read_graph(predictor, edges=edges, nodes=nodes, features=features, graph=graph,
                               columns=columns, root=root, force=force)
     if isinstance(labels, Mapping):
-        support = {str(k): _positions(ids, v, what) for k, v in labels.items()}
+        support, source = {str(k): _positions(ids, v, what) for k, v in labels.items()}, what
     else:
         unlabelled = columns.unlabelled if columns is not None else ("-1",)
-        support = read_labels(labels, ids, label_col=label_col, unlabelled=unlabelled)
-    support = support_from_labels(support, classes, str(labels) if not isinstance(labels, Mapping) else what)
-    return predictor.predict(g, support, node_ids=ids, what=what)
+        support, source = read_labels(labels, ids, label_col=label_col, unlabelled=unlabelled), str(labels)
+    support = support_from_labels(support, classes, source)
+    return predictor.predict(g, support, node_ids=ids, what=what, labels_what=source)
 
 
 def _lookup(node_ids: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -2,21 +2,23 @@
 
 Training writes into a hidden folder beside the run, ``.<name>.partial``:
 ``config.json`` first, ``last.pt`` (the resume checkpoint) every few steps,
-then ``best.pt``, ``config.json`` again and ``metrics.csv``, and renames it to
+then ``best.pt``, ``config.json`` again (now with the SHA-256 of ``best.pt``
+and ``metrics.csv`` under ``sha256``) and ``metrics.csv``, and renames it to
 ``<name>`` when training ends. So ``<name>`` only ever exists complete; a
 killed run leaves only the partial folder, which ``gflkit train --resume
 <name>`` continues and a new run of the same name removes. While a process
-writes the run it holds an exclusive lock on ``.<name>.lock``, so a second
-process writing the same run stops at once with one line.
+writes the run it holds an exclusive lock on ``.<name>.lock``
+(:class:`gflkit.locks.FolderLock`), so a second process writing the same run
+stops at once with one line. A folder is moved or deleted only after a check
+that it lies inside the run's parent folder (:func:`gflkit.paths.check_inside`),
+and ``force`` replaces only a run (or an empty folder).
 """
 from __future__ import annotations
 
-import errno
-import fcntl
+import hashlib
 import json
 import logging
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -24,17 +26,77 @@ import pandas as pd
 import torch
 
 from .errors import GFLError
-from .utils import atomic_torch_save, atomic_write_text
+from .locks import FolderLock as _Lock, lock_path as _lock_path
+from .paths import check_inside
+from .utils import atomic_torch_save, atomic_write_text, atomic_write_with, remove_inside, replace_inside
 
 __all__ = [
-    "RunFolder", "CONFIG_FILE", "METRICS_FILE", "BEST_FILE", "LAST_FILE",
-    "final_run_path", "partial_path", "next_free_path",
+    "RunFolder", "CONFIG_FILE", "METRICS_FILE", "BEST_FILE", "LAST_FILE", "HASHES", "HASHED_FILES",
+    "final_run_path", "partial_path", "next_free_path", "file_sha256", "recorded_hashes", "read_verified",
 ]
 
 log = logging.getLogger(__name__)
 
 CONFIG_FILE, METRICS_FILE, BEST_FILE, LAST_FILE = "config.json", "metrics.csv", "best.pt", "last.pt"
 _PARTIAL = ".partial"
+#: Key of ``config.json`` holding ``{file name: SHA-256 hex digest}`` of a finished run's files.
+HASHES = "sha256"
+#: The files of a finished run whose SHA-256 ``config.json`` records.
+HASHED_FILES = (BEST_FILE, METRICS_FILE)
+_CHUNK = 1 << 20
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """The SHA-256 hex digest of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def recorded_hashes(config: dict[str, Any]) -> dict[str, str] | None:
+    """The SHA-256 digests a run's ``config.json`` records, ``None`` for a run written before they were.
+
+    Raises:
+        ValueError: the entry is there but is not a table of file names to hex digests.
+    """
+    hashes = config.get(HASHES)
+    if hashes is None:
+        return None
+    if not (isinstance(hashes, dict) and all(isinstance(v, str) and len(v) == 64 for v in hashes.values())):
+        raise ValueError(f"{HASHES} is not a table of file names to SHA-256 digests")
+    return hashes
+
+
+def _mismatch(path: Path) -> str:
+    return (f"{path}: its SHA-256 differs from the one {path.parent / CONFIG_FILE} recorded when the run finished "
+            f"(the file was changed or damaged since); restore it or train the run again")
+
+
+def read_verified(path: str | os.PathLike) -> bytes:
+    """The bytes of a run's file, checked against the SHA-256 its run's ``config.json`` recorded.
+
+    A file whose run records no digest for it (a run written before digests
+    were, a checkpoint outside a run folder, an unreadable ``config.json``) is
+    read unchecked.
+
+    Raises:
+        GFLError: the file cannot be read, or its digest differs from the recorded one.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise GFLError(f"{path}: cannot read it ({err.strerror or err})") from None
+    try:
+        config = json.loads((path.parent / CONFIG_FILE).read_text(encoding="utf-8"))
+        want = (recorded_hashes(config) or {}).get(path.name) if isinstance(config, dict) else None
+    except (OSError, ValueError):
+        want = None
+    if want is not None and hashlib.sha256(data).hexdigest() != want:
+        raise GFLError(_mismatch(path))
+    return data
 
 
 def final_run_path(path: str | os.PathLike) -> Path:
@@ -52,10 +114,6 @@ def partial_path(run: str | os.PathLike) -> Path:
     return run.with_name(f".{run.name}{_PARTIAL}")
 
 
-def _lock_path(run: Path) -> Path:
-    return run.with_name(f".{run.name}.lock")
-
-
 def _old_path(run: Path) -> Path:
     return run.with_name(f".{run.name}.old")
 
@@ -71,48 +129,8 @@ def next_free_path(run: str | os.PathLike) -> Path:
 
 
 def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    elif path.exists() or path.is_symlink():
-        path.unlink(missing_ok=True)
-
-
-class _Lock:
-    """An exclusive ``flock`` on a lock file, removed again on release."""
-
-    def __init__(self, path: Path, run: Path) -> None:
-        self.path, self.run, self.fd = path, run, None
-
-    def acquire(self) -> "_Lock":
-        while True:
-            try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
-            except OSError as err:
-                raise GFLError(f"{self.path}: cannot create the run's lock file ({err.strerror})") from None
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as err:
-                os.close(fd)
-                if err.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                    raise GFLError(
-                        f"{self.run}: another gflkit process is writing this run (lock {self.path.name}); "
-                        f"wait for it to end or choose another --run-dir"
-                    ) from None
-                raise GFLError(f"{self.path}: cannot lock the run ({err.strerror})") from None
-            try:  # the holder before us may have removed the file: then lock the new one
-                same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
-            except FileNotFoundError:
-                same = False
-            if same:
-                self.fd = fd
-                return self
-            os.close(fd)
-
-    def release(self) -> None:
-        if self.fd is not None:
-            self.path.unlink(missing_ok=True)
-            os.close(self.fd)
-            self.fd = None
+    """Delete ``path``, which lies in the folder of the run (checked: :func:`~gflkit.utils.remove_inside`)."""
+    remove_inside(path, path.parent)
 
 
 class RunFolder:
@@ -146,6 +164,7 @@ class RunFolder:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise GFLError(f"{self.path.parent}: cannot create the folder for the run ({err.strerror})") from None
+        check_inside(self.path, self.path.parent)  # before anything is locked, moved or deleted
         self._lock.acquire()
         try:
             self._prepare()
@@ -174,6 +193,10 @@ class RunFolder:
             raise GFLError(
                 f"{self.path} exists: pass --force to replace it, or --run-dir {next_free_path(self.path)}"
             )
+        if self.path.exists() and not (self.path.is_dir() and ((self.path / CONFIG_FILE).is_file()
+                                                                or not any(self.path.iterdir()))):
+            raise GFLError(f"{self.path} exists and is not a gflkit run (no {CONFIG_FILE}); --force replaces only a "
+                           f"run or an empty folder: choose another --run-dir")
         if self.work.exists():
             log.warning("removing %s, left by an interrupted run (--resume continues such a run)", self.work)
             _remove(self.work)
@@ -211,7 +234,7 @@ class RunFolder:
         path = self.work / LAST_FILE
         if not path.is_file():
             return None
-        from .loop import RESUME_FORMAT
+        from .loop import RESUME_FORMAT, RESUME_SOURCE
 
         try:
             ckpt = torch.load(path, map_location="cpu", weights_only=True)
@@ -220,16 +243,19 @@ class RunFolder:
                            f"start the run again with --force") from None
         if not isinstance(ckpt, dict) or ckpt.get("format") != RESUME_FORMAT:
             raise GFLError(f"{path}: not a gflkit resume checkpoint; start the run again with --force")
-        return ckpt
+        return {**ckpt, RESUME_SOURCE: str(path)}
 
     def finish(self, best: dict[str, Any], meta: dict[str, Any], history: pd.DataFrame) -> Path:
         """Write ``best.pt``, ``config.json`` and ``metrics.csv``, then rename the run into place.
 
+        ``config.json`` records the SHA-256 of the other two (under :data:`HASHES`);
         ``metrics.csv`` is written last: its presence marks a finished run.
         """
         atomic_torch_save(best, self.work / BEST_FILE)
-        self.write_config(meta)
-        atomic_write_text(self.work / METRICS_FILE, history.to_csv(index=False))
+        metrics = history.to_csv(index=False).encode("utf-8")
+        hashes = {BEST_FILE: file_sha256(self.work / BEST_FILE), METRICS_FILE: hashlib.sha256(metrics).hexdigest()}
+        self.write_config({**meta, HASHES: hashes})
+        atomic_write_with(self.work / METRICS_FILE, lambda tmp: Path(tmp).write_bytes(metrics))
         return self.publish()
 
     def publish(self) -> Path:
@@ -237,9 +263,9 @@ class RunFolder:
         (self.work / LAST_FILE).unlink(missing_ok=True)
         if self.path.exists() or self.path.is_symlink():
             old = _old_path(self.path)
-            os.replace(self.path, old)
-            os.replace(self.work, self.path)
+            replace_inside(self.path, old, self.path.parent)
+            replace_inside(self.work, self.path, self.path.parent)
             _remove(old)
         else:
-            os.replace(self.work, self.path)
+            replace_inside(self.work, self.path, self.path.parent)
         return self.path

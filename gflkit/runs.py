@@ -2,13 +2,17 @@
 
 A run folder holds ``config.json`` (settings and provenance), ``metrics.csv``
 (one row per step) and ``best.pt``; it is written through a hidden partial
-folder (see :mod:`gflkit.run_folder`). Checkpoints hold tensors and plain
-Python values only and load with ``torch.load(..., weights_only=True)``.
+folder (see :mod:`gflkit.run_folder`), and its ``config.json`` records the
+SHA-256 of the other two, checked when they are read and when runs are
+listed. Checkpoints hold tensors and plain Python values only and load with
+``torch.load(..., weights_only=True)``.
 """
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import logging
 import math
 import os
 import platform
@@ -16,22 +20,29 @@ import shlex
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from .config import GFLConfig, config_from_dict
 from .errors import GFLError
 from .models.baselines import TRANSFER
-from .models.gfl import GFL, upgrade_state_dict
-from .run_folder import BEST_FILE, CONFIG_FILE, LAST_FILE, METRICS_FILE, final_run_path, partial_path
+from .models.gfl import GFL
+from .run_folder import (BEST_FILE, CONFIG_FILE, HASHED_FILES, LAST_FILE, METRICS_FILE, file_sha256, final_run_path,
+                         partial_path, read_verified, recorded_hashes)
+from .states import check_state, load_state
 from .utils import atomic_torch_save
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 __all__ = [
-    "CHECKPOINT_FORMAT", "checkpoint_dict", "save_checkpoint", "load_checkpoint", "training_collection",
+    "CHECKPOINT_FORMAT", "checkpoint_dict", "save_checkpoint", "load_checkpoint", "load_metrics", "training_collection",
     "find_training_collection", "run_name", "settings_hash", "collection_hash", "provenance", "now",
     "list_runs", "read_run_config",
 ]
+
+log = logging.getLogger(__name__)
 
 CHECKPOINT_FORMAT = "gflkit.checkpoint"
 
@@ -85,50 +96,50 @@ def _model_of(ckpt: dict[str, Any]) -> torch.nn.Module:
     return GFL(int(ckpt["in_feats"]), config_from_dict(GFLConfig, ckpt["model_config"]))
 
 
-def _check_weights(path: Path, model: torch.nn.Module, state: Any) -> None:
-    """That ``state`` has exactly ``model``'s tensors and shapes, else a one-line error naming the checkpoint."""
-    if not isinstance(state, dict):
-        raise GFLError(f"{path}: holds no weights (state_dict); retrain")
-    want = model.state_dict()
-    missing = sorted(set(want) - set(state))
-    extra = sorted(set(state) - set(want))
-    shapes = [k for k in want if k in state and (not isinstance(state[k], torch.Tensor) or state[k].shape != want[k].shape)]
-    problems = []
-    for label, keys in (("missing", missing), ("unexpected", extra), ("wrong shape", shapes)):
-        if keys:
-            problems.append(f"{label}: {', '.join(keys[:3])}{' ...' if len(keys) > 3 else ''}")
-    if problems:
-        raise GFLError(f"{path}: weights do not fit the model it describes ({'; '.join(problems)}); retrain")
-
-
 def load_checkpoint(path: str | os.PathLike) -> tuple[torch.nn.Module, dict[str, Any]]:
     """Rebuild a model (GFL or a transfer baseline) from a checkpoint or run folder.
 
     Only tensors and plain Python values are read (``weights_only=True``). A run
     folder that did not finish (no ``metrics.csv``, or a hidden partial folder)
-    is refused.
+    is refused, and so is a ``best.pt`` whose SHA-256 differs from the one its
+    run's ``config.json`` recorded (:func:`~gflkit.run_folder.read_verified`).
     """
     path = _checkpoint_file(Path(path))
     if not path.is_file():
         raise GFLError(f"{path}: no such checkpoint; give a run folder written by 'gflkit train' or its best.pt")
+    data = read_verified(path)
     try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+        ckpt = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as err:  # unpickling errors have no common base
         raise GFLError(f"{path}: not a loadable gflkit checkpoint ({type(err).__name__}); retrain") from None
     if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
         raise GFLError(f"{path}: not a gflkit checkpoint")
     # The settings are checked against the weights on the meta device first (shapes
     # only, no memory), so settings that describe a huge model allocate nothing.
-    shapes = _build_model(path, ckpt, "meta")
-    state = ckpt.get("state_dict")
-    if isinstance(shapes, GFL) and isinstance(state, dict):
-        state = upgrade_state_dict(state)  # parameter names of older checkpoints
-    _check_weights(path, shapes, state)
+    fit = dict(source=path, advice="retrain", model="the model it describes")
+    check_state(_build_model(path, ckpt, "meta"), ckpt.get("state_dict"), **fit)
     model = _build_model(path, ckpt)
-    model.load_state_dict(state)
+    load_state(model, ckpt["state_dict"], **fit)
     model.eval()
     meta = {k: v for k, v in ckpt.items() if k != "state_dict"}
     return model, meta
+
+
+def load_metrics(run: str | os.PathLike) -> "pd.DataFrame":
+    """A finished run's ``metrics.csv``, checked against the SHA-256 its ``config.json`` recorded.
+
+    Raises:
+        GFLError: the file is missing, unreadable, damaged or not a table.
+    """
+    import pandas as pd
+
+    path = Path(run) / METRICS_FILE
+    if not path.is_file():
+        raise GFLError(f"{path}: missing; the run did not finish, train it again")
+    try:
+        return pd.read_csv(io.BytesIO(read_verified(path)))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as err:
+        raise GFLError(f"{path}: not a metrics table ({type(err).__name__}); train the run again") from None
 
 
 def training_collection(meta: dict, root=None) -> str | None:
@@ -138,10 +149,10 @@ def training_collection(meta: dict, root=None) -> str | None:
     otherwise at the folder the run recorded first, then by name under the
     default data root.
     """
-    from .paths import processed_dir
+    from .paths import is_name, processed_dir
 
     name, path = meta.get("dataset"), meta.get("data_path")
-    named = processed_dir(str(name), root) if name else None
+    named = processed_dir(name, root) if is_name(name) else None  # a name, never a path, even in an edited config
     recorded = Path(path) if path else None
     order = [named, recorded] if root is not None else [recorded, named]
     for candidate in order:
@@ -177,9 +188,17 @@ def settings_hash(settings: dict[str, Any], length: int = 6) -> str:
 
 
 def run_name(dataset: str, model: str, aggregator: str, seed: int, settings: dict[str, Any]) -> str:
-    """``<dataset>-<model>[-<aggregator>]-s<seed>-<hash6>``: different settings never share a name."""
+    """``<dataset>-<model>[-<aggregator>]-s<seed>-<hash6>``: different settings never share a name.
+
+    Raises:
+        GFLError: the collection name ``dataset``, or the whole name, is not a
+            plain folder name (:func:`gflkit.paths.check_name`).
+    """
+    from .paths import RUN_NAME_LIMIT, check_name
+
+    check_name(dataset)
     parts = [dataset, model, aggregator, f"s{seed}", settings_hash(settings)]
-    return "-".join(p for p in parts if p)
+    return check_name("-".join(str(p) for p in parts if p), what="run name", limit=RUN_NAME_LIMIT)
 
 
 def collection_hash(collection) -> str:
@@ -211,7 +230,6 @@ def provenance() -> dict[str, Any]:
 
 # -- listing ------------------------------------------------------------------------
 
-
 def read_run_config(folder: Path) -> dict[str, Any] | None:
     """A run folder's ``config.json``, or ``None`` when it is missing or unreadable."""
     try:
@@ -219,6 +237,22 @@ def read_run_config(folder: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return config if isinstance(config, dict) else None
+
+
+def _config_problem(folder: Path) -> tuple[dict[str, Any] | None, str]:
+    """A run folder's ``config.json``, or ``None`` and what is wrong with it."""
+    path = folder / CONFIG_FILE
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None, f"{CONFIG_FILE}: missing"
+    except OSError as err:
+        return None, f"{CONFIG_FILE}: unreadable ({err.strerror or err})"
+    except ValueError as err:  # JSON and UTF-8 decoding errors
+        return None, f"{CONFIG_FILE}: not JSON ({' '.join(str(err).split())[:120]})"
+    if not isinstance(config, dict) or config.get("format") != CHECKPOINT_FORMAT:
+        return None, f"{CONFIG_FILE}: not the configuration of a gflkit run"
+    return config, ""
 
 
 def _percent(value: Any) -> float:
@@ -229,48 +263,92 @@ def _percent(value: Any) -> float:
     return 100 * value if math.isfinite(value) else math.nan
 
 
-def _interrupted_progress(folder: Path) -> tuple[int, float]:
-    """Step and best val accuracy so far of an interrupted run, from its ``last.pt``."""
+def _interrupted_progress(folder: Path) -> tuple[int, float, str]:
+    """Step and best val accuracy so far of an interrupted run, from its ``last.pt``, and what is wrong with it."""
+    path = folder / LAST_FILE
+    if not path.is_file():  # stopped before its first checkpoint
+        return 0, math.nan, ""
     try:
-        ckpt = torch.load(folder / LAST_FILE, map_location="cpu", weights_only=True)
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
         vals = [r.get("val_accuracy", math.nan) for r in ckpt["rows"]]
         finite = [v for v in vals if isinstance(v, float) and math.isfinite(v)]
-        return int(ckpt["step"]), max(finite) if finite else math.nan
-    except Exception:  # no checkpoint yet, or an unreadable one
-        return 0, math.nan
+        return int(ckpt["step"]), max(finite) if finite else math.nan, ""
+    except Exception as err:  # unpickling errors have no common base
+        return 0, math.nan, f"{LAST_FILE}: not a loadable resume checkpoint ({type(err).__name__})"
 
 
-def _run_entry(folder: Path) -> dict[str, Any] | None:
-    config = read_run_config(folder)
-    if config is None or config.get("format") != CHECKPOINT_FORMAT:
-        return None
+def _verify(folder: Path, config: dict[str, Any], verify: bool) -> tuple[str, str, str]:
+    """``(status, verified, reason)`` of a folder holding a finished run."""
+    missing = [name for name in HASHED_FILES if not (folder / name).is_file()]
+    if missing:
+        return "malformed", "", f"{missing[0]}: missing"
+    try:
+        hashes = recorded_hashes(config)
+    except ValueError as err:
+        return "malformed", "", f"{CONFIG_FILE}: {err}"
+    if not verify:
+        return "", "skipped", ""
+    if hashes is None or not set(HASHED_FILES) <= set(hashes):
+        return "", "unrecorded", f"{CONFIG_FILE} records no SHA-256 (written by an older gflkit): not verified"
+    for name in HASHED_FILES:
+        try:
+            if file_sha256(folder / name) != hashes[name]:
+                return "damaged", "no", f"{name}: SHA-256 differs from the one {CONFIG_FILE} recorded"
+        except OSError as err:
+            return "damaged", "no", f"{name}: unreadable ({err.strerror or err})"
+    return "", "yes", ""
+
+
+def _run_entry(folder: Path, verify: bool) -> dict[str, Any]:
+    entry = _entry(folder, verify)
+    if entry["status"] in ("damaged", "malformed"):
+        log.warning("%s: %s run: %s", folder, entry["status"], entry["reason"])
+    return entry
+
+
+def _entry(folder: Path, verify: bool) -> dict[str, Any]:
     final = final_run_path(folder)
+    entry: dict[str, Any] = {"name": final.name, "model": "", "aggregator": "", "dataset": "", "seed": "", "step": "",
+                             "val_accuracy": math.nan, "date": "", "verified": "", "reason": "", "path": str(final)}
+    config, problem = _config_problem(folder)
+    if config is None:
+        return {**entry, "status": "malformed", "reason": problem}
     prov = config.get("provenance") or {}
     cfg = config.get("model_config") or {}
+    prov, cfg = (prov if isinstance(prov, dict) else {}), (cfg if isinstance(cfg, dict) else {})
     aggregator = cfg.get("aggregator", "") if cfg.get("prototype") == "pgnn" and cfg.get("gate") else ""
-    if final.name != folder.name:
-        status = "finished" if (folder / METRICS_FILE).is_file() else "interrupted"
-        step, val = _interrupted_progress(folder)
-        val = _percent(val)
-    else:
-        status = "complete" if (folder / METRICS_FILE).is_file() and (folder / BEST_FILE).is_file() else "incomplete"
-        step, val = config.get("step", ""), _percent(config.get("val_accuracy"))
-    return {
-        "name": final.name, "status": status, "model": config.get("model", ""), "aggregator": aggregator,
-        "dataset": config.get("dataset", ""), "seed": config.get("seed", ""), "step": step, "val_accuracy": val,
-        "date": prov.get("finished") or prov.get("started") or "", "path": str(final),
-    }
+    entry.update(model=config.get("model", ""), aggregator=aggregator, dataset=config.get("dataset", ""),
+                 seed=config.get("seed", ""), date=prov.get("finished") or prov.get("started") or "")
+    if final.name != folder.name and not (folder / METRICS_FILE).is_file():
+        step, val, problem = _interrupted_progress(folder)
+        return {**entry, "status": "damaged" if problem else "interrupted", "reason": problem, "step": step,
+                "val_accuracy": _percent(val)}
+    status, verified, reason = _verify(folder, config, verify)
+    if not status:
+        status = "complete" if final.name == folder.name else "finished"
+    return {**entry, "status": status, "verified": verified, "reason": reason, "step": config.get("step", ""),
+            "val_accuracy": _percent(config.get("val_accuracy"))}
 
 
-def list_runs(folder: str | os.PathLike) -> list[dict[str, Any]]:
-    """One dict per run under ``folder``: complete, and interrupted ones (``--resume`` continues them).
+def list_runs(folder: str | os.PathLike, verify: bool = True) -> list[dict[str, Any]]:
+    """One dict per folder under ``folder``: complete runs, interrupted ones, and the damaged and malformed.
 
     Keys: ``name, status, model, aggregator, dataset, seed, step, val_accuracy``
-    (best, percent), ``date`` (end, else start, UTC) and ``path``.
+    (best, percent), ``date`` (end, else start, UTC), ``verified``,
+    ``reason`` and ``path``. ``status`` is ``complete``; ``interrupted``
+    (``--resume`` continues it) or ``finished`` (it only awaits its rename);
+    ``damaged`` (a file differs from the SHA-256 ``config.json`` recorded, or
+    ``last.pt`` does not load) or ``malformed`` (not a run: ``config.json``
+    missing or not a run's, or a file missing); ``reason`` names the file.
+    ``verified`` is ``yes`` (``best.pt`` and ``metrics.csv`` match their
+    recorded SHA-256), ``no``, ``unrecorded`` (a run written before digests
+    were recorded), ``skipped`` (``verify=False``: nothing is hashed) or empty
+    (not a finished run). Each damaged or malformed folder is also logged as
+    a warning.
     """
     folder = Path(folder)
     if not folder.is_dir():
         raise GFLError(f"{folder}: no such folder of runs")
-    entries = [_run_entry(child) for child in sorted(folder.iterdir())
+    entries = [_run_entry(child, verify) for child in sorted(folder.iterdir())
                if child.is_dir() and (not child.name.startswith(".") or child.name != final_run_path(child).name)]
-    return sorted((e for e in entries if e is not None), key=lambda e: e["name"])
+    return sorted(entries, key=lambda e: e["name"])

@@ -36,8 +36,8 @@ from .metrics import graph_accuracies
 from .models.baselines import TRANSFER
 from .models.gfl import GFL
 from .data.transform import feature_fingerprint
-from .run_folder import CONFIG_FILE, METRICS_FILE, RunFolder
-from .runs import CHECKPOINT_FORMAT, checkpoint_dict, collection_hash, load_checkpoint, now, provenance
+from .run_folder import CONFIG_FILE, RunFolder
+from .runs import CHECKPOINT_FORMAT, checkpoint_dict, collection_hash, load_checkpoint, load_metrics, now, provenance
 from .utils import seed_everything
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ def _same_settings(recorded: dict[str, Any], meta: dict[str, Any], where: Path) 
 def _finished_run(path: Path) -> tuple[torch.nn.Module, list[dict], dict[str, Any]]:
     """Model, history and metadata of a finished run folder."""
     model, meta = load_checkpoint(path)
-    rows = pd.read_csv(path / METRICS_FILE).to_dict("records")
+    rows = load_metrics(path).to_dict("records")
     return model, rows, meta
 
 

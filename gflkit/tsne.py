@@ -85,10 +85,10 @@ def _embeddings(model, run, collection, graph_id: int) -> np.ndarray:
 def _collection_for(meta: dict[str, Any], data, root):
     """DATA, else the run's own collection when it is found by name, else the built-in family."""
     from .data import load_collection
-    from .paths import processed_dir
+    from .paths import is_name, processed_dir
 
     name = meta.get("dataset")
-    if data is None and name and (processed_dir(str(name), root) / "manifest.json").is_file():
+    if data is None and is_name(name) and (processed_dir(name, root) / "manifest.json").is_file():
         data = str(name)
     return load_collection(data, root)
 

@@ -5,7 +5,9 @@ the target, then is renamed over it. The temporary name carries the writer's
 process id, so a later write to the same target removes temporaries whose
 writer is gone (killed mid-write) and leaves a live writer's alone. Finished
 files and folders get the permissions the umask allows (``mkstemp`` and
-``mkdtemp`` create them private).
+``mkdtemp`` create them private). Existing folders are moved and deleted only
+through :func:`replace_inside` and :func:`remove_inside`, which first check
+that they lie inside the folder they belong to (:func:`gflkit.paths.check_inside`).
 """
 from __future__ import annotations
 
@@ -21,10 +23,12 @@ import numpy as np
 import torch
 
 from .errors import GFLError
+from .paths import check_inside
 
 __all__ = [
     "atomic_write_text", "atomic_torch_save", "atomic_write_with", "seed_everything", "make_temp",
-    "remove_stale_temps", "apply_umask", "unwritable", "available_memory",
+    "remove_stale_temps", "apply_umask", "unwritable", "available_memory", "require_memory", "human_bytes",
+    "remove_inside", "replace_inside",
 ]
 
 
@@ -59,6 +63,37 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def remove_inside(path: str | os.PathLike, root: str | os.PathLike) -> None:
+    """Delete the folder, file or link ``path`` (if any) once it is checked to lie inside ``root``.
+
+    A folder's contents go with it; failures to delete are ignored (a later
+    cleanup retries). A link is removed itself, never what it points to.
+
+    Raises:
+        GFLError: ``path`` resolves to somewhere outside ``root`` (:func:`~gflkit.paths.check_inside`).
+    """
+    path = Path(path)
+    if not (path.exists() or path.is_symlink()):
+        return
+    check_inside(path, root)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def replace_inside(src: str | os.PathLike, dst: str | os.PathLike, root: str | os.PathLike) -> None:
+    """``os.replace(src, dst)`` once both are checked to lie inside ``root``.
+
+    Raises:
+        GFLError: either resolves to somewhere outside ``root``.
+        OSError: the rename failed.
+    """
+    check_inside(src, root)
+    check_inside(dst, root)
+    os.replace(src, dst)
+
+
 def remove_stale_temps(path: str | os.PathLike) -> list[Path]:
     """Remove the temporaries of ``path`` left by writers that no longer run; returns them."""
     path = Path(path)
@@ -71,10 +106,10 @@ def remove_stale_temps(path: str | os.PathLike) -> list[Path]:
     for entry in entries:
         m = pattern.match(entry.name)
         if m and not _pid_alive(int(m.group(1))):
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry, ignore_errors=True)
-            else:
-                entry.unlink(missing_ok=True)
+            try:
+                remove_inside(entry, path.parent)
+            except GFLError:  # a link named like a temporary that leads elsewhere: not ours, left alone
+                continue
             removed.append(entry)
     return removed
 
@@ -152,6 +187,27 @@ def available_memory() -> int | None:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return None
+
+
+def human_bytes(n: int) -> str:
+    """``n`` bytes as ``"1.5 GiB"``, ``"12.0 MiB"`` or ``"900 bytes"``."""
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{int(n)} bytes"
+
+
+def require_memory(need: int, what: object, hint: str) -> None:
+    """Raise a one-line :class:`GFLError` naming ``what`` when ``need`` bytes exceed the available memory.
+
+    Callers pass what they are about to allocate, computed from declared sizes
+    (headers, shapes, file sizes), so the refusal comes before the allocation.
+    Nothing is checked when the available memory is unknown.
+    """
+    have = available_memory()
+    if have is not None and need > have:
+        raise GFLError(f"{what}: needs about {human_bytes(need)} of memory but {human_bytes(have)} are available; "
+                       f"{hint}")
 
 
 def seed_everything(seed: int) -> None:

@@ -220,12 +220,40 @@ def test_load_collection_unknown_name(tmp_path):
     assert "gflkit preprocess" in message
 
 
-def test_manifest_records_the_checksum_of_graphs_bin(collection, tmp_path):
+def test_manifest_records_the_checksums_of_graphs_bin_and_of_the_stored_content(collection, tmp_path):
     import hashlib
 
     path = collection.save(tmp_path / "tiny")
     manifest = json.loads((path / "manifest.json").read_text())
     assert manifest["graphs_sha256"] == hashlib.sha256((path / "graphs.bin").read_bytes()).hexdigest()
+    assert manifest["stored_sha256"] == collection.stored_sha256() == GraphCollection.load(path).stored_sha256()
+    again = json.loads((collection.save(tmp_path / "again") / "manifest.json").read_text())
+    assert again["stored_sha256"] == manifest["stored_sha256"]  # graphs.bin's bytes may differ (DGL's header)
+
+
+def test_stored_checksum_covers_every_node_and_edge_tensor(collection):
+    import copy
+
+    other = copy.deepcopy(collection)
+    assert other.stored_sha256() == collection.stored_sha256()
+    other.graphs[0].ndata["orig_id"] = torch.arange(other.graphs[0].num_nodes())
+    with_ids = other.stored_sha256()
+    assert with_ids != collection.stored_sha256() and other.content_sha256() == collection.content_sha256()
+    other.graphs[0].ndata["orig_id"][0] += 1  # changed in place
+    assert other.stored_sha256() != with_ids
+    other.graphs[1].edata["weight"] = torch.ones(other.graphs[1].num_edges())
+    assert other.stored_sha256() != with_ids
+
+
+def test_changed_content_is_named_behind_the_file_checksum(collection, tmp_path):
+    path = collection.save(tmp_path / "tiny")
+    graphs, _ = dgl.load_graphs(str(path / "graphs.bin"))
+    graphs[1].ndata["feat"][0, 0] += 1
+    dgl.save_graphs(str(path / "graphs.bin"), graphs)
+    _edit_manifest(path, lambda m: m.pop("graphs_sha256"))
+    with pytest.raises(DataFormatError, match="SHA-256") as err:
+        GraphCollection.load(path)
+    assert str(path / "graphs.bin") in _one_line(err)
 
 
 def test_load_refuses_a_flipped_byte(collection, tmp_path):
@@ -240,7 +268,7 @@ def test_load_refuses_a_flipped_byte(collection, tmp_path):
 
 def test_collection_without_checksum_still_loads(collection, tmp_path):
     path = collection.save(tmp_path / "tiny")
-    _edit_manifest(path, lambda m: m.pop("graphs_sha256"))
+    _edit_manifest(path, lambda m: (m.pop("graphs_sha256"), m.pop("stored_sha256")))
     loaded = GraphCollection.load(path)
     assert loaded.splits == collection.splits and loaded.classes == collection.classes
     assert all(torch.equal(a.ndata["feat"], b.ndata["feat"]) for a, b in zip(loaded.graphs, collection.graphs))

@@ -121,7 +121,16 @@ def test_a_resume_checkpoint_whose_optimizer_state_does_not_fit_is_one_line():
     assert restored.step == 4
     other = torch.nn.Linear(3, 5)
     wrong = {**good, "optimizer": {"state": {}, "param_groups": [{"params": [0]}]}}
-    for ckpt in (wrong, {**good, "model": other.state_dict()}, {k: v for k, v in good.items() if k != "rng"}):
-        with pytest.raises(GFLError, match="resume checkpoint does not fit") as err:
-            LoopState.restore(ckpt, model, Adam(model.parameters()))
-        assert "\n" not in str(err.value) and "--force" in str(err.value)
+    cases = [
+        (wrong, "the optimizer state does not fit the model .*not one of 2"),
+        ({**good, "model": other.state_dict()},
+         r"wrong shape: weight is \(5, 3\) in the file and \(2, 3\) in the model"),
+        ({**good, "best_state": other.state_dict()},
+         r"the kept weights \(best_state\) do not fit the model .*wrong shape"),
+        ({k: v for k, v in good.items() if k != "rng"}, "not a complete resume checkpoint"),
+    ]
+    for ckpt, message in cases:
+        with pytest.raises(GFLError, match=message) as err:
+            LoopState.restore({**ckpt, "source": "runs/.x.partial/last.pt"}, model, Adam(model.parameters()))
+        assert str(err.value).startswith("runs/.x.partial/last.pt: ") and "start a fresh run" in str(err.value)
+        assert "\n" not in str(err.value) and "\\n" not in str(err.value)

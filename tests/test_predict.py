@@ -175,8 +175,11 @@ def test_bad_input_is_one_line(runs, region, tmp_path):
     feat = np.load(region / "feat.npy")
     feat[7, 3] = np.inf
     np.save(tmp_path / "inf.npy", feat)
-    one_line_error(invoke("predict", run, "--edges", region / "edges.csv", "--features", tmp_path / "inf.npy",
-                           "--labels", region / "labels.csv"), "NaN or infinite")
+    repaired = invoke("predict", run, "--edges", region / "edges.csv", "--features", tmp_path / "inf.npy",
+                      "--labels", region / "labels.csv")  # as preprocess does: set to 0, counted, one warning
+    assert len(csv_table(repaired)) == n
+    warnings = [line for line in repaired.stderr.splitlines() if "non-finite feature value (set to 0)" in line]
+    assert len(warnings) == 1 and "inf.npy: row 7" in warnings[0], repaired.stderr
 
     cases = {"dup.csv": ("node,label\n1,a\n1,b\n", "listed 2 times"),
              "unknown.csv": ("node,label\n1,a\n99999,b\n", "node 99999 is not in the graph"),

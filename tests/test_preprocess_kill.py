@@ -129,7 +129,7 @@ def test_sigkill_from_outside_while_writing(tmp_path):
     try:
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline and proc.poll() is None:
-            if any(p.name.startswith(".coll.") for p in tmp_path.iterdir()):
+            if any(p.name.startswith(".coll.") and p.name.endswith(".tmp") for p in tmp_path.iterdir()):
                 os.kill(proc.pid, signal.SIGKILL)
                 break
             time.sleep(0.005)
@@ -143,7 +143,7 @@ def test_sigkill_from_outside_while_writing(tmp_path):
     assert proc.returncode == -signal.SIGKILL
     assert not target.exists()  # nothing, not half of a collection
     left = _hidden(tmp_path)
-    assert all(name.endswith(".tmp") for name in left)
+    assert all(name.endswith(".tmp") or name == ".coll.lock" for name in left)  # and the killed writer's lock
     _next_save(target)
     assert _hidden(tmp_path) == []
     manifest = json.loads((target / "manifest.json").read_text())

@@ -146,9 +146,15 @@ def test_evaluate_refuses_unfinished_runs(root, tmp_path):
 
 
 def _edit_checkpoint(path: Path, edit) -> None:
+    """Edit a run's best.pt and record its new SHA-256, so the checks behind the digest are reached."""
+    import hashlib
+
     ckpt = torch.load(path, weights_only=True)
     edit(ckpt)
     torch.save(ckpt, path)
+    config = json.loads((path.parent / "config.json").read_text())
+    config["sha256"]["best.pt"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    (path.parent / "config.json").write_text(json.dumps(config))
 
 
 @pytest.mark.parametrize("edit, expected", [
@@ -392,5 +398,175 @@ def test_runs_without_a_runs_folder_prints_the_header(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = invoke("runs")
     assert result.exit_code == 0, result.output
-    assert result.stdout.strip() == "name,status,model,aggregator,dataset,seed,step,val_accuracy,date"
+    assert result.stdout.strip() == "name,status,model,aggregator,dataset,seed,step,val_accuracy,date,verified,reason"
     assert "no such folder" in one_line_error(invoke("runs", tmp_path / "missing"))
+
+
+# -- runs that are what they claim ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def finished(root, tmp_path_factory) -> Path:
+    """One finished run of ``tiny``; tests copy it before changing it."""
+    run = tmp_path_factory.mktemp("finished") / "run"
+    assert train(root, "--run-dir", run).exit_code == 0
+    return run
+
+
+def _copy(run: Path, tmp_path: Path, name: str = "run") -> Path:
+    return Path(shutil.copytree(run, tmp_path / "runs" / name))
+
+
+def _random_bytes(path: Path) -> None:
+    path.write_bytes(np.random.default_rng(0).bytes(4096))
+
+
+def _listing(folder: Path, *args) -> tuple[pd.DataFrame, list[str]]:
+    """``gflkit runs FOLDER``: its table and its stderr lines; exit 0, no traceback."""
+    result = invoke("runs", folder, *args)
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output and "\\n\\t" not in result.output
+    return pd.read_csv(io.StringIO(result.stdout), keep_default_na=False), result.stderr.splitlines()
+
+
+def _no_escaped_text(line: str) -> None:
+    assert "\\n" not in line and "\\t" not in line and "Error(s) in loading" not in line, line
+
+
+def test_finished_run_records_the_sha256_of_its_files(finished):
+    import hashlib
+
+    config = json.loads((finished / "config.json").read_text())
+    assert config["sha256"] == {name: hashlib.sha256((finished / name).read_bytes()).hexdigest()
+                                for name in ("best.pt", "metrics.csv")}
+    assert torch.load(finished / "best.pt", weights_only=True)["format"] == "gflkit.checkpoint"
+    table, errors = _listing(finished.parent)
+    assert list(table["status"]) == ["complete"] and list(table["verified"]) == ["yes"] and errors == []
+
+
+def test_random_bytes_best_pt_is_listed_damaged_and_not_loaded(finished, root, tmp_path):
+    run = _copy(finished, tmp_path)
+    _random_bytes(run / "best.pt")
+    table, stderr = _listing(run.parent)
+    row = table.iloc[0]
+    assert (row["status"], row["verified"]) == ("damaged", "no") and row["reason"].startswith("best.pt: SHA-256")
+    assert len(stderr) == 1 and str(run) in stderr[0] and "best.pt" in stderr[0]
+    for command in (["evaluate", run, "--data-root", root],
+                    ["predict", run / "best.pt", "--graph", "tiny:6", "--labels", tmp_path / "l.csv"],
+                    ["embed", run, "--graph", "tiny:6", "-o", tmp_path / "z.npy"]):
+        line = one_line_error(invoke(*command), str(run / "best.pt"), "SHA-256")
+        _no_escaped_text(line)
+    assert not (tmp_path / "z.npy").exists()
+
+
+def test_random_bytes_metrics_csv_is_listed_damaged(finished, root, tmp_path):
+    run = _copy(finished, tmp_path)
+    _random_bytes(run / "metrics.csv")
+    table, stderr = _listing(run.parent)
+    row = table.iloc[0]
+    assert (row["status"], row["verified"]) == ("damaged", "no") and row["reason"].startswith("metrics.csv: SHA-256")
+    assert len(stderr) == 1 and str(run) in stderr[0] and "metrics.csv" in stderr[0]
+    line = one_line_error(invoke("train", "--resume", run, "--data-root", root), str(run / "metrics.csv"), "SHA-256")
+    _no_escaped_text(line)
+    assert invoke("evaluate", run, "--data-root", root).exit_code == 0  # best.pt itself is intact
+
+
+@pytest.mark.parametrize("damage, reason", [
+    (lambda run: (run / "config.json").write_text("{not json"), "config.json: not JSON"),
+    (lambda run: (run / "config.json").unlink(), "config.json: missing"),
+    (lambda run: (run / "config.json").write_text("[1, 2]"), "config.json: not the configuration of a gflkit run"),
+    (lambda run: (run / "best.pt").unlink(), "best.pt: missing"),
+    (lambda run: (run / "metrics.csv").unlink(), "metrics.csv: missing"),
+    (lambda run: [p.unlink() for p in run.iterdir()], "config.json: missing"),
+], ids=["config-not-json", "config-missing", "config-not-a-run", "best-missing", "metrics-missing", "empty"])
+def test_malformed_folder_is_listed_not_skipped(finished, tmp_path, damage, reason):
+    run = _copy(finished, tmp_path, "bad")
+    _copy(finished, tmp_path, "good")
+    damage(run)
+    table, stderr = _listing(run.parent)
+    assert list(table["name"]) == ["bad", "good"] and list(table["status"]) == ["malformed", "complete"]
+    assert table.loc[0, "reason"].startswith(reason)
+    assert len(stderr) == 1 and str(run) in stderr[0] and "malformed" in stderr[0]
+
+
+def test_no_verify_hashes_nothing(finished, tmp_path, monkeypatch):
+    import gflkit.runs
+
+    run = _copy(finished, tmp_path)
+    _random_bytes(run / "best.pt")
+
+    def hashing(path):
+        raise AssertionError(f"{path} was hashed")
+
+    monkeypatch.setattr(gflkit.runs, "file_sha256", hashing)
+    table, stderr = _listing(run.parent, "--no-verify")
+    assert (table.loc[0, "status"], table.loc[0, "verified"]) == ("complete", "skipped") and stderr == []
+    (run / "metrics.csv").unlink()  # what needs no hashing is still checked
+    table, stderr = _listing(run.parent, "--no-verify")
+    assert table.loc[0, "status"] == "malformed" and len(stderr) == 1
+
+
+def test_run_without_recorded_hashes_is_complete_but_unverified(finished, root, tmp_path):
+    run = _copy(finished, tmp_path)
+    config = json.loads((run / "config.json").read_text())
+    del config["sha256"]  # as written before digests were recorded
+    (run / "config.json").write_text(json.dumps(config))
+    table, stderr = _listing(run.parent)
+    assert (table.loc[0, "status"], table.loc[0, "verified"]) == ("complete", "unrecorded") and stderr == []
+    assert "not verified" in table.loc[0, "reason"]
+    assert invoke("evaluate", run, "--data-root", root).exit_code == 0
+    assert invoke("train", "--resume", run, "--data-root", root).exit_code == 0
+
+
+@pytest.fixture
+def interrupted(root, tmp_path, monkeypatch):
+    """A run stopped by Ctrl-C right after its first resume checkpoint (step 3 of 6)."""
+    original = RunFolder.save_last
+
+    def save_then_stop(self, ckpt):
+        original(self, ckpt)
+        raise KeyboardInterrupt
+
+    run = tmp_path / "run"
+    with monkeypatch.context() as patch:
+        patch.setattr(RunFolder, "save_last", save_then_stop)
+        stopped = train(root, "--run-dir", run, "--checkpoint-every", "3")
+    assert stopped.exit_code == 1 and "--resume" in stopped.stderr
+    assert (partial_path(run) / "last.pt").is_file()
+    return run
+
+
+def test_resume_after_config_json_changed_a_shape_is_one_line(interrupted, root):
+    config_path = partial_path(interrupted) / "config.json"
+    config = json.loads(config_path.read_text())
+    assert config["model_config"]["hidden_feats"] == 32
+    config["model_config"]["hidden_feats"] = 8
+    config_path.write_text(json.dumps(config))
+    line = one_line_error(invoke("train", "--resume", interrupted, "--data-root", root),
+                          str(partial_path(interrupted) / "last.pt"), "config.json", "start a fresh run")
+    assert "encoder.conv1.weight is (32, 32) in the file and (32, 8) in the model" in line
+    _no_escaped_text(line)
+    table, _ = _listing(interrupted.parent)
+    assert table.loc[0, "status"] == "interrupted"  # the files themselves are intact
+
+
+def test_resume_after_last_pt_was_replaced_by_another_shape_is_one_line(interrupted, root):
+    from gflkit.models.gfl import GFL
+    from gflkit.optim import Adam
+
+    other = GFL(32, gflkit.model_config("gfl", hidden_feats=8))
+    torch.save(LoopState(step=3).checkpoint(other, Adam(other.parameters())), partial_path(interrupted) / "last.pt")
+    line = one_line_error(invoke("train", "--resume", interrupted, "--data-root", root),
+                          str(partial_path(interrupted) / "last.pt"), "start a fresh run")
+    assert "encoder.conv1.weight is (32, 8) in the file and (32, 32) in the model" in line
+    _no_escaped_text(line)
+
+
+def test_random_bytes_last_pt_is_listed_damaged(interrupted, root):
+    _random_bytes(partial_path(interrupted) / "last.pt")
+    table, stderr = _listing(interrupted.parent)
+    assert table.loc[0, "status"] == "damaged" and table.loc[0, "reason"].startswith("last.pt: not a loadable")
+    assert len(stderr) == 1 and "last.pt" in stderr[0]
+    line = one_line_error(invoke("train", "--resume", interrupted, "--data-root", root),
+                          str(partial_path(interrupted) / "last.pt"))
+    _no_escaped_text(line)

@@ -5,7 +5,7 @@ import logging
 import os
 
 from ..errors import GFLError
-from ..paths import processed_dir, resolve_collection
+from ..paths import is_name, processed_dir, resolve_collection
 from .collection import SPLITS, GraphCollection, build_graph
 from .synthetic import SMALL_SPEC, SyntheticSpec, make_synthetic_family
 
@@ -47,10 +47,10 @@ def load_collection(
     path = resolve_collection(data, root)
     if path is not None:
         return GraphCollection.load(path)
-    named = processed_dir(str(data), root)
     if str(data) == DEFAULT_COLLECTION:
         return load_collection(None, root)
+    nor = f" (nor {processed_dir(str(data), root)})" if is_name(str(data)) else ""
     raise GFLError(
-        f"no collection at {data!r} (nor {named}): give a collection folder, or build one "
+        f"no collection at {data!r}{nor}: give a collection folder, or build one "
         f"with 'gflkit preprocess <source>'"
     )

@@ -172,6 +172,10 @@ def sample_family(
         raise GFLError(f"graphs per split must be three counts TRAIN,VAL,TEST, got {n_graphs}")
     if not 1 <= lo < hi:
         raise GFLError(f"walk length range must satisfy 1 <= LO < HI, got {lo},{hi}")
+    if source.g.num_edges() == 0:
+        files = source.meta.get("files") or source.name
+        raise GFLError(f"{', '.join(files) if isinstance(files, list) else files}: the graph has no edges; graphs "
+                       f"are cut from it along edges (walks, METIS parts, ego-nets): check the edge file")
     splits = [s for s, n in zip(SPLITS, counts) for _ in range(n)]
     results: dict[tuple[int, int], tuple] = {}
     if method == "metis":

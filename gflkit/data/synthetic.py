@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from ..errors import GFLError
-from ..utils import available_memory
+from ..utils import require_memory
 from .collection import GraphCollection, build_graph
 from ..progress import progress_enabled
 
@@ -93,12 +93,7 @@ class SyntheticSpec:
 
 def check_memory(spec: SyntheticSpec) -> None:
     """Raise :class:`GFLError` when ``spec`` needs more memory than is available."""
-    need, have = spec.estimated_bytes(), available_memory()
-    if have is not None and need > have:
-        raise GFLError(
-            f"synthetic family: needs about {need / 2**30:.1f} GiB of memory but {have / 2**30:.1f} GiB are "
-            "available; ask for fewer graphs, nodes or features"
-        )
+    require_memory(spec.estimated_bytes(), "synthetic family", "ask for fewer graphs, nodes or features")
 
 
 #: A family small enough for unit tests and quick trials (``--small``).

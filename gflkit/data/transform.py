@@ -27,7 +27,7 @@ import scipy.sparse as sp
 
 from ..errors import DataFormatError, GFLError
 from ..utils import atomic_write_with
-from .collection import TRANSFORM_FILE
+from .collection import TRANSFORM_FILE, read_manifest
 
 __all__ = [
     "FeatureTransform", "TRANSFORM_FILE", "NO_TRANSFORM", "feature_fingerprint", "load_transform",
@@ -149,11 +149,7 @@ def _manifest(data) -> tuple[dict, str]:
         return {"meta": data.meta, "feat_size": data.feat_size, "name": data.name}, repr(data.name)
     path = Path(data)
     path = path / "manifest.json" if path.is_dir() else path
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f), str(path.parent)
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise GFLError(f"{path}: cannot read the collection manifest ({err})") from None
+    return read_manifest(path), str(path.parent)
 
 
 def feature_fingerprint(data) -> dict[str, Any]:
@@ -187,15 +183,16 @@ def check_fingerprint(expected: Mapping[str, Any] | None, actual: Mapping[str, A
 
 def collection_folder(data, root=None) -> Path:
     """The folder of a collection given by folder or by name under ``<root>/processed/``."""
-    from ..paths import processed_dir
+    from ..paths import is_name, processed_dir
 
     path = Path(data)
     if (path / "manifest.json").is_file():
         return path
-    named = processed_dir(str(data), root)
-    if (named / "manifest.json").is_file():
+    named = processed_dir(str(data), root) if is_name(str(data)) else None
+    if named is not None and (named / "manifest.json").is_file():
         return named
-    raise GFLError(f"no collection at {data!r} (nor {named}); give a collection folder or name (--data-root)")
+    nor = f" (nor {named})" if named is not None else ""
+    raise GFLError(f"no collection at {data!r}{nor}; give a collection folder or name (--data-root)")
 
 
 def load_transform(data) -> FeatureTransform | None:
@@ -208,7 +205,7 @@ def load_transform(data) -> FeatureTransform | None:
     if not described:
         return None
     folder = Path(getattr(data, "path", None) or data)
-    path = folder / described.get("file", TRANSFORM_FILE)
+    path = folder / TRANSFORM_FILE  # the only file a manifest may name (read_manifest checks it)
     if not path.is_file():
         raise GFLError(f"{path}: collection {name} records a feature transform but its file is missing; "
                        f"rebuild the collection")

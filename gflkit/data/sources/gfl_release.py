@@ -25,7 +25,7 @@ import torch
 from ...errors import GFLError
 from ..collection import GraphCollection, build_graph
 from ..sampling import node_overlap
-from ..validate import INT64_MAX, finite_features, guard_reader, reading
+from ..validate import ID_OUT_OF_RANGE, INT64_MAX, finite_features, guard_reader, reading
 from .base import BadInputReport
 from .table_io import existing_file, sorted_classes
 
@@ -76,7 +76,7 @@ def _read_features(path: Path, report: BadInputReport) -> tuple[np.ndarray, np.n
             report.add("malformed feature row", where)
             continue
         if not 0 <= node <= INT64_MAX:
-            report.add("node id out of range 0..2**63-1", where)
+            report.add(ID_OUT_OF_RANGE, where)
             continue
         if node in rows:
             report.add("duplicate feature row (first kept)", where)
@@ -101,7 +101,7 @@ def _read_graph(path: Path, label_path: Path, report: BadInputReport):
             report.add("malformed edge line", f"{path.name}:{number}")
             continue
         if not (0 <= u <= INT64_MAX and 0 <= v <= INT64_MAX):
-            report.add("node id out of range 0..2**63-1", f"{path.name}:{number}")
+            report.add(ID_OUT_OF_RANGE, f"{path.name}:{number}")
             continue
         pairs.append((u, v))
     labels = {}

@@ -4,12 +4,18 @@ CSV is parsed line by line (the :mod:`csv` module) so every skipped row can be
 reported with its line number: rows with the wrong number of fields, rows that
 are not valid UTF-8. Parquet is read with pandas (``pyarrow`` needed); its
 "line" numbers are 1-based row numbers.
+
+Sizes are checked before anything big is allocated: a table's by its file size
+and number of fields (CSV) or its metadata (Parquet), a feature file's by what
+its header declares (:func:`feature_file`), against the available memory
+(:func:`gflkit.utils.require_memory`); the callers check the declared rows
+against the graph.
 """
 from __future__ import annotations
 
 import csv
 import io
-import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -18,16 +24,24 @@ import pandas as pd
 import scipy.sparse as sp
 
 from ...errors import DataFormatError, GFLError
+from ...utils import require_memory
 from ..transform import FeatureTransform
-from ..validate import finite_features, int_ids, reading
+from ..validate import (ID_OUT_OF_RANGE, ArrayInfo, SparseInfo, finite_features, npy_info, npz_info, parse_ids,
+                        reading, sparse_npz_info)
 from .base import BadInputReport
+from .json_io import read_json
 
 __all__ = [
     "existing_file", "read_table", "column", "add_lines", "int_column", "sorted_classes", "read_feature_file",
-    "reduce_features", "fit_svd", "read_graph_feature_file",
+    "reduce_features", "fit_svd", "read_graph_feature_file", "feature_file", "FeatureFile", "MEMORY_HINT",
 ]
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
+MEMORY_HINT = "use a smaller file or a machine with more memory"
+#: Memory of a table read as Python strings: per field (a str object and its slots in the row list and
+#: the frame) and per row (its list, line and record numbers), measured on CSV tables of integers with a margin.
+_BYTES_PER_FIELD = 120
+_BYTES_PER_ROW = 200
 
 
 def existing_file(path: str | Path, what: str, hint: str) -> Path:
@@ -42,23 +56,19 @@ def read_table(path: Path, report: BadInputReport) -> tuple[pd.DataFrame, np.nda
     """All rows of a CSV/TSV or Parquet table as strings, with their line numbers.
 
     Rows with a field count other than the header's are counted as ``ragged
-    row``, undecodable rows as ``bad encoding``; both are skipped.
+    row``, undecodable rows as ``bad encoding``; both are skipped. A table
+    whose rows would not fit in the available memory is refused first.
     """
     if path.suffix.lower() in PARQUET_SUFFIXES:
-        try:
-            with reading(path, "it must be a Parquet file"):
-                df = pd.read_parquet(path)
-        except ImportError:
-            raise GFLError(f"{path}: reading Parquet needs pyarrow: pip install 'gflkit[parquet]'") from None
-        df.columns = [str(c).lstrip("\ufeff").strip() for c in df.columns]
-        out = df.astype(str).where(df.notna(), "")
-        out.attrs["records"] = len(df)
-        return out, np.arange(1, len(df) + 1)
+        return _read_parquet(path)
     delimiter = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
     rows, lines, records = [], [], []
+    require_memory(5 * path.stat().st_size, path, MEMORY_HINT)  # the bytes and their text
     # utf-8-sig drops the byte-order mark that some spreadsheet programs write before the header
     with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
         text = f.read()
+    n_rows = text.count("\n") + 1
+    require_memory(_BYTES_PER_FIELD * (text.count(delimiter) + n_rows) + _BYTES_PER_ROW * n_rows, path, MEMORY_HINT)
     clean = _encodable(text)  # check line by line only when some bytes were not UTF-8
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     try:
@@ -75,6 +85,26 @@ def read_table(path: Path, report: BadInputReport) -> tuple[pd.DataFrame, np.nda
     df = pd.DataFrame(rows, columns=header, dtype=str, index=pd.Index(records, dtype=np.int64))
     df.attrs["records"] = count
     return df, np.asarray(lines, dtype=np.int64)
+
+
+def _read_parquet(path: Path) -> tuple[pd.DataFrame, np.ndarray]:
+    """A Parquet table as strings, after its metadata's sizes are checked against the memory."""
+    hint = "it must be a Parquet file"
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise GFLError(f"{path}: reading Parquet needs pyarrow: pip install 'gflkit[parquet]'") from None
+    with reading(path, hint):
+        meta = pq.read_metadata(path)
+        data = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    require_memory(2 * data + _BYTES_PER_FIELD * meta.num_rows * max(meta.num_columns, 1)
+                   + _BYTES_PER_ROW * meta.num_rows, path, MEMORY_HINT)
+    with reading(path, hint):
+        df = pd.read_parquet(path)
+    df.columns = [str(c).lstrip("\ufeff").strip() for c in df.columns]
+    out = df.astype(str).where(df.notna(), "")
+    out.attrs["records"] = len(df)
+    return out, np.arange(1, len(df) + 1)
 
 
 def _collect_rows(path: Path, reader, header: list[str], clean: bool, report: BadInputReport, rows: list,
@@ -132,43 +162,91 @@ def sorted_classes(values, given: Sequence[str] | None = None) -> list[str]:
 
 
 def int_column(values: pd.Series, lines: np.ndarray, kind: str, report: BadInputReport, file: str) -> np.ndarray:
-    """Integer ids of ``values`` (0 .. 2**63 - 1, parsed exactly); others become ``-1``, counted as ``kind``."""
-    ids, ok = int_ids(values)
-    add_lines(report, kind, file, lines[~ok])
+    """Integer ids of ``values`` (0 .. 2**63 - 1, parsed exactly); others become ``-1``, counted as ``kind``
+    (whole numbers outside that range as :data:`~gflkit.data.validate.ID_OUT_OF_RANGE`)."""
+    ids, ok, far = parse_ids(values)
+    add_lines(report, ID_OUT_OF_RANGE, file, lines[far])
+    add_lines(report, kind, file, lines[~ok & ~far])
     return ids
 
 
-def _feature_table(path: Path, report: BadInputReport):
+# -- feature files -------------------------------------------------------------------------------------------------
+_NPY_HINT = "it must be a 2-D numeric array saved with numpy.save"
+_NPZ_HINT = ("write it with scipy.sparse.save_npz (or use --feature-key graph-node for one array per graph)")
+_BAG_HINT = "it must be a JSON object mapping node id -> list of feature ids"
+#: Largest feature id of a JSON bag of features (+1): the matrix has one column per id.
+_MAX_BAG_ID = 1 << 26
+BAG_ID_OUT_OF_RANGE = f"feature id out of range 0..2**{_MAX_BAG_ID.bit_length() - 1}-1"
+
+
+@dataclass(frozen=True)
+class FeatureFile:
+    """What a feature file declares, read from its header only.
+
+    ``kind`` is ``dense`` (``.npy``), ``sparse`` (scipy ``.npz``) or ``bag``
+    (``.json``, whose shape is only known once it is read: ``shape`` ``None``).
+    """
+
+    path: Path
+    kind: str
+    shape: tuple[int, int] | None
+    info: ArrayInfo | SparseInfo | None = None
+
+
+def feature_file(path: Path) -> FeatureFile:
+    """The kind and declared ``(rows, columns)`` of a feature file, checked to be 2-D numeric; no data is read."""
     suffix = path.suffix.lower()
+    if suffix == ".json":
+        return FeatureFile(path, "bag", None)
     if suffix == ".npy":
-        with reading(path, "it must be a 2-D numeric array saved with numpy.save"):
-            table = np.load(path, mmap_mode="r", allow_pickle=False)
+        info, kind = npy_info(path, _NPY_HINT), "dense"
     elif suffix == ".npz":
-        with reading(path, "write it with scipy.sparse.save_npz (or use --feature-key graph-node for one array "
-                           "per graph)"):
-            table = sp.load_npz(path).tocsr()
-    elif suffix == ".json":
-        table = _bag_of_features(path, report)
+        info, kind = sparse_npz_info(path, _NPZ_HINT), "sparse"
     else:
         raise GFLError(f"{path}: feature files must be .npy, .npz or .json")
-    if table.ndim != 2 or table.dtype.kind not in "biuf":
-        raise DataFormatError(f"{path}: expected a 2-D numeric array of features, got shape {table.shape} "
-                              f"and dtype {table.dtype}")
-    return table
+    if len(info.shape) != 2 or info.dtype.kind not in "biuf":
+        raise DataFormatError(f"{path}: expected a 2-D numeric array of features, got shape {info.shape} "
+                              f"and dtype {info.dtype}")
+    return FeatureFile(path, kind, (int(info.shape[0]), int(info.shape[1])), info)
+
+
+def _sparse_rows(table, ids: np.ndarray, keep: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray]:
+    """Rows ``ids`` of a sparse matrix as float32 CSR (empty where ``keep`` is False), and the row number of
+    each stored value.
+
+    Only the stored values and the rows taken are visited, never one slot per
+    row or column of ``table``: a file may declare far more of them than it
+    stores (no sparse product, whose workspace has one slot per column).
+    """
+    coo = table.tocoo()
+    uniq = np.unique(ids[keep])
+    pos = np.searchsorted(uniq, coo.row)
+    hit = pos < len(uniq)
+    hit[hit] = uniq[pos[hit]] == coo.row[hit]
+    rows = sp.csr_matrix((coo.data[hit].astype(np.float32), (pos[hit], coo.col[hit])),
+                         shape=(len(uniq) + 1, table.shape[1]))  # the last row stays empty
+    index = np.full(len(ids), len(uniq), dtype=np.int64)
+    index[keep] = np.searchsorted(uniq, ids[keep])
+    sub = rows[index]
+    return sub, ids[np.repeat(np.arange(len(ids)), np.diff(sub.indptr))]
 
 
 def _take_rows(table, ids: np.ndarray, path: Path, report: BadInputReport):
+    """Rows ``ids`` of ``table`` as float32 (CSR when ``table`` is sparse); ids without a row get zeros and are
+    counted, NaN/inf values become 0 and are counted by their row in the file."""
     missing = (ids < 0) | (ids >= table.shape[0])
     if missing.any():
         report.add("node without feature row", f"{path.name}: id {int(ids[missing][0])}", n=int(missing.sum()))
-    rows = np.where(missing, 0, ids)
     if sp.issparse(table):
-        out = table[rows].tocsr().astype(np.float32)
-        out.data = finite_features(out.data, report, path.name)
-        return sp.diags((~missing).astype(np.float32)) @ out
-    with reading(path):
-        out = finite_features(np.asarray(table[rows], dtype=np.float32), report, path.name)
-    out[missing] = 0.0
+        with reading(path):
+            sub, row_of = _sparse_rows(table, ids, ~missing)
+        sub.data = finite_features(sub.data, report, path.name, row_of)
+        return sub
+    at = np.flatnonzero(~missing)
+    out = np.zeros((len(ids), table.shape[1]), dtype=np.float32)
+    if at.size:
+        with reading(path):
+            out[at] = finite_features(np.asarray(table[ids[at]], dtype=np.float32), report, path.name, ids[at])
     return out
 
 
@@ -178,10 +256,30 @@ def read_feature_file(path: Path, ids: np.ndarray, report: BadInputReport, shape
     JSON maps row (node id) -> list of active feature ids (a sparse bag of features).
     Returns a dense ``np.ndarray`` or a ``scipy.sparse.csr_matrix`` with one row
     per entry of ``ids``; ids without a row get zeros and are counted. With
-    ``shape_only`` the file's shape is returned instead.
+    ``shape_only`` the declared shape is returned instead (``None`` for JSON).
+    The declared sizes are checked against the available memory before the
+    data is read; a ``.npy`` file is memory-mapped, so only the rows ``ids``
+    are read from it.
     """
-    table = _feature_table(path, report)
-    return tuple(table.shape) if shape_only else _take_rows(table, ids, path, report)
+    declared = feature_file(path)
+    if shape_only:
+        return declared.shape
+    if declared.kind == "bag":
+        return _bag_of_features(path, ids, report)
+    width = declared.shape[1]
+    if declared.kind == "dense":
+        # the rows taken as float32, and the copies of the NaN check
+        require_memory(3 * 4 * len(ids) * width, path, MEMORY_HINT)
+        with reading(path, _NPY_HINT):
+            table = np.load(path, mmap_mode="r", allow_pickle=False)
+    else:
+        # the stored arrays, their row-wise (COO) copy and the rows taken
+        require_memory(declared.info.nbytes + 32 * declared.info.nnz, path, MEMORY_HINT)
+        with reading(path, _NPZ_HINT):
+            table = sp.load_npz(path)
+            if hasattr(table, "check_format"):  # indices and index pointers within bounds, before they are used
+                table.check_format(full_check=True)
+    return _take_rows(table, ids, path, report)
 
 
 def read_graph_feature_file(path: Path, graphs: Sequence[str], ids: np.ndarray, report: BadInputReport) -> np.ndarray:
@@ -193,58 +291,74 @@ def read_graph_feature_file(path: Path, graphs: Sequence[str], ids: np.ndarray, 
     if path.suffix.lower() != ".npz":
         raise GFLError(f"{path}: --feature-key graph-node needs an .npz archive with one array per graph "
                        f"(numpy.savez(path, **{{graph_name: features}}))")
-    try:
-        archive = np.load(path, allow_pickle=False)
-    except (ValueError, OSError) as err:
-        raise DataFormatError(f"{path}: not an .npz archive ({err})") from None
-    with archive:
-        names = sorted(set(graphs))
-        absent = [g for g in names if g not in archive.files]
-        if absent:
-            raise GFLError(f"{path}: no array for graph(s) {', '.join(map(repr, absent[:5]))}; the archive holds "
-                           f"{', '.join(archive.files[:5])}{'...' if len(archive.files) > 5 else ''}")
+    hint = "it must be an .npz archive of one 2-D numeric array per graph (numpy.savez)"
+    arrays = npz_info(path, hint)
+    names = sorted(set(graphs))
+    absent = [g for g in names if g not in arrays]
+    if absent:
+        held = sorted(arrays)
+        raise GFLError(f"{path}: no array for graph(s) {', '.join(map(repr, absent[:5]))}; the archive holds "
+                       f"{', '.join(held[:5])}{'...' if len(held) > 5 else ''}")
+    infos = [arrays[g] for g in names]
+    widths = {a.shape[1] if len(a.shape) == 2 and a.dtype.kind in "biuf" else -1 for a in infos}
+    if len(widths) != 1 or -1 in widths:
+        raise DataFormatError(f"{path}: every graph's array must be 2-D numeric with the same number of columns")
+    width = widths.pop()
+    require_memory(sum(a.nbytes for a in infos) + 3 * 4 * len(ids) * width, path, MEMORY_HINT)
+    with reading(path, hint), np.load(path, allow_pickle=False) as archive:
         tables = {g: archive[g] for g in names}
-    sizes = {t.shape[1] if t.ndim == 2 else -1 for t in tables.values()}
-    if len(sizes) != 1 or -1 in sizes:
-        raise DataFormatError(f"{path}: every graph's array must be 2-D with the same number of columns")
     graphs = np.asarray(graphs, dtype=object)
-    out = np.zeros((len(ids), sizes.pop()), dtype=np.float32)
+    out = np.zeros((len(ids), width), dtype=np.float32)
     for g, table in tables.items():
         at = np.flatnonzero(graphs == g)
         out[at] = _take_rows(table, ids[at], path, report)
     return out
 
 
-#: Largest node or feature id of a JSON bag of features (+1): the matrix is indexed by them.
-_MAX_BAG_ID = 1 << 26
+def _bag_of_features(path: Path, ids: np.ndarray, report: BadInputReport) -> sp.csr_matrix:
+    """Rows ``ids`` of a JSON bag ``{node id: [feature id, ...]}`` as a 0/1 CSR matrix.
 
-
-def _bag_of_features(path: Path, report: BadInputReport) -> sp.csr_matrix:
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError, ValueError) as err:
-        where = f"{path}, line {err.lineno}" if isinstance(err, json.JSONDecodeError) else f"{path}"
-        raise DataFormatError(f"{where}: not valid UTF-8 JSON ({str(err).splitlines()[0][:200]})") from None
+    Keys are parsed like every node id (:func:`~gflkit.data.validate.parse_ids`);
+    an entry with a bad key, a value that is not a list of integers, or a
+    feature id outside ``0 .. 2**26 - 1`` is counted and skipped. The width is
+    the largest feature id of the whole file plus one (the same for any ``ids``).
+    Ids above the largest key are counted as nodes without a feature row.
+    """
+    data = read_json(path, _BAG_HINT)
     if not isinstance(data, dict):
-        raise DataFormatError(f"{path}: expected a JSON object mapping node id -> list of feature ids")
-    rows, cols = [], []
-    for key, active in data.items():
-        try:
-            node = int(key)
-            feats = [int(a) for a in active]
-            if not (0 <= node < _MAX_BAG_ID and all(0 <= a < _MAX_BAG_ID for a in feats)):
-                raise ValueError
-        except (TypeError, ValueError, OverflowError):
+        raise DataFormatError(f"{path}: expected a JSON object mapping node id -> list of feature ids, "
+                              f"found a {type(data).__name__}")
+    keys = list(data)
+    nodes, ok, far = parse_ids(pd.Series(keys, dtype=object))
+    uniq, inverse = np.unique(ids, return_inverse=True)
+    index = {int(v): i for i, v in enumerate(uniq.tolist())}
+    rows: list[int] = []
+    cols: list[int] = []
+    width, top = 0, -1
+    for key, node, good, out_of_range in zip(keys, nodes.tolist(), ok.tolist(), far.tolist()):
+        active = data[key]
+        if not good:
+            report.add(ID_OUT_OF_RANGE if out_of_range else "malformed feature entry", f"{path.name}: key {key!r}")
+            continue
+        if not isinstance(active, list) or not all(type(a) is int for a in active):
             report.add("malformed feature entry", f"{path.name}: key {key!r}")
             continue
-        rows.extend([node] * len(feats))
-        cols.extend(feats)
-    rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
-    shape = (int(rows.max(initial=-1)) + 1, int(cols.max(initial=-1)) + 1)
-    table = sp.csr_matrix((np.ones(rows.size, np.float32), (rows, cols)), shape=shape)
+        if active and not 0 <= min(active) <= max(active) < _MAX_BAG_ID:
+            report.add(BAG_ID_OUT_OF_RANGE, f"{path.name}: key {key!r}")
+            continue
+        top = max(top, node)
+        width = max(width, max(active, default=-1) + 1)
+        at = index.get(node)
+        if at is not None:
+            rows.extend([at] * len(active))
+            cols.extend(active)
+    table = sp.csr_matrix((np.ones(len(rows), np.float32), (np.asarray(rows, np.int64), np.asarray(cols, np.int64))),
+                          shape=(len(uniq), width))
     table.data[:] = 1.0  # a feature listed twice is still just active
-    return table
+    missing = (ids < 0) | (ids > top)
+    if missing.any():
+        report.add("node without feature row", f"{path.name}: id {int(ids[missing][0])}", n=int(missing.sum()))
+    return table[inverse]
 
 
 def _orthonormal(y: np.ndarray) -> np.ndarray:

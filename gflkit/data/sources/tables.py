@@ -39,20 +39,22 @@ import scipy.sparse as sp
 import torch
 
 from ...errors import GFLError
+from ...utils import require_memory
 from ..collection import SPLITS, GraphCollection, build_graph
 from ..sampling import node_overlap
 from ..transform import FeatureTransform, attach_transform
-from ..validate import finite_features, guard_reader
+from ..validate import check_edges, finite_features, guard_reader, reading
 from .base import BadInputReport, SourceGraph
-from .table_io import (add_lines, column, existing_file, fit_svd, int_column, read_feature_file,
+from .table_io import (MEMORY_HINT, add_lines, column, existing_file, fit_svd, int_column, read_feature_file,
                        read_graph_feature_file, read_table, sorted_classes)
 
 __all__ = ["TableColumns", "FEATURE_KEYS", "read_table_graph", "read_table_collection", "small_classes"]
 
 log = logging.getLogger(__name__)
 
-#: Without a node table, ids may exceed twice the edge count by this much (isolated nodes) before
-#: they are taken for a numbering that is not 0..n-1.
+#: Without a node table the nodes are 0..n-1; n (the largest edge id + 1, or the feature file's
+#: rows) may exceed twice the edge count by this much (isolated nodes) before it is taken for a
+#: numbering that is not 0..n-1, or for a file that declares more rows than it means.
 _SPARE_IDS = 1 << 20
 
 #: Features are reduced to this many dimensions when they come as a sparse bag.
@@ -148,25 +150,33 @@ def _node_table(nodes: Path, cols: TableColumns, report) -> _Nodes:
     return _Nodes(ids, code, record, nlines, names, ndf, nodes, records)
 
 
-def _implicit_nodes(src, dst, cols: TableColumns, features, report) -> _Nodes:
-    """Without a node table: nodes ``0..n-1``, ``n`` from the feature file's rows or the edges."""
+def _implicit_nodes(src, dst, cols: TableColumns, features, report, edges: Path) -> _Nodes:
+    """Without a node table: nodes ``0..n-1``, ``n`` from the feature file's rows or the edges.
+
+    Either way ``n`` is checked against the edges before anything of that
+    size is allocated (a file may declare 10^9 rows for a few edges).
+    """
     if cols.graph:
         raise GFLError("reading many graphs needs a node table (--nodes) with the graph column")
     n = _feature_rows(features, report) if features is not None else None
-    if n is None:
+    if n is not None:
+        if n > 2 * len(src) + _SPARE_IDS:
+            raise GFLError(f"{features}: {n} feature rows for the {len(src)} edges of {edges}; without a node "
+                           f"table every row is a node (ids 0..n-1): give a node table, or keep only the rows of "
+                           f"the graph's nodes")
+    else:
         n = int(max(src.max(initial=-1), dst.max(initial=-1))) + 1
         if n > 2 * len(src) + _SPARE_IDS:
-            raise GFLError(f"node ids run up to {n - 1} for {len(src)} edges: without a node table the nodes are "
-                           f"0..n-1; pass a node table (--nodes) or renumber the ids")
+            raise GFLError(f"{edges}: node ids run up to {n - 1} for {len(src)} edges: without a node table the "
+                           f"nodes are 0..n-1; pass a node table (--nodes) or renumber the ids")
     ids = np.arange(n, dtype=np.int64)
     return _Nodes(ids, np.zeros(n, np.int64), ids, ids + 1, [""], None, None, n)
 
 
 def _feature_rows(path: Path, report) -> int | None:
-    """Rows of a dense or sparse feature file (``None`` for a JSON bag: ids come from the edges)."""
-    if path.suffix.lower() == ".json":
-        return None
-    return read_feature_file(path, np.zeros(0, np.int64), report, shape_only=True)[0]
+    """Rows a dense or sparse feature file declares (``None`` for a JSON bag: ids come from the edges)."""
+    shape = read_feature_file(path, np.zeros(0, np.int64), report, shape_only=True)
+    return None if shape is None else shape[0]
 
 
 def _read(edges, nodes, features, cols: TableColumns, classes) -> _Tables:
@@ -177,11 +187,14 @@ def _read(edges, nodes, features, cols: TableColumns, classes) -> _Tables:
     if features is not None:
         features = existing_file(features, "feature file", "check --features")
     report = BadInputReport()
-    nd = _node_table(nodes, cols, report) if nodes is not None else None
+    nd = None
+    if nodes is not None:
+        with reading(nodes):  # whatever fails in there is the node table's
+            nd = _node_table(nodes, cols, report)
     edf, elines = read_table(edges, report)
     src = int_column(column(edf, cols.src, edges, "--src-col"), elines, "non-numeric node id", report, edges.name)
     dst = int_column(column(edf, cols.dst, edges, "--dst-col"), elines, "non-numeric node id", report, edges.name)
-    nd = nd or _implicit_nodes(src, dst, cols, features, report)
+    nd = nd or _implicit_nodes(src, dst, cols, features, report, edges)
     if cols.graph:
         egraph = column(edf, cols.graph, edges, "--graph-col").str.strip().to_numpy()
         index = {g: i for i, g in enumerate(nd.names)}
@@ -189,8 +202,10 @@ def _read(edges, nodes, features, cols: TableColumns, classes) -> _Tables:
     else:
         ecode = np.zeros(len(src), np.int64)
     rows = _node_rows(nd, report)
-    label, class_list = _labels(nd, rows, cols, classes, report)
-    feat = _features(nd, rows, features, cols, report)
+    with reading(nodes or edges):
+        label, class_list = _labels(nd, rows, cols, classes, report)
+    with reading(features or nodes or edges):  # the feature file, else the node table's feature columns
+        feat = _features(nd, rows, features, cols, report)
 
     code, node_id = nd.code[rows], nd.ids[rows]
     if nd.frame is None:  # nodes 0..n-1: an id is its node's position
@@ -201,6 +216,8 @@ def _read(edges, nodes, features, cols: TableColumns, classes) -> _Tables:
     valid_ids = (src >= 0) & (dst >= 0)
     add_lines(report, "edge to unknown node", edges.name, elines[valid_ids & ~known])
     add_lines(report, "self-loop (dropped)", edges.name, elines[known & (pos[0] == pos[1])])
+    check_edges(edges, int((known & (pos[0] != pos[1])).sum()), int(edf.attrs.get("records", len(edf))), log=log,
+                unit="data rows")
     split = column(nd.frame, cols.split, nodes, "--split-col").str.strip().to_numpy()[rows] if cols.split else []
     return _Tables(code, node_id, nd.names, feat, torch.from_numpy(label), class_list,
                    pos[0][known], pos[1][known], list(split), report)
@@ -313,19 +330,25 @@ def _finish_features(feat, feat_size: int | None, seed: int, transform: FeatureT
     """Dense float32 features: ``transform`` applied, or a reduction fitted (``fit``), or kept.
 
     With ``optional`` the transform is applied only to features of its input size.
-    A reduction is fitted on the rows ``fit_rows`` (default all) and applied to all rows."""
+    A reduction is fitted on the rows ``fit_rows`` (default all) and applied to all rows.
+    The memory a reduction or the dense features need is checked first (``what`` names the file)."""
     if transform is not None and not (optional and feat.shape[1] != transform.in_feats):
         return torch.from_numpy(transform.apply(feat, what)), transform
     if transform is not None:
         fit = False
     fitted = None
+    n, m = feat.shape
     if fit:
         if feat_size is None and sp.issparse(feat):
             feat_size = SPARSE_FEAT_SIZE
-        if feat_size and feat.shape[1] > feat_size:
+        if feat_size and m > feat_size:
+            # fit_svd's blocks: (n + m) x (feat_size + oversampling) float32, a few at a time
+            require_memory(4 * 4 * (n + m) * (feat_size + 10), what, MEMORY_HINT)
             basis = feat if fit_rows is None else (feat.tocsr() if sp.issparse(feat) else feat)[fit_rows]
             fitted = fit_svd(basis, feat_size, seed)
             feat = fitted.apply(feat, what)
+    if sp.issparse(feat):
+        require_memory(2 * 4 * n * feat.shape[1], what, MEMORY_HINT)
     return torch.from_numpy(np.asarray(feat.todense() if sp.issparse(feat) else feat, dtype=np.float32)), fitted
 
 
