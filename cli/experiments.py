@@ -39,7 +39,7 @@ def _common(f):
 
 def seeds_option(f):
     """``--seed S[,S...]``: training seeds, one run each, aggregated in each row (old spelling ``--seeds``)."""
-    seeds = IntList(0, max_value=2**32 - 1)
+    seeds = IntList(0, max_value=2**32 - 1, unique=True)
     f = deprecated_alias("--seeds", "--seed", "seed", type=seeds)(f)
     return click.option("--seed", type=seeds, default=",".join(map(str, DEFAULT_SEEDS)), show_default=True,
                         metavar="S[,S...]",

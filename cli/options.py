@@ -38,12 +38,13 @@ SEED = click.IntRange(0, 2**32 - 1)
 
 
 class IntList(click.ParamType):
-    """Comma-separated integers, each at least ``min_value``, optionally exactly ``size`` of them."""
+    """Comma-separated integers, each at least ``min_value``, optionally exactly ``size`` of them, or each once."""
 
     name = "integers"
 
-    def __init__(self, min_value: int | None = None, size: int | None = None, max_value: int | None = None) -> None:
-        self.min_value, self.size, self.max_value = min_value, size, max_value
+    def __init__(self, min_value: int | None = None, size: int | None = None, max_value: int | None = None,
+                 unique: bool = False) -> None:
+        self.min_value, self.size, self.max_value, self.unique = min_value, size, max_value, unique
 
     def convert(self, value: Any, param, ctx) -> list[int]:
         if isinstance(value, (list, tuple)):
@@ -63,6 +64,8 @@ class IntList(click.ParamType):
         if low or high:
             bound = f">= {self.min_value}" if low else f"<= {self.max_value}"
             self.fail(f"every value must be {bound}, got {value!r}.", param, ctx)
+        if self.unique and len(set(values)) != len(values):
+            self.fail(f"give each value once, got {value!r}.", param, ctx)
         return values
 
 

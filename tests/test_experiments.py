@@ -165,6 +165,8 @@ def test_bad_experiment_options_exit_cleanly(root):
     assert result.exit_code == 2 and "--drop" in result.output
     result = runner.invoke(cli, ["sweep", "tiny", "--param", "mu", "--values", "high", "--data-root", str(root)])
     assert result.exit_code == 1 and "Traceback" not in result.output
+    result = runner.invoke(cli, ["compare", "tiny", "--seed", "0,1,0", "--data-root", str(root)])
+    assert result.exit_code == 2 and "--seed" in result.stderr and "once" in result.stderr
     result = runner.invoke(cli, ["compare", "tiny", "--models", "nope", "--data-root", str(root)])
     assert result.exit_code == 1 and "unknown models" in result.output
     result = runner.invoke(cli, ["compare", "tiny", "--models", "lp", "--reference", "gfl", "--data-root", str(root)])
