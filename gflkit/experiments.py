@@ -359,7 +359,7 @@ def _compare_reference(entries: list[_Entry], reference: str | None, methods: li
         name, _, method = reference.partition("+")
         fixed = [e for e in entries if name in (e.base, e.row.get("model")) and e.refine == method]
         if not fixed:
-            raise GFLError(f"--reference {reference!r} is none of the compared rows: choose one of "
+            raise GFLError(f"reference {reference!r} is none of the compared rows: choose one of "
                            f"{', '.join(dict.fromkeys(e.label for e in entries))}")
         return lambda e: fixed[0]
     base = _find(entries, reference, "compared rows").base  # a model or label: under each row's refinement

@@ -56,7 +56,7 @@ import pandas as pd
 from .errors import OneSeedWarning
 from .results import CI_METHODS
 
-__all__ = ["LEVEL", "Estimate", "unit_table", "two_level_half", "estimate", "paired_estimate",
+__all__ = ["LEVEL", "Estimate", "unit_table", "two_level_half", "estimate", "record_estimate", "paired_estimate",
            "prob_improvement", "warn_one_seed"]
 
 #: Confidence level of every interval.
