@@ -4,10 +4,10 @@ from __future__ import annotations
 import click
 
 import gflkit
-from gflkit.config import ABLATIONS
-from gflkit.names import SWEEP_PARAM_NAMES, model_names
+from gflkit.config import ABLATIONS, AGGREGATORS
+from gflkit.names import DEFAULT_SEEDS, SWEEP_PARAM_NAMES, model_names
 
-from .options import (IntList, NameList, ci_option, config_option, data_root_option, deprecated_alias, emit,
+from .options import (ChoiceList, IntList, NameList, ci_option, config_option, data_root_option, deprecated_alias, emit,
                       device_option, jobs_option, output_options, refine_configs, refine_options, runs_root_option)
 from .run import (episode_config, episode_options, model_options, model_options_with, model_overrides, train_config,
                   train_options)
@@ -23,10 +23,13 @@ def _common(f):
     f = click.option("--episodes", type=click.IntRange(1), default=1, show_default=True,
                      help="Support draws per test graph.")(f)
     f = click.option("--reference", default=None, metavar="NAME",
-                     help="Row the others are paired with (delta, its interval and p-value over the same "
-                          "(graph, episode) pairs). compare: a model (gfl-att, protonet, agf+lp...) or +none, +lp, "
-                          "+cs (the same model with that refinement); ablate: a variant (default full); sweep: a "
-                          "model or a value.")(f)
+                     help="Row the others are paired with: delta, its interval, p-value and probability of "
+                          "improvement over the same (seed, graph) units (the reference row's are empty). "
+                          "compare: a model (protonet, gfl-att...; default the first), paired under each row's "
+                          "own refinement (gfl-mean+lp with protonet+lp); MODEL+METHOD (protonet+lp, "
+                          "protonet+none): that one row for every row; +METHOD (+none, +lp, +cs): each row with "
+                          "its own model under METHOD (+none: against itself unrefined). ablate: a variant "
+                          "(default full); sweep: a model or a value.")(f)
     f = ci_option(f)
     f = config_option(f)
     f = train_options(f)
@@ -35,11 +38,13 @@ def _common(f):
 
 
 def seeds_option(f):
-    """``--seed S[,S...]``: one seed, or several aggregated in each row (old spelling ``--seeds``)."""
-    seeds = IntList(0, max_value=2**32 - 1)
+    """``--seed S[,S...]``: training seeds, one run each, aggregated in each row (old spelling ``--seeds``)."""
+    seeds = IntList(0, max_value=2**32 - 1, unique=True)
     f = deprecated_alias("--seeds", "--seed", "seed", type=seeds)(f)
-    return click.option("--seed", type=seeds, default="0", show_default=True, metavar="S[,S...]",
-                        help="Seed, or comma-separated seeds: one run per seed, aggregated in each row.")(f)
+    return click.option("--seed", type=seeds, default=",".join(map(str, DEFAULT_SEEDS)), show_default=True,
+                        metavar="S[,S...]",
+                        help="Training seeds, comma-separated: one run per seed and model; intervals are over "
+                             "(seed, graph) units. One seed leaves training randomness out of the intervals.")(f)
 
 
 def models_option(default_help: str):
@@ -58,30 +63,34 @@ def _split_names(text: str | None) -> list[str] | None:
 
 @click.command()
 @click.argument("data", required=False)
-@models_option("Models to run (default: all): " + ", ".join(model_names()) + ", and majority.")
+@models_option("Models to run (default: all): " + ", ".join(model_names()) + ", and majority; gfl gives a row per "
+               "--aggregator, gfl-mean and gfl-att one.")
 @seeds_option
 @click.option("--majority/--no-majority", default=True, show_default=True,
               help="Add the majority-class reference row (rate of each episode's most frequent query class).")
 @refine_options(several=True)
-@model_options_with({"aggregator": "mean and att, a row each"})
+@model_options_with({"aggregator": "mean and att, a row each"}, {"aggregator": ChoiceList(AGGREGATORS)})
 @_common
 def compare(data, model, seed, majority, reference, ci, runs_root, force, jobs, device, episodes, data_root, output, fmt,
             **kwargs):
     """Table 2: GFL against the baselines on DATA's test graphs, as CSV.
 
-    One row per (model, refinement): accuracy with a 95% interval over test
-    graphs (percent), balanced accuracy, macro-F1, and the paired difference
-    to the --reference row (default: the first) over the same episodes. GFL
-    gives a GFL-mean and a GFL-att row unless --aggregator picks one; a
-    majority row comes last (--no-majority drops it).
+    One row per (model, refinement), each model trained once per --seed
+    (default 0,1,2): accuracy with a 95% interval over (seed, graph) units
+    (percent; n_seeds, n_graphs and ci_over say what it covers), balanced
+    accuracy, macro-F1, and the paired difference to the --reference row
+    (default: the first model, under the same refinement) over the same units
+    and episodes, with prob_improvement. GFL gives a GFL-mean and a GFL-att row
+    unless --aggregator picks (--aggregator mean,att lists them; --model gfl-att
+    names one); a majority row comes last (--no-majority drops it).
     """
     refines = refine_configs(kwargs)
     overrides = {k: v for k, v in model_overrides(kwargs).items() if v is not None}
-    aggregator = overrides.pop("aggregator", None)
+    aggregators = overrides.pop("aggregator", None) or AGGREGATORS
     from gflkit import experiments
 
     table = experiments.compare(
-        data, _split_names(model), aggregators=(aggregator,) if aggregator else ("mean", "att"),
+        data, _split_names(model), aggregators=aggregators,
         model_overrides=overrides, episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed[0]),
         episodes=episodes, seeds=seed, refines=refines, reference=reference, majority=majority,
         ci=ci, root=data_root, runs_root=runs_root, force=force, jobs=jobs, device=device,
@@ -100,10 +109,11 @@ def compare(data, model, seed, majority, reference, ci, runs_root, force, jobs, 
 def ablate(data, drop, all_, seed, reference, ci, runs_root, force, jobs, device, episodes, data_root, output, fmt, **kwargs):
     """Table 3: the full model against variants without a component, as CSV.
 
-    One row per variant (seeds aggregated) with accuracy, interval and the
-    paired difference to the full model (or --reference VARIANT) over the same
-    episodes: delta, delta_lo, delta_hi, p_value. Example: gflkit ablate --drop
-    gate > ablation.csv
+    One row per variant (one run per --seed, default 0,1,2) with accuracy,
+    its interval over (seed, graph) units and the paired difference to the
+    full model (or --reference VARIANT) over the same units: delta, delta_lo,
+    delta_hi, prob_improvement, p_value. Example: gflkit ablate --drop gate >
+    ablation.csv
     """
     if not drop and not all_:
         raise click.UsageError("give --drop COMPONENT (repeatable) or --all")
@@ -133,9 +143,10 @@ def sweep(data, param, values, model, seed, reference, ci, runs_root, force, job
           **kwargs):
     """Sensitivity (Tables 4-6, Figure 3): one CSV row per (value, model).
 
-    Each row is paired with --reference over the same episodes: a model (the
-    same value) or a value (the same model); default the first model when
-    several are swept, else the first value.
+    Each model is trained once per --seed (default 0,1,2). Each row is paired
+    with --reference over the same (seed, graph) units: a model (the same
+    value) or a value (the same model); default the first model when several
+    are swept, else the first value.
     """
     base = gflkit.model_config("gfl", **model_overrides(kwargs))
     from gflkit import experiments

@@ -16,6 +16,7 @@ import logging
 import os
 import signal
 import sys
+import warnings
 
 # OpenMP worker threads (torch's and DGL's kernels share one libgomp) busy-wait
 # between parallel regions; when the cores are shared with other work, the
@@ -60,7 +61,7 @@ try:
     import click
 
     import gflkit
-    from gflkit.errors import GFLError
+    from gflkit.errors import GFLError, GFLWarning
 except BaseException:
     if _signalled:
         raise _interrupted() from None
@@ -77,8 +78,22 @@ def _debug() -> bool:
     return os.environ.get("GFLKIT_DEBUG", "") not in ("", "0") or logging.getLogger().level <= logging.DEBUG
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None, _default=warnings.showwarning):
+    """gflkit's warnings as one line on stderr (:func:`gflkit_cli.options.warning_line`), others as Python does."""
+    if isinstance(message, GFLWarning):
+        from .options import warning_line
+
+        click.echo(warning_line(message), err=True)
+    else:
+        _default(message, category, filename, lineno, file, line)
+
+
 class GFLGroup(click.Group):
-    """A group that turns gflkit's user errors, and any unexpected error, into one-line Click errors."""
+    """A group that turns gflkit's user errors, and any unexpected error, into one-line Click errors.
+
+    gflkit's warnings (:class:`gflkit.errors.GFLWarning`) show as one line on
+    stderr each time the library gives one.
+    """
 
     def make_context(self, *args, **kwargs) -> click.Context:
         try:  # Click would print "Aborted!" and exit 1
@@ -90,7 +105,10 @@ class GFLGroup(click.Group):
         # Commands import torch and DGL when they start: a Ctrl-C then is recorded, as at start-up.
         _set_sigint(_on_sigint)
         try:
-            return super().invoke(ctx)
+            with warnings.catch_warnings():
+                warnings.simplefilter("always", GFLWarning)
+                warnings.showwarning = _show_warning
+                return super().invoke(ctx)
         except GFLError as err:
             raise click.ClickException(_one_line(err)) from None
         except KeyboardInterrupt as err:

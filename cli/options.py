@@ -39,12 +39,13 @@ SEED = click.IntRange(0, 2**32 - 1)
 
 
 class IntList(click.ParamType):
-    """Comma-separated integers, each at least ``min_value``, optionally exactly ``size`` of them."""
+    """Comma-separated integers, each at least ``min_value``, optionally exactly ``size`` of them, or each once."""
 
     name = "integers"
 
-    def __init__(self, min_value: int | None = None, size: int | None = None, max_value: int | None = None) -> None:
-        self.min_value, self.size, self.max_value = min_value, size, max_value
+    def __init__(self, min_value: int | None = None, size: int | None = None, max_value: int | None = None,
+                 unique: bool = False) -> None:
+        self.min_value, self.size, self.max_value, self.unique = min_value, size, max_value, unique
 
     def convert(self, value: Any, param, ctx) -> list[int]:
         if isinstance(value, (list, tuple)):  # a parsed list (a default): each item an integer or its text
@@ -66,6 +67,8 @@ class IntList(click.ParamType):
         if low or high:
             bound = f">= {self.min_value}" if low else f"<= {self.max_value}"
             self.fail(f"every value must be {bound}, got {value!r}.", param, ctx)
+        if self.unique and len(set(values)) != len(values):
+            self.fail(f"give each value once, got {value!r}.", param, ctx)
         return values
 
 
@@ -91,6 +94,31 @@ class NameList(click.ParamType):
         if not [x for x in str(value).split(",") if x.strip()]:
             self.fail("give at least one value (comma-separated).", param, ctx)
         return str(value)
+
+
+class ChoiceList(click.ParamType):
+    """Comma-separated names, each one of ``choices`` (``mean,att``); returns the list, repeats dropped."""
+
+    name = "choices"
+
+    def __init__(self, choices) -> None:
+        self.choices = tuple(choices)
+
+    def get_metavar(self, param, *args, **kwargs) -> str:
+        return "[" + "|".join(self.choices) + "][,...]"
+
+    def convert(self, value: Any, param, ctx) -> list[str]:
+        if isinstance(value, (list, tuple)):
+            names = [str(v) for v in value]
+        else:
+            names = [x.strip() for x in str(value).split(",") if x.strip()]
+        if not names:
+            self.fail("give at least one value (comma-separated).", param, ctx)
+        bad = [n for n in names if n not in self.choices]
+        if bad:
+            self.fail(f"{', '.join(map(repr, bad))}: choose from {', '.join(self.choices)} (comma-separated).",
+                      param, ctx)
+        return list(dict.fromkeys(names))
 
 
 class FolderName(click.ParamType):
@@ -236,8 +264,10 @@ def ci_option(f):
     """``--ci t|paper``: the interval of the result rows."""
     return click.option(
         "--ci", type=click.Choice(["t", "paper"]), default="t", show_default=True,
-        help="95% interval: t (Student t, ddof=1, over test graphs, or over episodes with one test graph) "
-             "or paper (1.96 x std / sqrt(n), as the paper's tables).",
+        help="95% intervals of accuracy and delta: t (over (seed, graph) units, each a run's mean over a "
+             "graph's episodes; seeds and graphs as two levels, each with its own t quantile; over graphs with "
+             "one seed, over episodes with one seed and one test graph; ci_over says which) or paper "
+             "(1.96 x std / sqrt(n) over test graphs, seeds averaged, as the paper's tables).",
     )(f)
 
 
@@ -276,6 +306,23 @@ def refine_configs(kwargs: dict) -> list:
     if bad:
         raise click.BadParameter(f"{', '.join(bad)}: choose from {', '.join(REFINE_METHODS)}", param_hint="--refine")
     return [RefineConfig(m, alpha, steps) for m in dict.fromkeys(methods)]
+
+
+#: What the command line advises for a one-seed result, by the warning's context.
+_ONE_SEED_ADVICE = {
+    "experiment": "run with several seeds: --seed 0,1,2 (the default)",
+    "run": "train several seeds and compare them: gflkit compare --seed 0,1,2",
+}
+
+
+def warning_line(message: Warning) -> str:
+    """The one stderr line of a gflkit warning, with command-line advice where the library names parameters."""
+    from gflkit.errors import OneSeedWarning
+
+    if isinstance(message, OneSeedWarning):
+        advice = _ONE_SEED_ADVICE.get(message.context, _ONE_SEED_ADVICE["experiment"])
+        return f"warning: {OneSeedWarning.WHAT}; to include it, {advice}"
+    return "warning: " + " ".join(str(message).split())
 
 
 def deprecation_warning(old: str, new: str) -> None:

@@ -45,15 +45,16 @@ _MODEL_FLAGS = [
 _MODEL_KEYS = [field for _, field, _ in _MODEL_FLAGS]
 
 
-def model_options_with(shown: dict[str, str] | None = None):
+def model_options_with(shown: dict[str, str] | None = None, types: dict[str, click.ParamType] | None = None):
     """Every GFL hyperparameter as a flag; unset flags keep the preset's value.
 
     Help texts and the defaults shown come from :class:`~gflkit.config.GFLConfig`'s
     field metadata; ``shown`` replaces the default shown for a field where a
     command does something else when the flag is unset (``compare`` runs both
-    aggregators).
+    aggregators), and ``types`` the type of a field's flag (``compare`` takes a
+    list of aggregators).
     """
-    shown = shown or {}
+    shown, types = shown or {}, types or {}
 
     def deco(f):
         for flag, field, type_ in reversed(_MODEL_FLAGS):
@@ -61,6 +62,7 @@ def model_options_with(shown: dict[str, str] | None = None):
                       "show_default": True}
             if field in shown:
                 kwargs.update(default=None, show_default=shown[field])
+            type_ = types.get(field, type_)
             if type_ is not None:
                 kwargs["type"] = type_
             f = click.option(flag, field, **kwargs)(f)
@@ -281,7 +283,9 @@ def evaluate(run, data, baseline, split, episodes, force, device, seed, ci, data
 
     Accuracy is computed per graph (the mean over its episodes), then averaged
     over graphs with a t-based 95% interval over graphs (over episodes with one
-    test graph; --ci paper for 1.96 x std / sqrt(n)), in percent. Without DATA the
+    test graph; --ci paper for 1.96 x std / sqrt(n)), in percent. That
+    interval is of one trained run: it leaves training randomness out (a
+    warning says so); gflkit compare --seed 0,1,2 includes it. Without DATA the
     collection the run was trained on is used (give --data-root when it lives
     under another data root). Without --seed and the episode flags the run's
     own are used, so the row repeats the one training printed; the seed used

@@ -21,13 +21,13 @@ _LAZY = {
     "train": ".api", "evaluate": ".api", "evaluate_baseline": ".api", "model_config": ".api",
     "EpisodeConfig": ".config", "GFLConfig": ".config", "TrainConfig": ".config",
     "GraphCollection": ".data", "load_collection": ".data",
-    "GFLError": ".errors",
+    "GFLError": ".errors", "GFLWarning": ".errors", "OneSeedWarning": ".errors",
     "embed": ".prediction", "load": ".prediction", "predict": ".prediction",
 }
 
 __all__ = [
     "train", "evaluate", "evaluate_baseline", "model_config", "GFLConfig", "EpisodeConfig",
-    "TrainConfig", "GraphCollection", "load_collection", "GFLError", "load", "predict", "embed", "__version__",
+    "TrainConfig", "GraphCollection", "load_collection", "GFLError", "GFLWarning", "OneSeedWarning", "load", "predict", "embed", "__version__",
 ]
 
 

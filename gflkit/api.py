@@ -30,6 +30,7 @@ from .data.transform import check_fingerprint, feature_fingerprint
 from .episodes import EpisodeSampler
 from .devices import place, require_cpu, resolve_device
 from .errors import GFLError
+from .inference import warn_one_seed
 from .metrics import baseline_records, graph_records, summarise, transfer_records
 from .models.baselines import PER_GRAPH, TRANSFER
 from .models.gfl import GFL
@@ -73,11 +74,18 @@ def _aggregator(cfg: GFLConfig) -> str:
 
 def result_row(model: str, aggregator: str, collection: GraphCollection, split: str,
                records: pd.DataFrame | dict[int, float], episode_cfg: EpisodeConfig, episodes: int, seed: Any,
-               *, refine: str = "none", ci: str = "t") -> dict:
-    """One result table row (accuracy and CI in percent)."""
+               *, refine: str = "none", ci: str = "t", seed_std: bool = False) -> dict:
+    """One result table row (accuracy and CI in percent; :func:`gflkit.metrics.summarise`).
+
+    ``seed_std``: keep the standard deviation of the per-seed accuracies (for
+    tables that take several seeds).
+    """
+    summary = summarise(records, ci)
+    if not seed_std:
+        summary.pop("seed_std")
     return {
         "model": model, "aggregator": aggregator, "dataset": collection.name, "split": split,
-        "k_shot": episode_cfg.k_shot, "episodes": episodes, "refine": refine, **summarise(records, ci), "seed": seed,
+        "k_shot": episode_cfg.k_shot, "episodes": episodes, "refine": refine, **summary, "seed": seed,
     }
 
 
@@ -153,7 +161,9 @@ def train(
         threads_per_proc: threads of each process (default: cores / nproc).
         timeout: seconds after which a rank waiting for a dead peer gives up.
         refine: transductive refinement of the scores (:mod:`gflkit.refine`).
-        ci: interval of the row, ``t`` or ``paper`` (:func:`gflkit.results.mean_ci`).
+        ci: interval of the row, ``t`` or ``paper`` (:mod:`gflkit.inference`); the row is of
+            one trained run, so its interval leaves training randomness out
+            (a :class:`~gflkit.errors.OneSeedWarning` says so).
         device: where a GFL model trains and is scored: ``cpu`` (default),
             ``cuda`` or ``cuda:N`` (:func:`gflkit.devices.resolve_device`).
             Transfer baselines train on the CPU.
@@ -233,6 +243,7 @@ def _train(data, model_cfg, episode_cfg, train_cfg, model, options, out, force, 
     if eval_split is None or not distributed.is_main_process():  # under torchrun rank 0 scores the run
         return result, to_frame([])
     row = _score(result.model, model, collection, eval_split, episode_cfg, episodes, seed, refine, ci)
+    warn_one_seed(1, "run", stacklevel=4)
     return result, to_frame([row])
 
 
@@ -365,7 +376,9 @@ def evaluate(
     ep_cfg = episode_cfg or result_configs({**meta, "kind": "baseline"}, where)[1]
     seed = int(meta.get("seed", 0)) if seed is None else seed
     name = model_name or meta.get("model", "gfl")
-    return to_frame([_score(module, name, collection, split, ep_cfg, episodes, seed, refine, ci)])
+    table = to_frame([_score(module, name, collection, split, ep_cfg, episodes, seed, refine, ci)])
+    warn_one_seed(1, "run")
+    return table
 
 
 def evaluate_baseline(
@@ -385,4 +398,6 @@ def evaluate_baseline(
     collection = load_collection(data, root)
     sampler = EpisodeSampler(collection, split, episode_cfg, seed).require_graphs()
     records = baseline_records(PER_GRAPH[model], sampler, episodes, seed)
-    return to_frame([result_row(model, "", collection, split, records, episode_cfg, episodes, seed, ci=ci)])
+    table = to_frame([result_row(model, "", collection, split, records, episode_cfg, episodes, seed, ci=ci)])
+    warn_one_seed(1, "run")
+    return table

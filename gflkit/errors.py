@@ -1,4 +1,4 @@
-"""Errors raised for a user's mistakes.
+"""Errors raised for a user's mistakes, and the warnings gflkit gives about its results.
 
 Anything a user can fix (a missing file, a malformed line, a class with too few
 labelled nodes, an unknown option value) raises :class:`GFLError` with a one-line
@@ -27,3 +27,27 @@ class GFLError(Exception):
 
 class DataFormatError(GFLError):
     """A file or collection on disk does not have the expected format."""
+
+
+class GFLWarning(UserWarning):
+    """Something about a result that its reader should know; the command line shows it as one line."""
+
+
+class OneSeedWarning(GFLWarning):
+    """A result row's intervals come from one training seed, so they leave training randomness out.
+
+    ``context`` is ``experiment`` (a table that takes several seeds) or
+    ``run`` (one trained run scored); it picks the advice.
+    """
+
+    #: What one seed means, the start of every message.
+    WHAT = ("one training seed: the intervals cover test graphs and support draws only, not training "
+            "randomness (often the largest source of variance)")
+    ADVICE = {
+        "experiment": "give several seeds, e.g. seeds=(0, 1, 2)",
+        "run": "train with several seeds and compare them (gflkit.experiments.compare(seeds=(0, 1, 2)))",
+    }
+
+    def __init__(self, context: str = "experiment") -> None:
+        self.context = context
+        super().__init__(f"{self.WHAT}; to include it, {self.ADVICE.get(context, self.ADVICE['experiment'])}")

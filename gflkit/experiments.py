@@ -4,46 +4,52 @@
 * :func:`ablate`: Table 3, the full model against variants without one component;
 * :func:`sweep`: Tables 4-6 and Figure 3, one hyperparameter over several values.
 
-Every model is trained on the collection's train graphs (selected on its val
-graphs) and scored on its test graphs with the same episodes, so the rows of
-one table are directly comparable, and they are compared pairwise: each row
-carries its mean accuracy difference to a reference row over the same
-(graph, episode) pairs, with a 95% interval and a p-value
-(:func:`gflkit.metrics.paired`). With several seeds every model is trained and
-scored once per seed; a row's metrics average the seeds within each (graph,
-episode) before the episode and graph levels, and ``seed_std`` gives the spread
-of the per-seed accuracies.
+Every model is trained once per seed (default :data:`DEFAULT_SEEDS`) on the
+collection's train graphs (selected on its val graphs) and scored on its test
+graphs with the same episodes, so the rows of one table are directly
+comparable. The unit of inference is one training run scored on one test graph
+(the mean over its episodes): a row's accuracy interval, and its paired
+difference to a reference row with that difference's interval, p-value and
+probability of improvement, are over those (seed, graph) units, with seeds and
+graphs as two levels (:mod:`gflkit.inference`). The reference row's own paired
+columns are empty. With one seed the intervals leave training randomness out:
+the rows say so (``n_seeds``, ``ci_over``) and a
+:class:`~gflkit.errors.OneSeedWarning` is issued once.
 
 The independent runs of a table (model x aggregator x seed, variant x seed,
 value x model x seed) can go to a pool of processes (``jobs``,
 :func:`gflkit.parallel.run_jobs`); each run seeds itself and the rows are
 assembled in the same order, so the table is the same as with one process.
+The majority-class rows take no time: they are scored here and not counted as
+runs.
 """
 from __future__ import annotations
 
 import logging
+import math
 import os
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Sequence
 
-import numpy as np
 import pandas as pd
 
 from .api import model_config, model_names, result_row, score_records, train
-from .config import ABLATIONS, EpisodeConfig, GFLConfig, TrainConfig
+from .config import ABLATIONS, AGGREGATORS, EpisodeConfig, GFLConfig, TrainConfig
 from .data import GraphCollection, load_collection
 from .devices import resolve_device
 from .episodes import EpisodeSampler
 from .errors import GFLError
-from .metrics import baseline_records, majority_records, paired, summarise
+from .inference import warn_one_seed
+from .metrics import baseline_records, majority_records, paired
 from .models.baselines import PER_GRAPH, TRANSFER
+from .names import DEFAULT_SEEDS
 from .parallel import portable, run_jobs, shared_collection
 from .paths import RUN_NAME_LIMIT, check_name
 from .progress import RunCounter
 from .refine import REFINE_METHODS, RefineConfig
-from .results import PAIRED_COLUMNS, RESULT_COLUMNS, to_frame
+from .results import PAIRED_COLUMNS, RESULT_COLUMNS, SEED_STD, to_frame
 
-__all__ = ["compare", "ablate", "sweep", "SWEEP_PARAMS", "ABLATION_NAMES", "MAJORITY"]
+__all__ = ["compare", "ablate", "sweep", "SWEEP_PARAMS", "ABLATION_NAMES", "MAJORITY", "DEFAULT_SEEDS"]
 
 log = logging.getLogger(__name__)
 
@@ -73,11 +79,19 @@ SWEEP_PARAMS: dict[str, tuple[str, str, Any]] = {
 
 @dataclass
 class _Entry:
-    """One row of a table before the paired columns: its label, row and records (all seeds)."""
+    """One row of a table before the paired columns: its label, row and records (all seeds).
+
+    ``base`` is the label without the refinement (``gfl-mean`` for ``gfl-mean+lp``).
+    """
 
     label: str
     row: dict
     records: pd.DataFrame
+    base: str = ""
+
+    @property
+    def refine(self) -> str:
+        return self.row.get("refine", "none")
 
 
 def _score(collection: GraphCollection, model: str, cfg: GFLConfig | None, episode_cfg: EpisodeConfig,
@@ -100,21 +114,34 @@ def _score_task(args: tuple) -> list[pd.DataFrame]:
     return _score(shared_collection(args[0]), *args[1:])
 
 
-def _score_all(tasks: list[tuple], jobs: int, counter: RunCounter, labels: list[str]) -> list[list[pd.DataFrame]]:
+def _score_all(tasks: list[tuple], jobs: int, what: str, progress: bool,
+               labels: list[str]) -> list[list[pd.DataFrame]]:
     """``_score(*task)`` for every task, over ``jobs`` processes when above 1 (results in task order).
 
-    ``counter`` announces each run as it starts (one process) or counts each
-    as its result comes back (a pool, where runs finish in any order).
+    The majority-class tasks take no time: they are scored here first and are
+    not counted. A :class:`~gflkit.progress.RunCounter` announces each other
+    run as it starts (one process) or counts each as its result comes back (a
+    pool, where runs finish in any order).
     """
-    if jobs > 1 and len(tasks) > 1:  # workers load the collection from its folder; their bars would interleave
-        tasks = [(portable(t[0]), *t[1:7], False, *t[8:]) for t in tasks]
-        return run_jobs(_score_task, tasks, jobs, on_result=lambda i: counter.finished(labels[i]))
-    results = []
-    for task, label in zip(tasks, labels):
-        counter.start(label)
-        results.append(_score(*task))
+    results: list[list[pd.DataFrame] | None] = [None] * len(tasks)
+    timed = []
+    for i, task in enumerate(tasks):
+        if task[1] == MAJORITY:
+            results[i] = _score(*task)
+        else:
+            timed.append(i)
+    counter = RunCounter(len(timed), what, enabled=progress)
+    if jobs > 1 and len(timed) > 1:  # workers load the collection from its folder; their bars would interleave
+        sent = [(portable(tasks[i][0]), *tasks[i][1:7], False, *tasks[i][8:]) for i in timed]
+        done = run_jobs(_score_task, sent, jobs, on_result=lambda k: counter.finished(labels[timed[k]]))
+        for i, result in zip(timed, done):
+            results[i] = result
+        return results  # type: ignore[return-value]
+    for i in timed:
+        counter.start(labels[i])
+        results[i] = _score(*tasks[i])
         counter.finish()
-    return results
+    return results  # type: ignore[return-value]
 
 
 def _seeded(records: Sequence[pd.DataFrame], seeds: Sequence[int]) -> pd.DataFrame:
@@ -125,23 +152,49 @@ def _seed_value(seeds: Sequence[int]) -> int | str:
     return seeds[0] if len(seeds) == 1 else ",".join(map(str, seeds))
 
 
+def _seed_list(seeds: Sequence[int] | None) -> list[int]:
+    seeds = list(DEFAULT_SEEDS if seeds is None else seeds)
+    if not seeds:
+        raise GFLError("seeds is empty: give at least one training seed")
+    if len(set(seeds)) != len(seeds):
+        raise GFLError(f"seeds {', '.join(map(str, seeds))} repeat a seed: give each seed once")
+    return seeds
+
+
 def _entry(label: str, model: str, aggregator: str, collection: GraphCollection, records: pd.DataFrame,
-           episode_cfg: EpisodeConfig, episodes: int, seeds: Sequence[int], refine: str, ci: str) -> _Entry:
+           episode_cfg: EpisodeConfig, episodes: int, seeds: Sequence[int], refine: str, ci: str,
+           base: str | None = None) -> _Entry:
     row = result_row(model, aggregator, collection, "test", records, episode_cfg, episodes, _seed_value(seeds),
-                     refine=refine, ci=ci)
-    if len(seeds) > 1:
-        per_seed = [summarise(records[records.seed == s], ci)["accuracy"] for s in seeds]
-        row["seed_std"] = float(np.std(per_seed, ddof=1))
-    return _Entry(label, row, records)
+                     refine=refine, ci=ci, seed_std=True)
+    return _Entry(label, row, records, base if base is not None else label)
+
+
+#: The paired columns of a row that is its own reference: empty.
+_EMPTY_PAIRED = {"reference": None, "delta": math.nan, "delta_lo": math.nan, "delta_hi": math.nan,
+                 "prob_improvement": math.nan, "p_value": math.nan, "n_pairs": None}
 
 
 def _with_paired(entries: list[_Entry], reference: Any, ci: str) -> list[dict]:
-    """Rows with the paired columns against ``reference``: an entry, or a function of an entry."""
+    """Rows with the paired columns against ``reference``: an entry, or a function of an entry.
+
+    A row paired with itself (the reference row) gets empty paired columns.
+    """
     rows = []
     for e in entries:
         ref = reference(e) if callable(reference) else reference
-        rows.append({**e.row, "reference": ref.label, **paired(e.records, ref.records, ci)})
+        if ref is e:
+            rows.append({**e.row, **_EMPTY_PAIRED})
+        else:
+            rows.append({**e.row, "reference": ref.label, **paired(e.records, ref.records, ci)})
     return rows
+
+
+def _table(rows: list[dict], first: Sequence[str] = ()) -> pd.DataFrame:
+    """The rows as a DataFrame: ``first``, the result columns, ``seed_std``, the paired columns, then ``seed``."""
+    df = to_frame(rows, [*first, *RESULT_COLUMNS[:-1], SEED_STD, *PAIRED_COLUMNS, "seed"])
+    if "n_pairs" in df:
+        df["n_pairs"] = df["n_pairs"].astype("Int64")  # empty for the reference row
+    return df
 
 
 def _find(entries: list[_Entry], name: str | None, what: str) -> _Entry:
@@ -166,23 +219,39 @@ def _label(model: str, aggregator: str, refine: str) -> str:
     return model + (f"-{aggregator}" if aggregator else "") + (f"+{refine}" if refine != "none" else "")
 
 
-def _variants(model: str, aggregators: Sequence[str], overrides: dict[str, Any]) -> list[tuple[str, GFLConfig | None]]:
-    """``(aggregator, config)`` of each row of ``model`` in :func:`compare` (config ``None``: not a GFL preset)."""
+def _compared(models: Sequence[str], aggregators: Sequence[str]) -> list[tuple[str, str]]:
+    """``(model, aggregator)`` of each compared model: ``gfl`` gives one per aggregator, ``gfl-AGG`` that one.
+
+    Models that are not GFL get the aggregator ``""``; repeats are dropped.
+    """
+    pairs = []
+    for m in models:
+        if m == "gfl":
+            pairs += [("gfl", agg) for agg in aggregators]
+        elif m.startswith("gfl-") and m[len("gfl-"):] in AGGREGATORS:
+            pairs.append(("gfl", m[len("gfl-"):]))
+        else:
+            pairs.append((m, ""))
+    return list(dict.fromkeys(pairs))
+
+
+def _config(model: str, aggregator: str, overrides: dict[str, Any]) -> GFLConfig | None:
+    """The GFL configuration of a row of :func:`compare` (``None``: not a GFL preset)."""
     if model == "gfl":
-        return [(agg, model_config("gfl", **{**overrides, "aggregator": agg})) for agg in aggregators]
-    return [("", model_config(model, **overrides) if model == "protonet" else None)]
+        return model_config("gfl", **{**overrides, "aggregator": aggregator})
+    return model_config(model, **overrides) if model == "protonet" else None
 
 
 def compare(
     data: str | os.PathLike | GraphCollection | None = None,
     models: Sequence[str] | None = None,
     *,
-    aggregators: Sequence[str] = ("mean", "att"),
+    aggregators: Sequence[str] = AGGREGATORS,
     model_overrides: dict[str, Any] | None = None,
     episode_cfg: EpisodeConfig = EpisodeConfig(),
     train_cfg: TrainConfig = TrainConfig(),
     episodes: int = 1,
-    seeds: Sequence[int] | None = None,
+    seeds: Sequence[int] | None = DEFAULT_SEEDS,
     refines: Sequence[RefineConfig] = (RefineConfig(),),
     reference: str | None = None,
     majority: bool = True,
@@ -198,20 +267,32 @@ def compare(
 
     Args:
         models: model names; ``gfl`` gives one row per aggregator in
-            ``aggregators`` (GFL-mean, GFL-att); ``majority`` is the
-            majority-class reference, added last unless listed or ``majority``
-            is false.
-        seeds: training seeds (default: ``train_cfg.seed``).
+            ``aggregators`` (GFL-mean, GFL-att), ``gfl-mean`` or ``gfl-att``
+            one; ``majority`` is the majority-class reference, added last
+            unless listed or ``majority`` is false.
+        aggregators: the aggregators of ``gfl`` (``mean``, ``att``).
+        seeds: training seeds, one run each per model (default
+            :data:`DEFAULT_SEEDS`; ``None`` is the default too); a row's
+            intervals are over (seed, graph) units. One seed leaves training
+            randomness out (a :class:`~gflkit.errors.OneSeedWarning`).
         refines: refinements of the trained models' scores, one row each
             (one training per model and seed); per-graph baselines and the
             majority row are not refined.
-        reference: label of the row the others are paired with (``gfl-mean``,
-            ``protonet``, ``agf+lp``...; a model name picks its first row),
-            or ``+`` and a refinement (``+none``, ``+lp``, ``+cs``): each row is paired with
-            the same model under that refinement (rows that are never refined,
-            per-graph baselines and ``majority``, with themselves); default:
-            the first row.
-        ci: ``t`` or ``paper`` (:func:`gflkit.results.mean_ci`).
+        reference: what the rows are paired with (default: the first model):
+
+            * a model (``protonet``, ``gfl-att``, ``gfl``, ``lp``): each row is
+              paired with that model under the row's own refinement
+              (``gfl-mean+lp`` with ``protonet+lp``); a row that is never
+              refined pairs with the model's first row;
+            * a row label with its refinement (``protonet+lp``,
+              ``protonet+none``): every row is paired with that one row;
+            * ``+`` and a refinement (``+none``, ``+lp``, ``+cs``): each row is
+              paired with the same model under that refinement (``+none``:
+              against itself unrefined); rows that are never refined, per-graph
+              baselines and ``majority``, with themselves.
+
+            A row paired with itself (the reference) has empty paired columns.
+        ci: ``t`` or ``paper`` (:mod:`gflkit.inference`).
         jobs: processes to spread the runs (model x aggregator x seed) over;
             the rows are the same as with one.
         runs_root, force: keep each trained run under ``runs_root``; an
@@ -221,58 +302,70 @@ def compare(
 
     Returns:
         One row per (model, aggregator, refinement) with the result columns
-        and ``reference, delta, delta_lo, delta_hi, p_value, n_pairs``.
+        (``n_seeds``, ``n_graphs``, ``accuracy``, ``ci95``, ``ci_over``...) and
+        ``reference, delta, delta_lo, delta_hi, prob_improvement, p_value,
+        n_pairs``.
     """
     resolve_device(device)  # a device this machine lacks fails before any work
-    collection = load_collection(data, root)
-    known = model_names() + (MAJORITY,)
+    known = model_names() + (MAJORITY,) + tuple(f"gfl-{a}" for a in AGGREGATORS)
     models = list(models or model_names())
     unknown = [m for m in models if m not in known]
     if unknown:
         raise GFLError(f"unknown models {', '.join(unknown)}: choose from {', '.join(known)}")
+    aggregators = list(dict.fromkeys(aggregators))
+    bad = [a for a in aggregators if a not in AGGREGATORS]
+    if bad or not aggregators:
+        raise GFLError(f"aggregators {', '.join(bad) or '(none)'}: choose from {', '.join(AGGREGATORS)}")
     if majority and MAJORITY not in models:
         models.append(MAJORITY)
-    seeds = list(seeds or [train_cfg.seed])
+    seeds = _seed_list(seeds)
+    collection = load_collection(data, root)
+    compared = _compared(models, aggregators)
     tasks, labels = [], []
-    for model in models:
+    for model, agg in compared:
         trained = model not in PER_GRAPH and model != MAJORITY
-        for agg, cfg in _variants(model, aggregators, model_overrides or {}):
-            for seed in seeds:
-                log.debug("compare: %s%s (seed %d) on %s", model, f"-{agg}" if agg else "", seed, collection.name)
-                out = _out(runs_root, collection.name, model, *([agg] if agg else []), f"s{seed}")
-                tasks.append((collection, model, cfg, episode_cfg, replace(train_cfg, seed=seed), episodes, out,
-                              progress, refines if trained else (RefineConfig(),), force, device))
-                labels.append(f"{model}{f'-{agg}' if agg else ''}, seed {seed}")
-    results = iter(_score_all(tasks, jobs, RunCounter(len(tasks), "compare", enabled=progress), labels))
+        cfg = _config(model, agg, model_overrides or {})
+        for seed in seeds:
+            log.debug("compare: %s%s (seed %d) on %s", model, f"-{agg}" if agg else "", seed, collection.name)
+            out = _out(runs_root, collection.name, model, *([agg] if agg else []), f"s{seed}")
+            tasks.append((collection, model, cfg, episode_cfg, replace(train_cfg, seed=seed), episodes, out,
+                          progress, refines if trained else (RefineConfig(),), force, device))
+            labels.append(f"{_label(model, agg, 'none')}, seed {seed}")
+    results = iter(_score_all(tasks, jobs, "compare", progress, labels))
     entries = []
-    for model in models:
+    for model, agg in compared:
         trained = model not in PER_GRAPH and model != MAJORITY
-        for agg, _ in _variants(model, aggregators, model_overrides or {}):
-            runs = [next(results) for _ in seeds]
-            methods = [r.method for r in refines] if trained else ["none"]
-            for i, method in enumerate(methods):
-                records = _seeded([run[i] for run in runs], seeds)
-                aggregator = agg if model == "gfl" else ""
-                entries.append(_entry(_label(model, aggregator, method), model, aggregator, collection, records,
-                                      episode_cfg, episodes, seeds, method, ci))
+        runs = [next(results) for _ in seeds]
+        methods = [r.method for r in refines] if trained else ["none"]
+        for i, method in enumerate(methods):
+            records = _seeded([run[i] for run in runs], seeds)
+            entries.append(_entry(_label(model, agg, method), model, agg, collection, records, episode_cfg,
+                                  episodes, seeds, method, ci, base=_label(model, agg, "none")))
     rows = _with_paired(entries, _compare_reference(entries, reference, [r.method for r in refines]), ci)
-    return to_frame(rows, RESULT_COLUMNS[:-1] + ["seed_std"] + PAIRED_COLUMNS + ["seed"])
+    warn_one_seed(len(seeds))
+    return _table(rows)
 
 
 def _compare_reference(entries: list[_Entry], reference: str | None, methods: list[str]):
-    """The reference of :func:`compare`: an entry, or a function of an entry for a refinement."""
-    if reference is None or not reference.startswith("+"):
-        return _find(entries, reference, "compared rows")
-    reference = reference[1:]
-    if reference not in methods:
-        raise GFLError(f"--reference +{reference}: give {reference} in --refine ({', '.join(REFINE_METHODS)}) "
-                       f"to pair the rows with it")
-    by_key = {(e.row["model"], e.row["aggregator"], e.row["refine"]): e for e in entries}
-
-    def same_model(e: _Entry) -> _Entry:  # rows that are never refined pair with themselves
-        return by_key.get((e.row["model"], e.row["aggregator"], reference), e)
-
-    return same_model
+    """The reference of :func:`compare`, as a function of an entry (see its ``reference``)."""
+    if reference is not None and reference.startswith("+"):
+        method = reference[1:]
+        if method not in methods:
+            raise GFLError(f"--reference +{method}: give {method} in --refine ({', '.join(REFINE_METHODS)}) "
+                           f"to pair the rows with it")
+        by_key = {(e.base, e.refine): e for e in entries}
+        return lambda e: by_key.get((e.base, method), e)  # rows that are never refined pair with themselves
+    if reference is not None and "+" in reference:  # one row: a model or label, and a refinement
+        name, _, method = reference.partition("+")
+        fixed = [e for e in entries if name in (e.base, e.row.get("model")) and e.refine == method]
+        if not fixed:
+            raise GFLError(f"reference {reference!r} is none of the compared rows: choose one of "
+                           f"{', '.join(dict.fromkeys(e.label for e in entries))}")
+        return lambda e: fixed[0]
+    base = _find(entries, reference, "compared rows").base  # a model or label: under each row's refinement
+    by_key = {(e.base, e.refine): e for e in entries}
+    first = next(e for e in entries if e.base == base)
+    return lambda e: by_key.get((base, e.refine), first)
 
 
 def ablate(
@@ -280,7 +373,7 @@ def ablate(
     drop: Iterable[str] = ("gate",),
     *,
     base: GFLConfig | None = None,
-    seeds: Sequence[int] = (0,),
+    seeds: Sequence[int] | None = DEFAULT_SEEDS,
     episode_cfg: EpisodeConfig = EpisodeConfig(),
     train_cfg: TrainConfig = TrainConfig(),
     episodes: int = 1,
@@ -299,25 +392,28 @@ def ablate(
         drop: components to remove, one variant each: ``structure`` (M1a),
             ``gate`` (M2a), ``hierarchy`` (M2b), ``recon`` (M3).
         base: the full model (default: GFL's defaults).
-        seeds: one training run per seed and variant; rows aggregate the seeds.
-        reference: the variant the others are paired with (default ``full``).
+        seeds: one training run per seed and variant (default
+            :data:`DEFAULT_SEEDS`); intervals are over (seed, graph) units.
+        reference: the variant the others are paired with (default ``full``);
+            its own paired columns are empty.
         jobs: processes to spread the runs (variant x seed) over; same rows.
 
     Returns:
         One row per variant with ``delta`` (its accuracy minus the
-        reference's, as a mean over the same (graph, episode) pairs),
-        ``delta_lo``, ``delta_hi``, ``p_value`` and ``n_pairs``.
+        reference's over the same (seed, graph) units, each the mean over the
+        same episodes), ``delta_lo``, ``delta_hi``, ``prob_improvement``,
+        ``p_value`` and ``n_pairs``.
     """
     drop = list(dict.fromkeys(drop))
     unknown = [d for d in drop if d not in ABLATIONS]
     if unknown or not drop:
         raise GFLError(f"--drop takes {', '.join(ABLATIONS)} (got {', '.join(unknown) or 'nothing'})")
     resolve_device(device)  # a device this machine lacks fails before any work
+    seeds = _seed_list(seeds)
     collection = load_collection(data, root)
     base = base or GFLConfig()
     variants = [("full", "GFL (full model)", base)]
     variants += [(d, ABLATION_NAMES[d], replace(base, **ABLATIONS[d])) for d in drop]
-    seeds = list(seeds)
     tasks, labels = [], []
     for name, description, cfg in variants:
         for seed in seeds:
@@ -326,7 +422,7 @@ def ablate(
             tasks.append((collection, "gfl", cfg, episode_cfg, replace(train_cfg, seed=seed), episodes, out, progress,
                           (RefineConfig(),), force, device))
             labels.append(f"{name}, seed {seed}")
-    results = iter(_score_all(tasks, jobs, RunCounter(len(tasks), "ablate", enabled=progress), labels))
+    results = iter(_score_all(tasks, jobs, "ablate", progress, labels))
     entries = []
     for name, description, cfg in variants:
         runs = [records for _ in seeds for records in next(results)]
@@ -335,8 +431,8 @@ def ablate(
         entry.row = {"variant": name, "description": description, **entry.row}
         entries.append(entry)
     rows = _with_paired(entries, _find(entries, reference, "variants"), ci)
-    return to_frame(rows, ["variant", "description"] + RESULT_COLUMNS[:-1] + ["seed_std"] + PAIRED_COLUMNS
-                    + ["seed"])
+    warn_one_seed(len(seeds))
+    return _table(rows, ["variant", "description"])
 
 
 def sweep(
@@ -349,7 +445,7 @@ def sweep(
     episode_cfg: EpisodeConfig = EpisodeConfig(),
     train_cfg: TrainConfig = TrainConfig(),
     episodes: int = 1,
-    seeds: Sequence[int] | None = None,
+    seeds: Sequence[int] | None = DEFAULT_SEEDS,
     reference: str | None = None,
     ci: str = "t",
     root: str | os.PathLike | None = None,
@@ -368,8 +464,10 @@ def sweep(
     ``reference`` is a model (each row is paired with that model at the same
     value) or a value of ``param`` (each row is paired with the same model at
     that value). Default: the first model when several are swept, else the
-    first value. ``jobs`` spreads the runs (value x model x seed) over that
-    many processes (same rows).
+    first value. The reference rows' own paired columns are empty. ``seeds``:
+    one training run per seed (default :data:`DEFAULT_SEEDS`). ``jobs``
+    spreads the runs (value x model x seed) over that many processes (same
+    rows).
     """
     if param not in SWEEP_PARAMS:
         raise GFLError(f"--param {param!r} is not sweepable: choose one of {', '.join(SWEEP_PARAMS)}")
@@ -384,9 +482,9 @@ def sweep(
         raise GFLError(f"--param {param} changes the GFL model: use --model gfl and/or protonet")
     models = list(models)
     resolve_device(device)  # a device this machine lacks fails before any work
+    seeds = _seed_list(seeds)
     collection = load_collection(data, root)
     base = base or GFLConfig()
-    seeds = list(seeds or [train_cfg.seed])
     settings, tasks, labels = [], [], []
     for value in values:
         ep_cfg = replace(episode_cfg, **{field: value}) if kind == "episode" else episode_cfg
@@ -402,7 +500,7 @@ def sweep(
                 tasks.append((collection, model, cfg, ep_cfg, replace(train_cfg, seed=seed), episodes, out, progress,
                               (RefineConfig(),), force, device))
                 labels.append(f"{param}={value}, {model}, seed {seed}")
-    results = iter(_score_all(tasks, jobs, RunCounter(len(tasks), "sweep", enabled=progress), labels))
+    results = iter(_score_all(tasks, jobs, "sweep", progress, labels))
     entries = []
     for value, ep_cfg, model, cfg in settings:
         runs = [records for _ in seeds for records in next(results)]
@@ -412,7 +510,8 @@ def sweep(
         entry.row = {"param": param, "value": value, **entry.row}
         entries.append(entry)
     rows = _with_paired(entries, _sweep_reference(entries, models, values, reference, parse), ci)
-    return to_frame(rows, ["param", "value"] + RESULT_COLUMNS[:-1] + ["seed_std"] + PAIRED_COLUMNS + ["seed"])
+    warn_one_seed(len(seeds))
+    return _table(rows, ["param", "value"])
 
 
 def _sweep_reference(entries: list[_Entry], models: list[str], values: list[Any], reference: str | None, parse):

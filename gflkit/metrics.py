@@ -4,17 +4,13 @@ As in the paper's tables, each test graph gets K labelled support nodes per
 class and every other labelled node is a query. The scoring functions return
 *records*, one row per (graph, episode) with ``graph_id, episode, correct, n,
 accuracy, balanced_accuracy, macro_f1`` (fractions), so that results can be
-summarised per graph and compared pairwise on the same episodes:
+summarised and compared pairwise on the same episodes. Records of several
+training seeds carry a ``seed`` column.
 
-* :func:`summarise`: each graph's metrics averaged over its episodes, then the
-  mean over graphs with a 95% interval over graphs; with fewer than two test
-  graphs the interval is over the episodes (``ci_over``);
-* :func:`paired`: one model against a reference on the same (graph, episode)
-  pairs.
-
-Records of several seeds (a ``seed`` column) are averaged over seeds within
-each (graph, episode) first: the seeds are a further level of the mean, and the
-intervals stay over graphs (or episodes) of the seed-averaged values.
+* :func:`summarise`: the metrics of a row, with a 95% interval over (seed,
+  graph) units, each the mean over that graph's episodes (:mod:`gflkit.inference`);
+* :func:`paired`: one model against a reference on the same (seed, graph,
+  episode) triples, with the interval over the same units.
 """
 from __future__ import annotations
 
@@ -31,7 +27,7 @@ from .episodes import Episode, EpisodeSampler
 from .models.gfl import GFL
 from .progress import progress_bar
 from .refine import RefineConfig, refine_scores
-from .results import mean_ci, paired_difference
+from .inference import paired_estimate, record_estimate, unit_table
 
 __all__ = [
     "RECORD_COLUMNS", "episode_scores", "graph_records", "transfer_records", "baseline_records",
@@ -200,32 +196,38 @@ def transfer_accuracies(model, sampler: EpisodeSampler, episodes: int = 1,
     return per_graph(transfer_records(model, sampler, episodes, cache))
 
 
+def _unit_mean(records: pd.DataFrame, metric: str) -> float:
+    """The mean of ``metric`` (percent) over (seed, graph) units, each the mean over its episodes."""
+    if not records[metric].notna().any():
+        return math.nan
+    return 100 * float(unit_table(records, metric).to_numpy().mean())
+
+
 def summarise(records: pd.DataFrame | Mapping[int, float] | Sequence[float], ci: str = "t") -> dict:
     """The metrics of a result row, in percent.
 
     Args:
-        records: a records frame, or one accuracy (fraction) per graph.
-        ci: ``t`` or ``paper`` (:func:`gflkit.results.mean_ci`).
+        records: a records frame (with a ``seed`` column for several seeds), or
+            one accuracy (fraction) per graph.
+        ci: ``t`` (over (seed, graph) units) or ``paper`` (the paper's
+            ``1.96 * std / sqrt(n)`` over graphs); see :mod:`gflkit.inference`.
 
     Returns:
-        ``n_graphs``; ``accuracy``, its ``ci95`` half-width and ``std`` over
-        graphs (``ci_over="graphs"``), or over the episodes of the only graph
-        (``ci_over="episodes"``); mean ``balanced_accuracy`` and ``macro_f1``.
+        ``n_seeds``, ``n_graphs``; ``accuracy``, its ``ci95`` half-width and
+        what it is over (``ci_over``: ``seeds x graphs``, ``graphs``, ``seeds``
+        or ``episodes``); ``std`` over graphs (over episodes with one seed and
+        graph) and ``seed_std`` over seeds of the per-seed accuracies (NaN with
+        one seed); mean ``balanced_accuracy`` and ``macro_f1``.
     """
     if not isinstance(records, pd.DataFrame):
         values = list(records.values()) if isinstance(records, Mapping) else list(records)
         records = pd.DataFrame({"graph_id": range(len(values)), "episode": 0, "accuracy": values,
                                 "balanced_accuracy": math.nan, "macro_f1": math.nan})
-    units = _seed_mean(records)
-    n_graphs = units["graph_id"].nunique()
-    over = "graphs" if n_graphs >= 2 else "episodes"
-    if over == "graphs":
-        units = units.groupby("graph_id")[_METRICS].mean()
-    mean, half, std = mean_ci(100 * units["accuracy"].to_numpy(), ci)
+    est = record_estimate(records, "accuracy", ci, scale=100)
+    other = {m: _unit_mean(records, m) for m in ("balanced_accuracy", "macro_f1")}
     return {
-        "n_graphs": int(n_graphs), "accuracy": mean, "ci95": half, "ci_over": over, "std": std,
-        "balanced_accuracy": 100 * float(units["balanced_accuracy"].mean()),
-        "macro_f1": 100 * float(units["macro_f1"].mean()),
+        "n_seeds": est.n_seeds, "n_graphs": est.n_graphs, "accuracy": est.mean, "ci95": est.half,
+        "ci_over": est.over, "std": est.std, "seed_std": est.seed_std, **other,
     }
 
 
@@ -233,12 +235,15 @@ def paired(records: pd.DataFrame, reference: pd.DataFrame, ci: str = "t") -> dic
     """Accuracy of ``records`` minus that of ``reference`` on the same episodes, in percent.
 
     Rows are matched on ``(seed, graph_id, episode)`` (``seed`` when both have
-    it); the differences are averaged over seeds within each (graph, episode),
-    and the mean difference, its 95% interval and the paired t-test p-value are
-    taken over those (graph, episode) pairs (:func:`gflkit.results.paired_difference`).
+    it); each (seed, graph)'s differences are averaged over its episodes, and
+    the mean difference, its 95% interval and p-value are taken over those
+    units, as the rows' own intervals (:func:`gflkit.inference.paired_estimate`).
+
+    Returns:
+        ``delta``, ``delta_lo``, ``delta_hi``, ``prob_improvement`` (share of
+        units where ``records`` is ahead, ties half), ``p_value`` and
+        ``n_pairs`` (the number of units).
     """
-    keys = ["graph_id", "episode"] + (["seed"] if "seed" in records and "seed" in reference else [])
-    both = records[keys + ["accuracy"]].merge(reference[keys + ["accuracy"]], on=keys, suffixes=("", "_ref"))
-    both["diff"] = 100 * (both["accuracy"] - both["accuracy_ref"])
-    units = both.groupby(["graph_id", "episode"])["diff"].mean().to_numpy()
-    return paired_difference(units, np.zeros_like(units), ci)
+    est, prob = paired_estimate(records, reference, "accuracy", ci)
+    return {"delta": est.mean, "delta_lo": est.lo, "delta_hi": est.hi, "prob_improvement": prob,
+            "p_value": est.p_value, "n_pairs": est.n_units}

@@ -9,7 +9,7 @@ from __future__ import annotations
 __all__ = [
     "PER_GRAPH_MODELS", "TRANSFER_MODELS", "SAMPLING_METHODS", "REFINE_METHODS", "FIGURE_FORMATS",
     "SWEEP_PARAM_NAMES", "CHECKPOINT_EVERY", "DEFAULT_COLLECTION", "FEATURE_KEYS", "REFINE_ALPHA", "REFINE_STEPS",
-    "GATE_MODES", "PGNN_NORMS", "DEFAULT_TIMEOUT", "ENCODERS", "DEVICES",
+    "GATE_MODES", "PGNN_NORMS", "DEFAULT_TIMEOUT", "ENCODERS", "DEVICES", "DEFAULT_SEEDS",
     "trainable_names", "model_names", "encoder_names", "REGISTERED_ENCODERS",
 ]
 
@@ -51,6 +51,8 @@ def encoder_names() -> tuple[str, ...]:
 
 #: Device kinds ``--device`` takes (``cuda:N`` names one GPU).
 DEVICES = ("cpu", "cuda")
+#: Training seeds of compare, ablate and sweep by default (``gflkit.experiments.DEFAULT_SEEDS``).
+DEFAULT_SEEDS = (0, 1, 2)
 #: Seconds a rank waits for a dead or stuck peer (``gflkit.distributed.DEFAULT_TIMEOUT``).
 DEFAULT_TIMEOUT = 300.0
 

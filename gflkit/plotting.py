@@ -200,7 +200,9 @@ def _aggregate(df: pd.DataFrame, source, keys: Sequence[str]) -> tuple[pd.DataFr
     n = sorted(out["n_seeds"].unique())
     if n == [1]:
         seed_list = sorted(df["seed"].unique()) if seeds else []
-        note = (f"seed {seed_list[0]}; " if len(seed_list) == 1 else "") + "intervals: 95% CI over test graphs"
+        over = sorted(df["ci_over"].dropna().unique()) if "ci_over" in df.columns else []
+        note = (f"seed {seed_list[0]}; " if len(seed_list) == 1 else "") + \
+            f"intervals: 95% CI over {' / '.join(over) if over else 'test graphs'}"
     else:
         seed_list = ", ".join(map(str, sorted(df["seed"].unique())))
         note = f"mean of {'/'.join(map(str, n))} seeds ({seed_list}); intervals: 95% CI over seeds"

@@ -5,10 +5,10 @@ dataset and split), turns it into a DataFrame here, and writes it with
 :func:`write_table`. Columns listed in :data:`RESULT_COLUMNS` come first, in that
 order; any others follow.
 
-The intervals of the rows are computed here too: :func:`mean_ci` (a t-based
-95% interval, or the paper's ``1.96 * std / sqrt(n)``) and
-:func:`paired_difference` (mean difference of paired values, its interval and
-the two-sided paired t-test p-value).
+The rows' intervals are computed by :mod:`gflkit.inference` (over (seed,
+graph) units). Two one-level helpers stay here: :func:`mean_ci` (a t-based 95%
+interval, or the paper's ``1.96 * std / sqrt(n)``, over values taken as
+independent) and :func:`paired_difference` (the paired t-test of paired values).
 """
 from __future__ import annotations
 
@@ -20,16 +20,19 @@ from typing import IO, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["RESULT_COLUMNS", "PAIRED_COLUMNS", "CI_METHODS", "to_frame", "write_table", "mean_ci",
+__all__ = ["RESULT_COLUMNS", "SEED_STD", "PAIRED_COLUMNS", "CI_METHODS", "to_frame", "write_table", "mean_ci",
            "paired_difference"]
 
 RESULT_COLUMNS = [
-    "model", "aggregator", "dataset", "split", "n_graphs", "k_shot", "episodes", "refine",
+    "model", "aggregator", "dataset", "split", "n_seeds", "n_graphs", "k_shot", "episodes", "refine",
     "accuracy", "ci95", "ci_over", "std", "balanced_accuracy", "macro_f1", "seed",
 ]
 
-#: Columns of a comparison against a reference row (:func:`paired_difference`).
-PAIRED_COLUMNS = ["reference", "delta", "delta_lo", "delta_hi", "p_value", "n_pairs"]
+#: Tables that take several seeds (compare, ablate, sweep) add this after :data:`RESULT_COLUMNS`' metrics.
+SEED_STD = "seed_std"
+
+#: Columns of a comparison against a reference row (:func:`gflkit.metrics.paired`); empty on the reference row.
+PAIRED_COLUMNS = ["reference", "delta", "delta_lo", "delta_hi", "prob_improvement", "p_value", "n_pairs"]
 
 #: ``t``: Student-t interval with ``ddof = 1``; ``paper``: ``1.96 * std(ddof=0) / sqrt(n)``.
 CI_METHODS = ("t", "paper")

@@ -1,11 +1,14 @@
 """Paired differences between variants of a component study (see component_study.py).
 
-    python scripts/paired.py study.csv --reference protonet
+    python scripts/paired.py study.csv --reference protonet [--ci t|paper]
 
-For every family and variant: mean accuracy, and the mean difference to the
-reference over the same (seed, graph, episode) triples, with a t-based 95%
-interval and a two-sided p-value over test graphs (each graph's difference
-averaged over its episodes and the seeds first, so graphs are the units).
+For every family and variant: mean accuracy with its 95% interval, and the
+mean difference to the reference over the same (seed, graph, episode) triples,
+with its 95% interval, probability of improvement and two-sided p-value. The
+units are (seed, graph) pairs, each the mean over its episodes, with seeds and
+graphs as two levels (:mod:`gflkit.inference`, as ``gflkit compare``); ``--ci
+paper`` gives the paper's ``1.96 x std / sqrt(n)`` over graphs instead. The
+reference's own difference columns are empty.
 """
 from __future__ import annotations
 
@@ -14,24 +17,26 @@ import sys
 
 import pandas as pd
 
-from gflkit.results import mean_ci, paired_difference
+from gflkit.inference import paired_estimate, record_estimate
 
 
-def paired(df: pd.DataFrame, reference: str) -> pd.DataFrame:
+def paired(df: pd.DataFrame, reference: str, ci: str = "t") -> pd.DataFrame:
     rows = []
-    for fam, d in df.groupby("family", sort=False):
-        wide = d.pivot_table(index=["seed", "graph", "episode"], columns="variant", values="accuracy").dropna()
-        if reference not in wide:
+    records = df.rename(columns={"graph": "graph_id"})
+    for fam, d in records.groupby("family", sort=False):
+        ref = d[d["variant"] == reference]
+        if ref.empty:
             continue
-        seeds = d["seed"].nunique()
-        ref_graph = wide[reference].groupby(level="graph").mean() * 100
         for var in d["variant"].unique():
-            acc_graph = wide[var].groupby(level="graph").mean() * 100
-            accuracy, ci95, _ = mean_ci(acc_graph.to_numpy())
-            diff = paired_difference(acc_graph.to_numpy(), ref_graph.to_numpy())
-            rows.append({"family": fam, "variant": var, "seeds": seeds, "graphs": diff["n_pairs"],
-                         "accuracy": accuracy, "ci95": ci95, f"diff_vs_{reference}": diff["delta"],
-                         "diff_lo": diff["delta_lo"], "diff_hi": diff["delta_hi"], "p_value": diff["p_value"]})
+            own = d[d["variant"] == var]
+            acc = record_estimate(own, "accuracy", ci, scale=100)
+            row = {"family": fam, "variant": var, "seeds": acc.n_seeds, "graphs": acc.n_graphs,
+                   "accuracy": acc.mean, "ci95": acc.half, "ci_over": acc.over}
+            if var != reference:
+                diff, prob = paired_estimate(own, ref, "accuracy", ci)
+                row.update({f"diff_vs_{reference}": diff.mean, "diff_lo": diff.lo, "diff_hi": diff.hi,
+                            "prob_improvement": prob, "p_value": diff.p_value, "n_pairs": diff.n_units})
+            rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -39,9 +44,13 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser()
     p.add_argument("csv", nargs="+")
     p.add_argument("--reference", default="protonet")
+    p.add_argument("--ci", choices=["t", "paper"], default="t")
     a = p.parse_args(argv)
     df = pd.concat([pd.read_csv(f) for f in a.csv])
-    paired(df, a.reference).to_csv(sys.stdout, index=False, float_format="%.3f")
+    table = paired(df, a.reference, a.ci)
+    if "n_pairs" in table:
+        table["n_pairs"] = table["n_pairs"].astype("Int64")
+    table.to_csv(sys.stdout, index=False, float_format="%.3g")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """compare / ablate / sweep: rows parse with pandas and carry every documented column."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -20,45 +21,64 @@ from gflkit.models.baselines import PER_GRAPH, TRANSFER
 from gflkit.refine import RefineConfig
 from gflkit.training import fit_transfer
 
-RESULT = ["model", "aggregator", "dataset", "split", "n_graphs", "k_shot", "episodes", "refine", "accuracy", "ci95",
-          "ci_over", "std", "balanced_accuracy", "macro_f1"]
-PAIRED = ["reference", "delta", "delta_lo", "delta_hi", "p_value", "n_pairs"]
+RESULT = ["model", "aggregator", "dataset", "split", "n_seeds", "n_graphs", "k_shot", "episodes", "refine", "accuracy",
+          "ci95", "ci_over", "std", "balanced_accuracy", "macro_f1", "seed_std"]
+PAIRED = ["reference", "delta", "delta_lo", "delta_hi", "prob_improvement", "p_value", "n_pairs"]
 FAST = ["--steps", "4", "--eval-every", "2", "--k-shot", "5"]
+#: The paired columns, empty on a row that is its own reference.
+EMPTY = ["reference", "delta", "delta_lo", "delta_hi", "prob_improvement", "p_value", "n_pairs"]
+ONE_SEED = "warning: one training seed"
 
 
 def _csv(*args) -> pd.DataFrame:
     return csv_table(invoke(*args), keep_default_na=False)
 
 
+def _counts(column) -> list:
+    """A column of counts read with keep_default_na=False: ints, and None for empty cells."""
+    return [None if v == "" else int(v) for v in column]
+
+
+def _is_reference(row) -> bool:
+    """Whether every paired cell of a row (read with keep_default_na=False) is empty."""
+    return all(row[c] == "" for c in EMPTY)
+
+
 def test_ablate_drop_gate_rows(root):
-    df = _csv("ablate", "tiny", "--drop", "gate", *FAST, "--data-root", root)
+    result = invoke("ablate", "tiny", "--drop", "gate", *FAST, "--data-root", root)
+    df = csv_table(result, keep_default_na=False)
     assert list(df.columns) == ["variant", "description"] + RESULT + PAIRED + ["seed"]
-    assert list(df.variant) == ["full", "gate"] and set(df.reference) == {"full"}
-    assert (df.delta[0], df.delta_lo[0], df.delta_hi[0]) == (0, 0, 0)
-    # the mean paired difference is the difference of the means (same episodes, one per graph)
-    assert df.delta[1] == pytest.approx(df.accuracy[1] - df.accuracy[0], abs=1e-3)
-    assert df.delta_lo[1] <= df.delta[1] <= df.delta_hi[1] and df.n_pairs[1] == 2
+    assert list(df.variant) == ["full", "gate"] and list(df.reference) == ["", "full"]
+    assert _is_reference(df.iloc[0])  # the reference row is not paired with itself
+    # three seeds by default: the units are (seed, graph) pairs
+    assert set(df.seed) == {"0,1,2"} and set(df.n_seeds) == {3} and set(df.ci_over) == {"seeds x graphs"}
+    assert ONE_SEED not in result.stderr
+    delta = float(df.delta[1])
+    # the mean paired difference is the difference of the means (same episodes, same units)
+    assert delta == pytest.approx(df.accuracy[1] - df.accuracy[0], abs=1e-3)
+    assert float(df.delta_lo[1]) <= delta <= float(df.delta_hi[1]) and _counts(df.n_pairs) == [None, 3 * 2]
+    assert 0 <= float(df.prob_improvement[1]) <= 1
     assert df.description[1].startswith("M2a")
-    assert set(df.ci_over) == {"graphs"}
 
 
 def test_ablate_all_with_seeds(root):
     df = _csv("ablate", "tiny", "--all", "--seeds", "0,1", "--episodes", "2", *FAST, "--data-root", root)
     assert len(df) == 5 and list(df.variant) == ["full", "structure", "gate", "hierarchy", "recon"]
-    assert set(df.seed) == {"0,1"} and "seed_std" in df.columns
-    # seeds are averaged within each (graph, episode): 2 graphs x 2 episodes
-    assert set(df.n_pairs) == {4}
+    assert set(df.seed) == {"0,1"} and set(df.n_seeds) == {2} and (df.seed_std >= 0).all()
+    # the units are (seed, graph): 2 seeds x 2 graphs, each the mean over its 2 episodes
+    assert _counts(df.n_pairs) == [None, 4, 4, 4, 4]
 
 
 def test_sweep_mu_and_k_shot(root):
     df = _csv("sweep", "tiny", "--param", "mu", "--values", "0.5,0.9", *FAST, "--data-root", root)
     assert list(df.columns) == ["param", "value"] + RESULT + PAIRED + ["seed"]
     assert list(df.value) == [0.5, 0.9] and set(df.model) == {"gfl"}
-    assert list(df.reference) == ["gfl@0.5"] * 2 and df.delta[0] == 0  # one model: paired with the first value
-    df = _csv("sweep", "tiny", "--param", "k-shot", "--values", "1,3", "--models", "gfl,protonet",
+    assert list(df.reference) == ["", "gfl@0.5"] and _is_reference(df.iloc[0])  # one model: the first value
+    df = _csv("sweep", "tiny", "--param", "k-shot", "--values", "1,3", "--models", "gfl,protonet", "--seed", "0",
               "--steps", "2", "--eval-every", "2", "--data-root", root)
     assert list(df.k_shot) == [1, 1, 3, 3] and list(df.model) == ["gfl", "protonet"] * 2
-    assert list(df.reference) == ["gfl@1", "gfl@1", "gfl@3", "gfl@3"]  # several models: the first, same value
+    assert list(df.reference) == ["", "gfl@1", "", "gfl@3"]  # several models: the first, same value
+    assert set(df.n_seeds) == {1} and set(df.ci_over) == {"graphs"}
 
 
 def test_compare_rows(root):
@@ -66,8 +86,11 @@ def test_compare_rows(root):
     assert list(df.columns) == RESULT + PAIRED + ["seed"]
     assert list(zip(df.model, df.aggregator)) == [("gfl", "mean"), ("gfl", "att"), ("protonet", ""), ("lp", ""),
                                                   ("majority", "")]
-    assert set(df.reference) == {"gfl-mean"} and df.delta[0] == 0
-    assert df.delta[3] == pytest.approx(df.accuracy[3] - df.accuracy[0], abs=1e-3)
+    assert list(df.reference) == [""] + ["gfl-mean"] * 4 and _is_reference(df.iloc[0])
+    assert float(df.delta[3]) == pytest.approx(df.accuracy[3] - df.accuracy[0], abs=1e-3)
+    # three seeds by default; the accuracy and the delta intervals are over the same units
+    assert set(df.n_seeds) == {3} and set(df.n_graphs) == {2} and set(df.ci_over) == {"seeds x graphs"}
+    assert _counts(df.n_pairs) == [None] + [6] * 4
 
 
 def test_compare_refine_seeds_and_reference(root):
@@ -76,13 +99,64 @@ def test_compare_refine_seeds_and_reference(root):
     assert list(zip(df.model, df.refine)) == [("protonet", "none"), ("protonet", "lp"), ("protonet", "cs"),
                                               ("transfer-head", "none"), ("transfer-head", "lp"),
                                               ("transfer-head", "cs"), ("lp", "none")]
-    assert set(df.reference) == {"lp"} and set(df.seed) == {"0,1"}
-    assert df.delta.iloc[-1] == 0 and (df.seed_std >= 0).all()
+    # lp is never refined: every row is paired with its one row
+    assert list(df.reference) == ["lp"] * 6 + [""] and set(df.seed) == {"0,1"}
+    assert _is_reference(df.iloc[-1]) and (df.seed_std >= 0).all()
+    # paper: over graphs, seeds averaged
+    assert set(df.ci_over) == {"graphs"} and _counts(df.n_pairs) == [2] * 6 + [None]
     by_refine = _csv("compare", "tiny", "--models", "protonet,lp", "--refine", "none,cs", "--reference", "+none",
                      *FAST, "--data-root", root)
-    assert list(by_refine.reference) == ["protonet", "protonet", "lp", "majority"]
-    assert by_refine.delta[1] == pytest.approx(by_refine.accuracy[1] - by_refine.accuracy[0], abs=1e-3)
-    assert list(by_refine.delta[[0, 2, 3]]) == [0, 0, 0]
+    assert list(by_refine.reference) == ["", "protonet", "", ""]
+    assert float(by_refine.delta[1]) == pytest.approx(by_refine.accuracy[1] - by_refine.accuracy[0], abs=1e-3)
+    assert all(_is_reference(by_refine.iloc[i]) for i in (0, 2, 3))
+
+
+def test_refined_rows_are_paired_under_the_same_refinement(root):
+    args = ["compare", "tiny", "--model", "gfl,protonet", "--aggregator", "mean", "--refine", "none,lp",
+            "--no-majority", "--seed", "0,1", *FAST, "--data-root", root]
+    df = _csv(*args, "--reference", "protonet")
+    labels = ["gfl-mean", "gfl-mean+lp", "protonet", "protonet+lp"]
+    assert list(zip(df.model, df.refine)) == [("gfl", "none"), ("gfl", "lp"), ("protonet", "none"),
+                                              ("protonet", "lp")]
+    assert list(df.reference) == ["protonet", "protonet+lp", "", ""]
+    for row, ref in ((0, 2), (1, 3)):  # the delta is against the reference model under the row's refinement
+        assert float(df.delta[row]) == pytest.approx(df.accuracy[row] - df.accuracy[ref], abs=1e-3)
+    fixed = _csv(*args, "--reference", "protonet+none")  # one row for every row: the former behaviour
+    assert list(fixed.reference) == ["protonet", "protonet", "", "protonet"]
+    assert float(fixed.delta[1]) == pytest.approx(fixed.accuracy[1] - fixed.accuracy[2], abs=1e-3)
+    one = _csv(*args, "--reference", "protonet+lp")
+    assert list(one.reference) == ["protonet+lp"] * 3 + [""] and labels[3] == "protonet+lp"
+    # JSON: the reference rows' paired cells are null
+    rows = json.loads(invoke(*args, "--reference", "protonet", "--format", "json").stdout)
+    assert all(rows[2][c] is None for c in EMPTY) and rows[1]["reference"] == "protonet+lp"
+
+
+def test_compare_takes_aggregator_lists_and_gfl_att(root):
+    both = _csv("compare", "tiny", "--model", "gfl", "--aggregator", "att,mean", "--no-majority", "--seed", "0",
+                *FAST, "--data-root", root)
+    assert list(both.aggregator) == ["att", "mean"] and list(both.reference) == ["", "gfl-att"]
+    named = _csv("compare", "tiny", "--model", "gfl-att,protonet", "--no-majority", "--seed", "0", "--reference",
+                 "gfl-att", *FAST, "--data-root", root)
+    assert list(zip(named.model, named.aggregator)) == [("gfl", "att"), ("protonet", "")]
+    assert list(named.reference) == ["", "gfl-att"]
+    assert named.accuracy[0] == both.accuracy[0]  # the same run as the att row above
+    bad = invoke("compare", "tiny", "--aggregator", "mean,sum", "--data-root", root)
+    assert bad.exit_code == 2 and "--aggregator" in bad.stderr and "'sum'" in bad.stderr
+
+
+def test_one_seed_compare_warns_once_and_says_what_the_interval_covers(root):
+    result = invoke("compare", "tiny", "--model", "lp", "--seed", "0", "--k-shot", "5", "--episodes", "2",
+                    "--data-root", root)
+    df = csv_table(result, keep_default_na=False)
+    warned = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warned) == 1 and warned[0].startswith(ONE_SEED), result.stderr
+    assert "--seed 0,1,2" in warned[0] and "training randomness" in warned[0]
+    assert set(df.n_seeds) == {1} and set(df.ci_over) == {"graphs"} and set(df.seed_std) == {""}
+    assert _counts(df.n_pairs) == [None, 2]  # the majority row against lp (the first), over the 2 graphs
+    three = invoke("compare", "tiny", "--model", "lp", "--k-shot", "5", "--data-root", root)
+    assert ONE_SEED not in three.stderr
+    table = csv_table(three)
+    assert (set(table.n_seeds), set(table.n_graphs), set(table.ci_over)) == ({3}, {2}, {"seeds x graphs"})
 
 
 def test_bad_experiment_options_exit_cleanly(root):
@@ -91,6 +165,8 @@ def test_bad_experiment_options_exit_cleanly(root):
     assert result.exit_code == 2 and "--drop" in result.output
     result = runner.invoke(cli, ["sweep", "tiny", "--param", "mu", "--values", "high", "--data-root", str(root)])
     assert result.exit_code == 1 and "Traceback" not in result.output
+    result = runner.invoke(cli, ["compare", "tiny", "--seed", "0,1,0", "--data-root", str(root)])
+    assert result.exit_code == 2 and "--seed" in result.stderr and "once" in result.stderr
     result = runner.invoke(cli, ["compare", "tiny", "--models", "nope", "--data-root", str(root)])
     assert result.exit_code == 1 and "unknown models" in result.output
     result = runner.invoke(cli, ["compare", "tiny", "--models", "lp", "--reference", "gfl", "--data-root", str(root)])
@@ -125,6 +201,7 @@ def _no_signal_family(seed: int = 3) -> GraphCollection:
     return GraphCollection(family.graphs, family.splits, family.classes, name="noise", source="synthetic")
 
 
+@pytest.mark.slow
 def test_no_model_beats_majority_without_label_signal():
     """On random labels no model is reported above the majority row with a paired interval excluding 0."""
     df = compare(_no_signal_family(), ["gfl", "protonet", "transfer-head", "lp"], aggregators=("mean",),
@@ -133,8 +210,9 @@ def test_no_model_beats_majority_without_label_signal():
     majority = df[df.model == "majority"].iloc[0]
     assert majority.accuracy > 100 / 4 + 5  # the majority rate exceeds chance: the row has something to beat
     models = df[df.model != "majority"]
-    assert len(models) == 7 and (models.n_pairs == 8 * 3).all()
+    assert len(models) == 7 and (models.n_pairs == 3 * 8).all()  # three seeds by default, 8 test graphs
     assert not (models.delta_lo > 0).any(), models[["model", "refine", "delta", "delta_lo", "delta_hi"]]
+    assert majority.isna()[["delta", "delta_lo", "delta_hi", "prob_improvement", "p_value", "n_pairs"]].all()
 
 
 def test_train_and_evaluate_with_refinement_and_paper_interval(root, tmp_path):
@@ -148,6 +226,11 @@ def test_train_and_evaluate_with_refinement_and_paper_interval(root, tmp_path):
     refined = _csv("evaluate", run, "tiny", "--episodes", "3", "--refine", "lp", "--refine-steps", "5",
                    "--data-root", root)
     assert (plain.refine[0], refined.refine[0]) == ("none", "lp") and plain.ci95[0] > 0
+    assert (plain.n_seeds[0], plain.ci_over[0]) == (1, "graphs")
+    # one trained run: the interval leaves training randomness out, and evaluate says so, once
+    warned = [line for line in invoke("evaluate", run, "tiny", "--data-root", root).stderr.splitlines()
+              if line.startswith("warning:")]
+    assert len(warned) == 1 and warned[0].startswith(ONE_SEED) and "gflkit compare --seed 0,1,2" in warned[0]
     result = CliRunner().invoke(cli, ["evaluate", "lp", "tiny", "--refine", "lp", "--data-root", str(root)])
     assert result.exit_code == 2 and "--refine applies to trained runs" in result.output
 
@@ -157,12 +240,15 @@ def test_one_test_graph_gives_an_interval_over_episodes(tmp_path):
     result = CliRunner().invoke(cli, ["preprocess", "tables", str(sample), "--graph-col", "graph", "--feature-cols",
                                       "f0,f1,f2", "--graphs", "4,1,1", "--out", str(tmp_path / "one")])
     assert result.exit_code == 0, result.output
-    df = _csv("compare", tmp_path / "one", "--models", "protonet,lp", "--k-shot", "2", "--episodes", "6",
-              "--steps", "2", "--eval-every", "2")
+    args = ["compare", tmp_path / "one", "--models", "protonet,lp", "--k-shot", "2", "--episodes", "6", "--steps",
+            "2", "--eval-every", "2"]
+    df = _csv(*args, "--seed", "0")
     assert set(df.n_graphs) == {1} and set(df.ci_over) == {"episodes"}
-    assert (df.ci95[:2] > 0).all() and set(df.n_pairs) == {6}
+    assert (df.ci95[:2] > 0).all() and _counts(df.n_pairs) == [None, 6, 6]
     # every episode leaves the same number of queries per class: the majority rate does not vary
     assert df.ci95[2] == 0
+    seeds = _csv(*args)  # three seeds on one graph: the interval is over the seeds
+    assert set(seeds.ci_over) == {"seeds"} and set(seeds.n_seeds) == {3} and _counts(seeds.n_pairs) == [None, 3, 3]
 
 
 def test_rerun_into_the_same_runs_root_needs_force(small_family_dir, tmp_path):

@@ -83,8 +83,8 @@ def test_summarise_over_graphs_then_episodes():
     recs = _records({(0, 0): 0.5, (0, 1): 0.7, (1, 0): 0.8, (1, 1): 1.0, (2, 0): 0.6, (2, 1): 0.6})
     row = summarise(recs)
     graph_means = np.array([60.0, 90.0, 60.0])
-    assert row["ci_over"] == "graphs" and row["n_graphs"] == 3
-    assert row["accuracy"] == pytest.approx(70.0)
+    assert row["ci_over"] == "graphs" and (row["n_graphs"], row["n_seeds"]) == (3, 1)
+    assert row["accuracy"] == pytest.approx(70.0) and math.isnan(row["seed_std"])
     assert row["ci95"] == pytest.approx(stats.t.ppf(0.975, 2) * graph_means.std(ddof=1) / math.sqrt(3))
     assert per_graph(recs) == pytest.approx({0: 0.6, 1: 0.9, 2: 0.6})
 
@@ -98,28 +98,45 @@ def test_summarise_one_graph_is_over_episodes():
     assert summarise(recs, "paper")["ci95"] == pytest.approx(1.96 * values.std() / 2)
 
 
+def test_summarise_with_seeds_is_over_seeds_and_graphs():
+    recs = pd.concat([_records({(g, e): 0.5 + 0.1 * g + 0.05 * s for g in range(4) for e in range(2)}, s)
+                      for s in range(3)])
+    row = summarise(recs)
+    assert (row["n_seeds"], row["n_graphs"], row["ci_over"]) == (3, 4, "seeds x graphs")
+    assert row["accuracy"] == pytest.approx(100 * (0.5 + 0.15 + 0.05))
+    assert row["seed_std"] == pytest.approx(5.0)
+    # seeds shift every graph alike (no interaction): the seed part is the per-seed means' variance over 3,
+    # the graph part the per-graph means' variance over 4, each with its own t quantile
+    seed_part = stats.t.ppf(0.975, 2) ** 2 * 5.0 ** 2 / 3
+    graph_part = stats.t.ppf(0.975, 3) ** 2 * np.var([55, 65, 75, 85], ddof=1) / 4
+    assert row["ci95"] == pytest.approx(math.sqrt(seed_part + graph_part))
+    paper = summarise(recs, "paper")  # the paper's formula: over graphs, seeds averaged
+    assert paper["ci_over"] == "graphs" and paper["ci95"] == pytest.approx(1.96 * np.std([55, 65, 75, 85]) / 2)
+
+
 def test_paired_toy_case_with_known_answer():
-    """Model A beats the reference by 10, 20, 30, 40 points on four (graph, episode) pairs."""
+    """Model A beats the reference by 10, 20 points on graph 0's episodes and 30, 40 on graph 1's (one seed)."""
     ref = _records({(0, 0): 0.5, (0, 1): 0.5, (1, 0): 0.4, (1, 1): 0.3})
     model = _records({(0, 0): 0.6, (0, 1): 0.7, (1, 0): 0.7, (1, 1): 0.7})
     out = paired(model, ref)
-    diffs = np.array([10.0, 20.0, 30.0, 40.0])
-    half = stats.t.ppf(0.975, 3) * diffs.std(ddof=1) / 2
-    assert out["delta"] == pytest.approx(25.0) and out["n_pairs"] == 4
+    diffs = np.array([15.0, 35.0])  # the units: each graph's mean over its episodes
+    half = stats.t.ppf(0.975, 1) * diffs.std(ddof=1) / math.sqrt(2)
+    assert out["delta"] == pytest.approx(25.0) and out["n_pairs"] == 2 and out["prob_improvement"] == 1.0
     assert (out["delta_lo"], out["delta_hi"]) == pytest.approx((25 - half, 25 + half))
     assert out["p_value"] == pytest.approx(stats.ttest_1samp(diffs, 0).pvalue)
     # the pairing uses the episode ids, not the row order
     shuffled = paired(model.iloc[::-1], ref)
     assert shuffled["delta"] == pytest.approx(25.0) and shuffled["p_value"] == pytest.approx(out["p_value"])
-    assert paired(ref, ref)["delta"] == 0 and paired(ref, ref)["p_value"] == 1.0
+    same = paired(ref, ref)
+    assert same["delta"] == 0 and same["p_value"] == 1.0 and same["prob_improvement"] == 0.5
 
 
-def test_seeds_are_averaged_within_each_pair():
-    """Seed 0 gains 10 everywhere, seed 1 gains 30 on pair (0, 0) and 10 elsewhere."""
+def test_seeds_and_graphs_are_the_units_of_a_pair():
+    """Seed 0 gains 10 on both graphs, seed 1 gains 30 on graph 0 and 10 on graph 1: four (seed, graph) units."""
     ref = pd.concat([_records({(0, 0): 0.5, (1, 0): 0.5}, s) for s in (0, 1)])
     model = pd.concat([_records({(0, 0): 0.6, (1, 0): 0.6}, 0), _records({(0, 0): 0.8, (1, 0): 0.6}, 1)])
     out = paired(model, ref)
-    assert out["n_pairs"] == 2 and out["delta"] == pytest.approx(15.0)  # pair means 20 and 10
+    assert out["n_pairs"] == 4 and out["delta"] == pytest.approx(15.0)
     assert summarise(model)["accuracy"] == pytest.approx(65.0)  # (70 + 60) / 2
 
 
