@@ -88,6 +88,25 @@ def _show_warning(message, category, filename, lineno, file=None, line=None, _de
         _default(message, category, filename, lineno, file, line)
 
 
+def _with_flags(group: click.Group, ctx: click.Context, err: GFLError) -> str:
+    """The message of ``err``; a :class:`~gflkit.errors.SettingError` names the invoked command's flag
+    for its setting (``--val-from-train 3: ...`` for ``val_from_train=3: ...``) when the command has one."""
+    from gflkit.errors import SettingError
+
+    if not isinstance(err, SettingError) or not ctx.invoked_subcommand:
+        return str(err)
+    todo = [group.get_command(ctx, ctx.invoked_subcommand)]
+    while todo:
+        command = todo.pop()
+        for param in getattr(command, "params", ()):
+            if isinstance(param, click.Option) and param.name == err.setting:
+                flag = max(param.opts, key=len)
+                return f"{flag} {err.value}: {err.reason}"
+        if isinstance(command, click.Group):
+            todo.extend(command.commands.values())
+    return str(err)
+
+
 class GFLGroup(click.Group):
     """A group that turns gflkit's user errors, and any unexpected error, into one-line Click errors.
 
@@ -110,7 +129,7 @@ class GFLGroup(click.Group):
                 warnings.showwarning = _show_warning
                 return super().invoke(ctx)
         except GFLError as err:
-            raise click.ClickException(_one_line(err)) from None
+            raise click.ClickException(_one_line(_with_flags(self, ctx, err))) from None
         except KeyboardInterrupt as err:
             raise _interrupted(err) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort):

@@ -113,12 +113,13 @@ def tables(folder, edges, nodes, features, graph_col, split_col, feat_size, feat
     sampled into --graphs (default 100,10,20) graphs. Labels -1, empty and NaN
     mean unlabelled (--unlabelled). A reduction of the features is fitted once
     and saved with the collection (transform.npz); --features-from reuses one.
+    With --graph-col it is fitted on the train graphs (networks) only, never on
+    a test graph, and applied to all (the manifest's fitted_on says so).
 
     Cross-network: with --graph-col, --test-graphs c [--train-graphs a,b] (or
     --split-col with --sample) cuts train/val graphs from the source networks
     and test graphs from the target networks with the sampler options;
-    --keep-whole keeps each network as one graph. The feature reduction is
-    fitted on the source networks and applied to all.
+    --keep-whole keeps each network as one graph.
     """
     name = kw["name"] or "tables"
     with writing_collection(kw["out_dir"], name, kw["data_root"]) as target:

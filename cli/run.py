@@ -105,6 +105,7 @@ def train_options(f):
         ("--patience", click.IntRange(1)),
         ("--val-episodes", click.IntRange(1)),
         ("--grad-clip", FiniteFloatRange(0, min_open=True)),
+        ("--val-from-train", click.IntRange(0)),
     ]
     for flag, type_ in reversed(specs):
         f = _config_option(TrainConfig, flag, type_)(f)
@@ -134,7 +135,8 @@ def episode_config(kwargs: dict) -> EpisodeConfig:
 
 
 def train_config(kwargs: dict, seed: int) -> TrainConfig:
-    keys = ["steps", "meta_batch", "lr", "weight_decay", "eval_every", "patience", "val_episodes", "grad_clip"]
+    keys = ["steps", "meta_batch", "lr", "weight_decay", "eval_every", "patience", "val_episodes", "grad_clip",
+            "val_from_train"]
     return TrainConfig(**{k: kwargs.pop(k) for k in keys}, seed=seed)
 
 
@@ -156,8 +158,8 @@ def parse_options(pairs: tuple[str, ...]) -> dict:
 
 #: Parameters that set what a run is; --resume takes them from the run instead.
 _SETTINGS = [*_MODEL_KEYS, "model", "k_shot", "n_query", "on_small", "steps", "meta_batch", "lr", "weight_decay",
-             "eval_every", "patience", "val_episodes", "grad_clip", "seed", "options", "run_dir", "deprecated_out",
-             "force"]
+             "eval_every", "patience", "val_episodes", "grad_clip", "val_from_train", "seed", "options", "run_dir",
+             "deprecated_out", "force"]
 
 
 def _check_resume(ctx: click.Context) -> None:

@@ -16,8 +16,11 @@ def stats(data, data_root, output, fmt):
     DATA are collection folders or names under <root>/processed/; without DATA,
     every collection under the data root gets a row. Columns: average nodes,
     unique undirected edges and walk steps (when recorded) per graph, features,
-    classes, graphs per split and the share of val/test nodes also found in
-    train graphs.
+    classes, graphs per split, the share of val/test nodes also found in
+    train graphs (overlap_val, overlap_test), the networks of each split, and
+    the mean pairwise Jaccard index of the val/test graphs' node sets
+    (jaccard_val, jaccard_test; above 0.1 the graphs share much of their
+    nodes and an interval over them is optimistic).
     """
     from gflkit.data import load_collection
     from gflkit.data.stats import stats_table

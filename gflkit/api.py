@@ -99,7 +99,7 @@ def default_run_dir(collection: GraphCollection, model: str, model_cfg: GFLConfi
     """
     settings = {
         "model": model, "model_config": hashed_dict(model_cfg) if model_cfg is not None else None,
-        "options": options or {}, "episode_config": to_dict(episode_cfg), "train_config": to_dict(train_cfg),
+        "options": options or {}, "episode_config": to_dict(episode_cfg), "train_config": hashed_dict(train_cfg),
     }
     aggregator = _aggregator(model_cfg) if model_cfg is not None else ""
     name = run_name(collection.name, model, aggregator, train_cfg.seed, settings)
@@ -173,7 +173,10 @@ def train(
             :class:`~gflkit.config.TrainConfig`, as the command line's flags
             (``encoder="gat"``, ``k_shot=5``, ``lr=0.001``, ``steps=100``);
             each changes the config that has it (``model_cfg`` defaults to the
-            preset ``model``).
+            preset ``model``). ``val_from_train=N`` moves ``N`` train graphs,
+            drawn with the seed, to validation when the collection has no val
+            graphs (:mod:`gflkit.validation`; else training keeps the last
+            step's weights, with a warning).
 
     Returns:
         The one-row result DataFrame (empty when not evaluated), or

@@ -10,6 +10,7 @@ code paths::
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
@@ -196,6 +197,9 @@ class TrainConfig:
         seed: seed of initialisation, graph order and episodes.
         grad_clip: clip the gradient norm to this value before each step
             (``None``: no clipping, as in the paper).
+        val_from_train: move this many train graphs, drawn with ``seed``, to
+            validation for model selection and early stopping; only for a
+            collection without val graphs (:mod:`gflkit.validation`).
     """
 
     steps: int = field(default=400, metadata={"help": "Maximum meta-training steps."})
@@ -208,6 +212,9 @@ class TrainConfig:
     seed: int = field(default=0, metadata={"help": "Seed of initialisation, graph order and episodes."})
     grad_clip: float | None = field(default=None,
         metadata={"help": "Clip the gradient norm to this value (default: no clipping)."})
+    val_from_train: int = field(default=0, metadata={
+        "help": "Move N train graphs (drawn with the seed) to validation for model selection and early stopping, "
+                "for a collection without val graphs."})
 
     def __post_init__(self) -> None:
         _check_finite(self)
@@ -218,6 +225,9 @@ class TrainConfig:
         for name in ("steps", "meta_batch", "eval_every", "patience", "val_episodes"):
             if getattr(self, name) < 1:
                 raise GFLError(f"{name}={getattr(self, name)} must be at least 1")
+        if isinstance(self.val_from_train, bool) or not isinstance(self.val_from_train, numbers.Integral) \
+                or self.val_from_train < 0:
+            raise GFLError(f"val_from_train={self.val_from_train!r} must be a count of graphs (0 or more)")
         if self.lr <= 0:
             raise GFLError(f"lr={self.lr} must be positive")
 
@@ -244,7 +254,7 @@ def config_from_dict(cls, data: dict[str, Any]):
 
 #: Settings added after 0.1.0, with the default that behaves as 0.1.0 did: a run
 #: that leaves them at it keeps the name (settings hash) it had then.
-ADDED_SINCE_0_1 = {"GFLConfig": {"encoder": "gcn"}}
+ADDED_SINCE_0_1 = {"GFLConfig": {"encoder": "gcn"}, "TrainConfig": {"val_from_train": 0}}
 
 
 def hashed_dict(cfg) -> dict[str, Any]:

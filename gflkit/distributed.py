@@ -54,6 +54,7 @@ from .parallel import default_threads, launch
 from .run_folder import BEST_FILE, METRICS_FILE, clear_stale_lock, final_run_path, next_free_path, partial_path
 from .states import load_state
 from .training import CHECKPOINT_EVERY, TrainResult, meta_train
+from .validation import validation_plan
 from .utils import remove_inside
 
 __all__ = [
@@ -344,6 +345,8 @@ def train(collection: GraphCollection, model_cfg: GFLConfig, episode_cfg: Episod
     if train_cfg.meta_batch < world:
         raise GFLError(f"--meta-batch {train_cfg.meta_batch} is smaller than the {world} processes: "
                        f"raise --meta-batch or lower --nproc")
+    # a validation setting that cannot apply fails here, once, not in every rank
+    validation_plan(collection, train_cfg.val_from_train, train_cfg.seed, episode_cfg.k_shot, warn=False)
     kwargs = dict(model_name=model_name, run_dir=run_dir, force=force, resume=resume,
                   checkpoint_every=checkpoint_every, progress=progress)
     if resume and run_dir is not None and _finished(run_dir):  # stopped just before the rename: nothing to train

@@ -16,7 +16,7 @@ import torch
 from .config import EpisodeConfig
 from .errors import GFLError
 
-__all__ = ["Episode", "EpisodeSampler", "sample_episode"]
+__all__ = ["Episode", "EpisodeSampler", "sample_episode", "usable_graph_ids"]
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,18 @@ class Episode:
 
 def _class_members(label: np.ndarray, num_classes: int) -> list[np.ndarray]:
     return [np.flatnonzero(label == c) for c in range(num_classes)]
+
+
+def _small_classes(members: list[np.ndarray], k_shot: int) -> list[int]:
+    """The classes with fewer than ``k_shot + 1`` labelled nodes: a graph with one gives no episode."""
+    return [c for c, m in enumerate(members) if m.size < k_shot + 1]
+
+
+def usable_graph_ids(collection, split: str, k_shot: int) -> list[int]:
+    """The graphs of ``split`` that give episodes of ``k_shot`` shots (those :class:`EpisodeSampler`
+    keeps), found without a warning."""
+    return [gid for gid, g in collection.items(split)
+            if not _small_classes(_class_members(g.ndata["label"].numpy(), collection.num_classes), k_shot)]
 
 
 def sample_episode(
@@ -114,7 +126,7 @@ class EpisodeSampler:
         for gid, g in collection.items(split):
             label = g.ndata["label"].numpy()
             members = _class_members(label, self.num_classes)
-            small = [c for c, m in enumerate(members) if m.size < cfg.k_shot + 1]
+            small = _small_classes(members, cfg.k_shot)
             if small:
                 self.skipped[gid] = small
                 continue

@@ -51,3 +51,19 @@ class OneSeedWarning(GFLWarning):
     def __init__(self, context: str = "experiment") -> None:
         self.context = context
         super().__init__(f"{self.WHAT}; to include it, {self.ADVICE.get(context, self.ADVICE['experiment'])}")
+
+
+class SettingError(GFLError):
+    """A setting (a parameter of a gflkit function) that does not fit the data.
+
+    The message is ``"<setting>=<value>: <reason>"``; ``setting``, ``value`` and
+    ``reason`` are kept apart, so the command line can name its own flag for the
+    setting instead (``--val-from-train 3: ...``).
+    """
+
+    def __init__(self, setting: str, value: object, reason: str) -> None:
+        self.setting, self.value, self.reason = setting, value, one_line(str(reason))
+        super().__init__(f"{setting}={value}: {reason}")
+
+    def __reduce__(self):  # pickled between processes with its three parts
+        return type(self), (self.setting, self.value, self.reason)

@@ -5,6 +5,9 @@ from ``(seed, graph_id, step)``, batches the graphs into one DGLGraph, and takes
 an Adam step on the summed prototypical and reconstruction losses. Every
 ``eval_every`` steps the model is scored on the validation graphs; the best
 weights are kept and training stops after ``patience`` rounds without gain.
+Without val graphs there is neither (a warning says so when training starts);
+``TrainConfig.val_from_train`` moves train graphs to validation instead. The
+run's ``config.json`` records which (``validation``: :mod:`gflkit.validation`).
 
 With a run folder, the run is written through a hidden partial folder
 (:class:`gflkit.run_folder.RunFolder`) holding ``config.json`` and a resume
@@ -39,6 +42,7 @@ from .data.transform import feature_fingerprint
 from .run_folder import CONFIG_FILE, RunFolder
 from .runs import CHECKPOINT_FORMAT, checkpoint_dict, collection_hash, load_checkpoint, load_metrics, now, provenance
 from .utils import seed_everything
+from .validation import validation_plan
 
 if TYPE_CHECKING:
     from .distributed import DistContext
@@ -206,12 +210,14 @@ def meta_train(
         "classes": list(collection.classes), "dataset": collection.name, "data_path": collection.path,
         "seed": train_cfg.seed, "feature_fingerprint": feature_fingerprint(collection),
     }
+    training, meta["validation"] = validation_plan(collection, train_cfg.val_from_train, train_cfg.seed,
+                                                   episode_cfg.k_shot, warn=dist is None or dist.is_main)
 
     def fit(last: dict | None, save: Callable | None) -> tuple[list[dict], dict[str, Any]]:
         # A distributed rank computes its share of each meta-batch: it prepares nothing ahead.
         step_loss = _gfl_step(model, train_cfg if dist is None else None)
         rows, best_step, best_val = fit_loop(
-            model, collection, episode_cfg, train_cfg, step_loss=step_loss, score=graph_accuracies,
+            model, training, episode_cfg, train_cfg, step_loss=step_loss, score=graph_accuracies,
             name=model_name, progress=progress, resume=last, save=save, checkpoint_every=checkpoint_every,
             dist=dist,
         )
@@ -275,9 +281,11 @@ def fit_transfer(
         "dataset": collection.name, "data_path": collection.path, "seed": train_cfg.seed,
         "feature_fingerprint": feature_fingerprint(collection),
     }
+    training, meta["validation"] = validation_plan(collection, train_cfg.val_from_train, train_cfg.seed,
+                                                   episode_cfg.k_shot)
 
     def fit(last: dict | None, save: Callable | None) -> tuple[list[dict], dict[str, Any]]:
-        facts = dict(model.fit(collection, episode_cfg, train_cfg, progress=progress, resume=last, save=save,
+        facts = dict(model.fit(training, episode_cfg, train_cfg, progress=progress, resume=last, save=save,
                                checkpoint_every=checkpoint_every) or {})
         rows = facts.pop("history", [])
         model.eval()

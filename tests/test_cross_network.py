@@ -68,7 +68,8 @@ def test_source_and_target_share_one_transform_fitted_on_the_sources(networks):
     want = fit_svd(x[:2 * N_NODES], FEAT_SIZE, seed=3)  # the two source networks only
     assert np.allclose(c.transform.components, want.components, atol=1e-5)
     assert not np.allclose(np.abs(fit_svd(x, FEAT_SIZE, seed=3).components), np.abs(want.components), atol=1e-2)
-    assert c.meta["feature_transform"]["fitted_on"] == ["a", "b"]
+    assert c.meta["feature_transform"]["fitted_on"] == "train"
+    assert c.meta["feature_transform"]["fitted_graphs"] == ["a", "b"]
     for g in c.graphs:  # every graph, source or target, went through that one transform
         rows = g.ndata["orig_id"].numpy()  # positions among the tables' nodes, sorted by (network, id)
         assert np.allclose(g.ndata["feat"].numpy(), want.apply(x[rows]), atol=1e-4)

@@ -512,8 +512,13 @@ def _check_fields(manifest: dict, path: Path) -> None:
         if entry.get("walk_steps") is not None and not _is_count(entry["walk_steps"]):
             raise bad(f"graphs[{i}].walk_steps", "must be a non-negative integer or null")
     meta = manifest.get("meta") or {}
-    if not isinstance(meta.get("node_overlap") or {}, dict):
-        raise bad("meta.node_overlap", "must be an object")
+    for key in ("node_overlap", "pairwise_jaccard"):
+        if not isinstance(meta.get(key) or {}, dict):
+            raise bad(f"meta.{key}", "must be an object")
+        for split in ("val", "test"):
+            value = (meta.get(key) or {}).get(split)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise bad(f"meta.{key}.{split}", "must be a number or null")
     described = meta.get("feature_transform")
     if described is not None:
         if not isinstance(described, dict) or not isinstance(described.get("id", ""), str):

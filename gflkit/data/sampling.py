@@ -18,6 +18,18 @@ graph. Either way the measured overlap (:func:`node_overlap`) is kept in the
 collection's ``meta["node_overlap"]``. Each graph keeps its source node ids in
 ``ndata["orig_id"]`` (int64).
 
+Graphs of one split may share nodes with each other: long walks on a small graph
+cover much of it, and start nodes are drawn with replacement from the nodes of
+degree ``>= min_degree`` (one draw per graph). The mean pairwise Jaccard index of
+the node sets of the val graphs and of the test graphs (:func:`pairwise_jaccard`)
+is kept in ``meta["pairwise_jaccard"]``; above :data:`JACCARD_WARN` a warning
+says that the graphs are not independent, so an interval computed over them
+(one accuracy per graph) is narrower than it should be. When fewer nodes may
+start a walk or an ego-net than graphs are asked for, graphs necessarily share
+start nodes: a warning names the graph (the network), as it does when fewer
+than half the graphs start at distinct nodes; ``meta["start_nodes"]`` records,
+per split, the size of that pool and the distinct start nodes used.
+
 :func:`sample_networks` cuts several graphs ("networks") the same way for a
 cross-network collection: train/val graphs from source networks, test graphs
 from target networks.
@@ -37,11 +49,19 @@ from ..errors import GFLError
 from .collection import SPLITS, GraphCollection, build_graph
 from .sources.base import SourceGraph
 
-__all__ = ["FAMILY_DEFAULTS", "METHODS", "sample_family", "sample_networks", "node_overlap", "random_walk"]
+__all__ = ["FAMILY_DEFAULTS", "METHODS", "JACCARD_WARN", "JACCARD_GRAPHS", "sample_family", "sample_networks",
+           "node_overlap", "pairwise_jaccard", "record_overlap", "random_walk"]
 
 log = logging.getLogger(__name__)
 
 METHODS = ("walk", "metis", "ego")
+
+#: A mean pairwise Jaccard index of a split's node sets above this gets a warning: the graphs
+#: then share much of their nodes, and an interval over them (one accuracy per graph) is optimistic.
+JACCARD_WARN = 0.1
+#: :func:`pairwise_jaccard` compares every pair among at most this many graphs of a split (a seeded
+#: sample of them when there are more).
+JACCARD_GRAPHS = 100
 
 #: Table 1 of the paper. The mean walk length is set to the table's "# Edges",
 #: which counts walk steps (edge lines of the release), not unique edges.
@@ -86,6 +106,7 @@ class _Structure:
             keep = ~(forbid[src] | forbid[dst])
             g = dgl.graph((torch.from_numpy(src[keep]), torch.from_numpy(dst[keep])), num_nodes=g.num_nodes())
         self.g = g
+        self.forbidden = forbid is not None
         self.indptr, self.indices = _csr(g)
         ok = np.diff(self.indptr) >= min_degree
         if forbid is not None:
@@ -164,6 +185,16 @@ def sample_family(
         name: collection name (default ``source.name``).
         progress: show a progress bar on stderr.
     """
+    collection = _family(source, method=method, n_graphs=n_graphs, walk_length=walk_length, min_degree=min_degree,
+                         induced=induced, disjoint=disjoint, parts=parts, ego_hops=ego_hops, seed=seed, name=name,
+                         progress=progress)
+    record_overlap(collection)
+    return collection
+
+
+def _family(source: SourceGraph, *, method, n_graphs, walk_length, min_degree, induced, disjoint, parts, ego_hops,
+            seed, name, progress) -> GraphCollection:
+    """:func:`sample_family` without measuring the overlap (a network of :func:`sample_networks` is one part)."""
     if method not in METHODS:
         raise GFLError(f"unknown sampling method {method!r}: choose one of {', '.join(METHODS)}")
     counts = [int(n) for n in n_graphs]
@@ -178,6 +209,7 @@ def sample_family(
                        f"are cut from it along edges (walks, METIS parts, ego-nets): check the edge file")
     splits = [s for s, n in zip(SPLITS, counts) for _ in range(n)]
     results: dict[tuple[int, int], tuple] = {}
+    starts: dict[str, dict] = {}
     if method == "metis":
         for k, item in enumerate(_metis_graphs(source, len(splits), parts, seed)):
             results[(SPLITS.index(splits[k]), k)] = item
@@ -186,6 +218,7 @@ def sample_family(
         todo = [(s, i) for s in (2, 1, 0) for i in range(counts[s])]  # held-out splits first
         bar = _progress(len(todo), progress)
         what = f"in {source.name}"
+        drawn: list[tuple[_Structure, str, int]] = []
         for s, i in todo:
             if disjoint and s == 0 and i == 0:
                 forbid = np.zeros(source.g.num_nodes(), dtype=bool)
@@ -194,18 +227,46 @@ def sample_family(
                 part, what = _Structure(source.g, min_degree, forbid), "outside the val/test graphs"
             rng = np.random.default_rng([seed, s, i])
             results[(s, i)] = _one_graph(source, part, method, rng, (lo, hi), min_degree, induced, ego_hops, what)
+            extra = results[(s, i)][1]
+            drawn.append((part, SPLITS[s], extra.get("start_node", extra.get("ego_node"))))
             bar.update(1)
         bar.close()
+        starts = _check_starts(source.name, drawn, min_degree, method)
     graphs, extras = zip(*(results[k] for k in sorted(results))) if results else ((), ())
-    overlap = node_overlap({s: [g.ndata["orig_id"] for g, sp in zip(graphs, splits) if sp == s] for s in SPLITS})
-    log.info("%s: share of val/test nodes also in train graphs: %s", name or source.name, overlap)
     sampler = dict(method=method, n_graphs=counts, walk_length=[lo, hi], min_degree=min_degree, induced=induced,
                    disjoint=bool(disjoint), parts=parts, ego_hops=ego_hops, seed=seed)
-    meta = {**source.meta, "node_overlap": overlap, "source_nodes": source.g.num_nodes()}
+    meta = {**source.meta, "source_nodes": source.g.num_nodes()}
+    if starts:
+        meta["start_nodes"] = starts
     if source.report:
         meta["bad_input"] = source.report.as_dict()
     return GraphCollection(list(graphs), splits, list(source.classes), name=name or source.name,
                            source=source.source, sampler=sampler, seed=seed, graph_extra=list(extras), meta=meta)
+
+
+def _check_starts(name: str, drawn: list[tuple[_Structure, str, int]], min_degree: int,
+                  method: str) -> dict[str, dict]:
+    """Per split, the start-node pool and the distinct start nodes drawn; one warning per pool smaller
+    than the graphs drawn from it (they then necessarily share start nodes), or whose graphs start at
+    fewer distinct nodes than half their number."""
+    out: dict[str, dict] = {}
+    for split in SPLITS:
+        mine = [(part, node) for part, s, node in drawn if s == split]
+        if mine:
+            out[split] = {"pool": int(mine[0][0].candidates.size), "graphs": len(mine),
+                          "distinct": len({node for _, node in mine})}
+    for part in {id(p): p for p, _, _ in drawn}.values():  # the whole graph, or the held-out part and the rest
+        nodes = [node for p, _, node in drawn if p is part]
+        splits = [s for s in SPLITS if any(p is part and sp == s for p, sp, _ in drawn)]
+        pool = int(part.candidates.size)
+        if pool < len(nodes) or 2 * len(set(nodes)) < len(nodes):
+            where = " outside the val/test graphs" if part.forbidden else ""
+            kind = "walk" if method == "walk" else "ego-net"
+            log.warning("%s: only %d node(s)%s have degree >= min_degree=%d to start a %s from, for %d %s graphs: "
+                        "they start at %d distinct node(s), so those graphs are not independent draws; lower "
+                        "min_degree or ask for fewer graphs", name, pool, where, min_degree, kind, len(nodes),
+                        "/".join(splits), len(set(nodes)))
+    return out
 
 
 def share_counts(total: int, parts: int) -> list[int]:
@@ -287,12 +348,14 @@ def sample_networks(
     per_network = _network_counts(names, roles, counts)
     offsets = np.cumsum([0] + [networks[n].g.num_nodes() for n in names])
     parts_of = {split: [] for split in SPLITS}  # split -> [(graph, extra)]
+    families: dict[str, GraphCollection] = {}
     for j, net in enumerate(names):
         if not any(per_network[net]):
             continue
-        family = sample_family(networks[net], method=method, n_graphs=per_network[net], walk_length=walk_length,
-                               min_degree=min_degree, induced=induced, disjoint=disjoint, parts=parts,
-                               ego_hops=ego_hops, seed=network_seed(seed, j), name=net, progress=progress)
+        family = _family(networks[net], method=method, n_graphs=per_network[net], walk_length=walk_length,
+                         min_degree=min_degree, induced=induced, disjoint=disjoint, parts=parts, ego_hops=ego_hops,
+                         seed=network_seed(seed, j), name=net, progress=progress)
+        families[net] = family
         for g, split, extra in zip(family.graphs, family.splits, family.graph_extra):
             g.ndata["orig_id"] = g.ndata["orig_id"] + int(offsets[j])
             parts_of[split].append((g, {"network": net, **extra}))
@@ -306,11 +369,18 @@ def sample_networks(
                                  source=first.source, sampler=sampler, seed=seed,
                                  graph_extra=[e for _, _, e in items],
                                  meta={"source_nodes": int(offsets[-1]),
-                                       "networks": {n: {"num_nodes": networks[n].g.num_nodes(),
-                                                        "graphs": dict(zip(SPLITS, per_network[n]))}
+                                       "networks": {n: _network_facts(networks[n], per_network[n], families.get(n))
                                                     for n in names}})
-    collection.meta["node_overlap"] = node_overlap(collection)
+    record_overlap(collection)
     return collection
+
+
+def _network_facts(source: SourceGraph, counts: Sequence[int], family: GraphCollection | None) -> dict:
+    """What the manifest records of one network: its nodes, its graphs per split, its start-node pools."""
+    facts = {"num_nodes": source.g.num_nodes(), "graphs": dict(zip(SPLITS, counts))}
+    if family is not None and family.meta.get("start_nodes"):
+        facts["start_nodes"] = family.meta["start_nodes"]
+    return facts
 
 
 def _progress(total: int, enabled: bool):
@@ -345,3 +415,80 @@ def node_overlap(data: GraphCollection | Mapping[str, Sequence]) -> dict[str, fl
         return round(float(np.isin(ids[part], ids[ref], assume_unique=True).mean()), 6)
 
     return {"val": share("val", "train"), "test": share("test", "train"), "val_test": share("test", "val")}
+
+
+def pairwise_jaccard(node_ids: Sequence, max_graphs: int = JACCARD_GRAPHS, seed: int = 0) -> float | None:
+    """Mean Jaccard index ``|A & B| / |A | B|`` over the pairs of node sets in ``node_ids``.
+
+    Every pair is compared among at most ``max_graphs`` sets: with more, a
+    sample of ``max_graphs`` of them drawn with ``default_rng([seed, 17])``
+    (the mean over its pairs estimates the mean over all pairs). The
+    intersections of all pairs come from one product of a sparse incidence
+    matrix (sets x node ids shared by two sets or more), so the cost grows
+    with the number of shared memberships, not with the pairs times the set
+    sizes.
+
+    Args:
+        node_ids: one array of node ids per graph (repeats are ignored).
+        max_graphs: largest number of sets compared pair by pair.
+        seed: seed of the sample.
+
+    Returns:
+        The mean over pairs (two empty sets count as 0), rounded to 6 digits;
+        ``None`` with fewer than two sets.
+    """
+    import scipy.sparse as sp
+
+    arrays = list(node_ids)
+    if len(arrays) < 2:
+        return None
+    if len(arrays) > max_graphs:
+        pick = np.sort(np.random.default_rng([seed, 17]).choice(len(arrays), size=max_graphs, replace=False))
+        arrays = [arrays[i] for i in pick]
+    sets = [np.unique(np.asarray(a, dtype=np.int64)) for a in arrays]
+    sizes = np.array([s.size for s in sets], dtype=np.float64)
+    every = np.concatenate(sets)
+    ids, inverse, members = np.unique(every, return_inverse=True, return_counts=True)
+    shared = members[inverse] > 1  # a node in one set only adds to no intersection
+    cols = np.cumsum(members > 1)[inverse[shared]] - 1
+    rows = np.repeat(np.arange(len(sets)), sizes.astype(np.int64))[shared]
+    incidence = sp.csr_matrix((np.ones(cols.size, np.float32), (rows, cols)),
+                              shape=(len(sets), int((members > 1).sum())))
+    inter = np.asarray((incidence @ incidence.T).todense(), dtype=np.float64)
+    i, j = np.triu_indices(len(sets), 1)
+    union = sizes[i] + sizes[j] - inter[i, j]
+    jaccard = np.divide(inter[i, j], union, out=np.zeros_like(union), where=union > 0)
+    return round(float(jaccard.mean()), 6)
+
+
+def split_jaccard(collection: GraphCollection, seed: int = 0) -> dict[str, float | None]:
+    """:func:`pairwise_jaccard` of the val graphs and of the test graphs (by ``ndata["orig_id"]``).
+
+    ``None`` for a split with fewer than two graphs, or when the graphs carry no ``orig_id``.
+    """
+    if not collection.graphs or any("orig_id" not in g.ndata for g in collection.graphs):
+        return {"val": None, "test": None}
+    return {s: pairwise_jaccard([g.ndata["orig_id"].numpy() for _, g in collection.items(s)], seed=seed)
+            for s in ("val", "test")}
+
+
+def record_overlap(collection: GraphCollection) -> None:
+    """Measure how the graphs share nodes and keep it in the manifest; warn when graphs of a split overlap.
+
+    Sets ``meta["node_overlap"]`` (:func:`node_overlap`) and
+    ``meta["pairwise_jaccard"]`` (:func:`split_jaccard` plus the threshold), and
+    logs one warning per split whose mean pairwise Jaccard exceeds
+    :data:`JACCARD_WARN`. Graphs without ``orig_id`` record ``None``s.
+    """
+    overlap = node_overlap(collection)
+    jaccard = split_jaccard(collection)
+    collection.meta["node_overlap"] = overlap
+    collection.meta["pairwise_jaccard"] = {**jaccard, "warn_above": JACCARD_WARN, "max_graphs": JACCARD_GRAPHS}
+    log.info("%s: share of val/test nodes also in train graphs: %s; mean pairwise Jaccard of the val/test graphs: "
+             "%s", collection.name, overlap, jaccard)
+    for split, value in jaccard.items():
+        if value is not None and value > JACCARD_WARN:
+            log.warning("%s: the %d %s graphs share nodes (mean pairwise Jaccard %.2f > %s): they are not "
+                        "independent, so an interval over graphs is optimistic (too narrow); cut fewer or shorter "
+                        "graphs, or from larger graphs", collection.name, collection.splits.count(split), split,
+                        value, JACCARD_WARN)

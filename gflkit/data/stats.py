@@ -6,7 +6,12 @@ the collection recorded them. ``overlap_val`` / ``overlap_test`` are the shares
 of distinct val / test nodes that also lie in a train graph, measured from
 ``ndata["orig_id"]`` (else taken from the manifest, else empty). ``networks``
 names, for a cross-network collection, the networks each split was cut from
-(``train=a+b;val=a+b;test=c``; empty otherwise).
+(``train=a+b;val=a+b;test=c``; empty otherwise). ``jaccard_val`` /
+``jaccard_test`` are the mean pairwise Jaccard indices of the node sets of the
+val / test graphs (:func:`~gflkit.data.sampling.pairwise_jaccard`, from
+``orig_id`` as the overlap, else the manifest; empty with fewer than two
+graphs): above :data:`~gflkit.data.sampling.JACCARD_WARN` (0.1) the graphs share
+much of their nodes, and an interval over them is optimistic.
 """
 from __future__ import annotations
 
@@ -17,13 +22,13 @@ import numpy as np
 import pandas as pd
 
 from .collection import SPLITS, GraphCollection
-from .sampling import node_overlap
+from .sampling import node_overlap, split_jaccard
 
 __all__ = ["STATS_COLUMNS", "collection_stats", "stats_table"]
 
 STATS_COLUMNS = [
     "dataset", "source", "method", "avg_nodes", "avg_edges", "avg_walk_steps", "feat_size", "num_classes",
-    "n_train", "n_val", "n_test", "overlap_val", "overlap_test", "networks",
+    "n_train", "n_val", "n_test", "overlap_val", "overlap_test", "networks", "jaccard_val", "jaccard_test",
 ]
 
 
@@ -52,6 +57,9 @@ def collection_stats(collection: GraphCollection) -> dict[str, Any]:
     overlap = node_overlap(collection)
     if overlap["val"] is None and overlap["test"] is None:
         overlap = dict(collection.meta.get("node_overlap") or {})
+    jaccard = split_jaccard(collection)
+    if jaccard["val"] is None and jaccard["test"] is None:
+        jaccard = dict(collection.meta.get("pairwise_jaccard") or {})
     return {
         "dataset": collection.name,
         "source": collection.source,
@@ -65,6 +73,8 @@ def collection_stats(collection: GraphCollection) -> dict[str, Any]:
         "overlap_val": _nan(overlap.get("val")),
         "overlap_test": _nan(overlap.get("test")),
         "networks": _networks(collection),
+        "jaccard_val": _nan(jaccard.get("val")),
+        "jaccard_test": _nan(jaccard.get("test")),
     }
 
 

@@ -4,7 +4,9 @@
 features, TF-IDF then SVD of text). The reduction is *fitted once*: its arrays
 are saved with the collection as ``transform.npz`` (plain arrays, read with
 ``allow_pickle=False``), its description in the manifest
-(``meta.feature_transform``). New data for the same model, a second
+(``meta.feature_transform``, with ``fitted_on``: ``train`` when only the nodes
+of the train graphs or networks were fitted on, never a test graph's, and the
+names of those graphs in ``fitted_graphs``). New data for the same model, a second
 ``preprocess`` call (``--features-from``) or a user's graph given to
 ``gflkit predict``, goes through the same arrays, never a second fit.
 
@@ -20,7 +22,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -31,7 +33,7 @@ from .collection import TRANSFORM_FILE, read_manifest
 
 __all__ = [
     "FeatureTransform", "TRANSFORM_FILE", "NO_TRANSFORM", "feature_fingerprint", "load_transform",
-    "attach_transform", "check_fingerprint", "collection_folder",
+    "attach_transform", "check_fingerprint", "collection_folder", "fitted_on", "FITTED_ON",
 ]
 
 NO_TRANSFORM = "none"
@@ -214,6 +216,19 @@ def load_transform(data) -> FeatureTransform | None:
         raise GFLError(f"{path}: transform {transform.id} differs from {described.get('id')} in the manifest; "
                        f"rebuild the collection")
     return transform
+
+
+#: What a reduction was fitted on (``params["fitted_on"]``): the nodes of the train graphs (or train
+#: networks) only, or every node read (one large graph before it is cut; graphs none of which is a train graph).
+FITTED_ON = ("train", "all")
+
+
+def fitted_on(what: str, graphs: Sequence[str] | None = None) -> dict[str, Any]:
+    """The params that record what a reduction was fitted on: ``{"fitted_on": what}`` (one of
+    :data:`FITTED_ON`) and, when the tables name their graphs, ``"fitted_graphs"``: those fitted on."""
+    if what not in FITTED_ON:
+        raise ValueError(f"fitted_on must be one of {FITTED_ON}, not {what!r}")
+    return {"fitted_on": what, **({"fitted_graphs": [str(g) for g in graphs]} if graphs is not None else {})}
 
 
 def attach_transform(collection, transform: FeatureTransform | None) -> None:

@@ -10,10 +10,12 @@ subgraphs by the sampler (:func:`gflkit.data.sampling.sample_networks`) or kept
 whole.
 
 All networks go through one feature transform. A reduction is fitted on the
-source (train and val) networks' nodes only and then applied to every network:
-the target plays the part of a network that arrives after training, as a
-graph given to ``gflkit predict`` does. No label is used by the fit. A saved
-transform (``--features-from``) is applied to every network instead.
+train networks' nodes only and then applied to every network: the target (and
+a val network named apart) plays the part of a network that arrives after
+training, as a graph given to ``gflkit predict`` does. No label is used by the
+fit. The manifest records ``fitted_on: "train"`` and the networks in
+``fitted_graphs`` (``meta.feature_transform``). A saved transform
+(``--features-from``) is applied to every network instead.
 """
 from __future__ import annotations
 
@@ -25,13 +27,13 @@ import torch
 
 from ...errors import GFLError
 from ..collection import SPLITS, GraphCollection
-from ..sampling import node_overlap, sample_networks
-from ..transform import FeatureTransform, attach_transform
+from ..sampling import record_overlap, sample_networks
+from ..transform import FeatureTransform, attach_transform, fitted_on
 from ..validate import guard_reader
 from .base import BadInputReport, SourceGraph
 from .common import select_classes
-from .tables import (GraphSlices, TableColumns, _assign_splits, _finish_features, _read, _Tables, small_classes,
-                     table_subgraph)
+from .tables import (GraphSlices, TableColumns, _assign_splits, _finish_features, _read, _Tables, graph_rows,
+                     small_classes, table_subgraph)
 
 __all__ = ["ROLE_OPTIONS", "network_roles", "read_cross_network"]
 
@@ -146,8 +148,8 @@ def read_cross_network(edges, nodes, *, columns: TableColumns, train: Sequence[s
             network whole as one graph (then there are val graphs only when
             val networks are named).
         features, classes, feat_size, transform, fit: as in
-            :func:`~gflkit.data.sources.tables.read_table_collection`, except
-            that a reduction is fitted on the source networks only.
+            :func:`~gflkit.data.sources.tables.read_table_collection`: a
+            reduction is fitted on the train networks only.
         num_classes: keep this many classes, the most frequent on the sources.
         seed: seed of the feature reduction and of the sampler.
         name: collection name.
@@ -177,9 +179,11 @@ def read_cross_network(edges, nodes, *, columns: TableColumns, train: Sequence[s
         roles = network_roles(t.graph_names, train=train, val=val, test=test, carve_val=carve, where=where)
     codes = {n: i for i, n in enumerate(t.graph_names)}
     sources = sorted({codes[n] for n in roles["train"] + roles["val"]})
-    rows = np.concatenate([np.arange(slices.bounds[c], slices.bounds[c + 1]) for c in sources])
-    _keep_classes(t, rows, num_classes)
-    feat, used = _finish_features(t.feat, feat_size, seed, transform, fit, str(features or nodes), fit_rows=rows)
+    _keep_classes(t, graph_rows(slices.bounds, sources), num_classes)
+    train = sorted(codes[n] for n in roles["train"])
+    feat, used = _finish_features(t.feat, feat_size, seed, transform, fit, str(features or nodes),
+                                  fit_rows=graph_rows(slices.bounds, train),
+                                  fitted_on=fitted_on("train", [t.graph_names[c] for c in train]))
     if sampler is None:
         collection = _whole(t, slices, feat, roles, codes, name, seed)
     else:
@@ -188,8 +192,6 @@ def read_cross_network(edges, nodes, *, columns: TableColumns, train: Sequence[s
     collection.source = "tables"
     collection.meta.update(files=[str(f) for f in (edges, nodes, features) if f], bad_input=t.report.as_dict())
     attach_transform(collection, used)
-    if used is not None and transform is None:
-        collection.meta["feature_transform"]["fitted_on"] = sorted(set(roles["train"] + roles["val"]))
     warning = small_classes(collection, k_shot)
     if warning:
         log.warning("%s", warning)
@@ -225,5 +227,5 @@ def _whole(t: _Tables, slices: GraphSlices, feat: torch.Tensor, roles, codes, na
     collection = GraphCollection(graphs, splits, list(t.classes), name=name, source="tables", seed=seed,
                                  graph_extra=extras,
                                  sampler={"method": "whole", "seed": seed, "networks": roles})
-    collection.meta["node_overlap"] = node_overlap(collection)
+    record_overlap(collection)
     return collection

@@ -24,7 +24,7 @@ import torch
 
 from ...errors import GFLError
 from ..collection import GraphCollection, build_graph
-from ..sampling import node_overlap
+from ..sampling import record_overlap
 from ..validate import ID_OUT_OF_RANGE, INT64_MAX, finite_features, guard_reader, reading
 from .base import BadInputReport
 from .table_io import existing_file, sorted_classes
@@ -178,7 +178,8 @@ def read_gfl_release(root: str | Path, *, n_val: int = 0, seed: int = 0,
     collection = GraphCollection([graphs[i] for i in order], [splits[i] for i in order], classes, name=name,
                                  source="gfl_release", seed=seed, graph_extra=[extras[i] for i in order],
                                  sampler={"method": "given", "n_val": n_val, "seed": seed})
-    collection.meta = {"root": str(root), "node_overlap": node_overlap(collection), "bad_input": report.as_dict()}
+    collection.meta = {"root": str(root), "bad_input": report.as_dict()}
+    record_overlap(collection)
     return collection, report
 
 

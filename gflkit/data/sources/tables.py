@@ -30,7 +30,7 @@ report, never fatal.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -41,8 +41,8 @@ import torch
 from ...errors import GFLError
 from ...utils import require_memory
 from ..collection import SPLITS, GraphCollection, build_graph
-from ..sampling import node_overlap
-from ..transform import FeatureTransform, attach_transform
+from ..sampling import record_overlap
+from ..transform import FeatureTransform, attach_transform, fitted_on
 from ..validate import check_edges, finite_features, guard_reader, reading
 from .base import BadInputReport, SourceGraph
 from .table_io import (MEMORY_HINT, add_lines, column, existing_file, fit_svd, int_column, read_feature_file,
@@ -325,12 +325,13 @@ def _features(nd: _Nodes, rows, features, cols: TableColumns, report):
 
 
 def _finish_features(feat, feat_size: int | None, seed: int, transform: FeatureTransform | None,
-                     fit: bool, what: str, optional: bool = False,
-                     fit_rows: np.ndarray | None = None) -> tuple[torch.Tensor, FeatureTransform | None]:
+                     fit: bool, what: str, optional: bool = False, fit_rows: np.ndarray | None = None,
+                     fitted_on: dict | None = None) -> tuple[torch.Tensor, FeatureTransform | None]:
     """Dense float32 features: ``transform`` applied, or a reduction fitted (``fit``), or kept.
 
     With ``optional`` the transform is applied only to features of its input size.
-    A reduction is fitted on the rows ``fit_rows`` (default all) and applied to all rows.
+    A reduction is fitted on the rows ``fit_rows`` (default all) and applied to all rows;
+    ``fitted_on`` says which those are (:func:`~gflkit.data.transform.fitted_on`, kept in its params).
     The memory a reduction or the dense features need is checked first (``what`` names the file)."""
     if transform is not None and not (optional and feat.shape[1] != transform.in_feats):
         return torch.from_numpy(transform.apply(feat, what)), transform
@@ -346,6 +347,8 @@ def _finish_features(feat, feat_size: int | None, seed: int, transform: FeatureT
             require_memory(4 * 4 * (n + m) * (feat_size + 10), what, MEMORY_HINT)
             basis = feat if fit_rows is None else (feat.tocsr() if sp.issparse(feat) else feat)[fit_rows]
             fitted = fit_svd(basis, feat_size, seed)
+            if fitted_on:
+                fitted = replace(fitted, params={**fitted.params, **fitted_on})
             feat = fitted.apply(feat, what)
     if sp.issparse(feat):
         require_memory(2 * 4 * n * feat.shape[1], what, MEMORY_HINT)
@@ -380,7 +383,7 @@ def read_table_graph(edges, nodes=None, *, features=None, columns: TableColumns 
     """
     t = _read(edges, nodes, features, columns, classes)
     feat, used = _finish_features(t.feat, feat_size, seed, transform, fit, str(features or nodes),
-                                  optional_transform)
+                                  optional_transform, fitted_on=fitted_on("all"))
     g = build_graph(t.src, t.dst, len(t.node_id), feat, t.label)
     g.ndata["orig_id"] = torch.from_numpy(t.node_id)
     meta = {"files": [str(f) for f in (edges, nodes, features) if f]}
@@ -417,17 +420,28 @@ def read_table_collection(edges, nodes, *, features=None, columns: TableColumns,
     graphs sorted by name are shuffled with ``default_rng([seed, 5])`` and the
     first ``n_graphs[0]`` go to train, the next ``n_graphs[1]`` to val, then
     ``n_graphs[2]`` to test (default about 70/10/20 %). Features go through
-    ``transform`` when given, else through a reduction fitted once on all
-    graphs. Classes with fewer than ``k_shot + 1`` labelled nodes in every graph
-    are named in one logged warning (:func:`small_classes`).
+    ``transform`` when given, else through a reduction fitted on the nodes of
+    the train graphs only and applied to every graph, as in a cross-network
+    collection (the manifest's ``meta.feature_transform.fitted_on`` and
+    ``fitted_graphs`` say so; without a train graph it is fitted on all graphs,
+    with a warning). Classes with fewer than ``k_shot + 1`` labelled nodes in
+    every graph are named in one logged warning (:func:`small_classes`).
     """
     if not columns.graph:
         raise GFLError("reading many graphs needs a graph column (--graph-col)")
     t = _read(edges, nodes, features, columns, classes)
-    feat, used = _finish_features(t.feat, feat_size, seed, transform, fit, str(features or nodes))
     slices = GraphSlices.of(t)
     bounds = slices.bounds
     splits = _assign_splits(t, bounds, n_graphs, seed, columns.split)
+    train = [i for i, s in enumerate(splits) if s == "train"]
+    if train:
+        rows, fitted = graph_rows(bounds, train), fitted_on("train", [t.graph_names[i] for i in train])
+    else:
+        rows, fitted = None, fitted_on("all")
+        if fit and transform is None:
+            log.warning("%s: no train graph; the feature reduction is fitted on every graph", nodes)
+    feat, used = _finish_features(t.feat, feat_size, seed, transform, fit, str(features or nodes), fit_rows=rows,
+                                  fitted_on=fitted)
     graphs, extras, order = [], [], [(s, i) for s in SPLITS for i, sp_ in enumerate(splits) if sp_ == s]
     for split, i in order:
         g = table_subgraph(t, feat, i, slices)
@@ -443,8 +457,14 @@ def read_table_collection(edges, nodes, *, features=None, columns: TableColumns,
     warning = small_classes(collection, k_shot)
     if warning:
         log.warning("%s", warning)
-    collection.meta.update(node_overlap=node_overlap(collection), bad_input=t.report.as_dict())
+    collection.meta["bad_input"] = t.report.as_dict()
+    record_overlap(collection)
     return collection, t.report
+
+
+def graph_rows(bounds: np.ndarray, graphs: Sequence[int]) -> np.ndarray:
+    """The node rows of the tables' graphs ``graphs`` (positions ``bounds[i]:bounds[i + 1]``)."""
+    return np.concatenate([np.arange(bounds[i], bounds[i + 1]) for i in graphs] or [np.zeros(0, np.int64)])
 
 
 @dataclass
