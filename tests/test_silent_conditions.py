@@ -126,7 +126,7 @@ def test_resume_moves_the_same_graphs_and_ends_as_an_uninterrupted_run(noval, tm
     with monkeypatch.context() as patch:
         patch.setattr(RunFolder, "save_last", save_then_stop)
         stopped = invoke(*args, "--run-dir", run)
-    assert stopped.exit_code == 1 and (partial_path(run) / "last.pt").is_file()
+    assert stopped.exit_code == 130 and (partial_path(run) / "last.pt").is_file()
     resumed = invoke("train", "--resume", run, "--data-root", noval, "--no-eval")
     assert resumed.exit_code == 0, resumed.output
     assert _config(run)["validation"] == _config(tmp_path / "whole")["validation"]
