@@ -105,8 +105,9 @@ def _score(collection: GraphCollection, model: str, cfg: GFLConfig | None, episo
         return [majority_records(sampler, episodes)]
     if model in PER_GRAPH:
         return [baseline_records(PER_GRAPH[model], sampler, episodes, seed)]
-    result, _ = train(collection, cfg, episode_cfg, train_cfg, model=model, out=out, force=force, eval_split=None,
-                      progress=progress, return_result=True, device=device if model not in TRANSFER else None)
+    result, _ = train(collection, cfg, episode_cfg, train_cfg, model=model, run_dir=out or False, force=force,
+                      eval_split=None, progress=progress, return_result=True,
+                      device=device if model not in TRANSFER else None)
     return [score_records(result.model, collection, "test", episode_cfg, episodes, seed, r) for r in refines]
 
 

@@ -245,7 +245,7 @@ def test_train_takes_model_settings_as_keywords_and_returns_a_table_like_evaluat
 
     episodes, steps = EpisodeConfig(k_shot=5), TrainConfig(steps=5, eval_every=5)
     run = tmp_path / "att"
-    table = gflkit.train("tiny", aggregator="att", mu=0.6, episode_cfg=episodes, train_cfg=steps, out=run,
+    table = gflkit.train("tiny", aggregator="att", mu=0.6, episode_cfg=episodes, train_cfg=steps, run_dir=run,
                          root=root, progress=False)
     assert isinstance(table, pd.DataFrame) and table.aggregator[0] == "att"
     cfg = json.loads((run / "config.json").read_text())["model_config"]
@@ -254,17 +254,17 @@ def test_train_takes_model_settings_as_keywords_and_returns_a_table_like_evaluat
     assert isinstance(scored, pd.DataFrame) and list(scored.columns) == list(table.columns)
     assert scored.accuracy[0] == table.accuracy[0]
     result, again = gflkit.train("tiny", aggregator="att", mu=0.6, episode_cfg=episodes, train_cfg=steps,
-                                 root=root, progress=False, return_result=True)
+                                 root=root, progress=False, return_result=True, run_dir=False)
     assert result.model.cfg.aggregator == "att" and again.accuracy[0] == table.accuracy[0]
     with pytest.raises(GFLError, match="unknown settings aggregatr"):
-        gflkit.train("tiny", aggregatr="att", root=root)
+        gflkit.train("tiny", aggregatr="att", root=root, run_dir=False)
     with pytest.raises(GFLError, match="apply to GFL presets"):
-        gflkit.train("tiny", model="knn", aggregator="att", root=root)
+        gflkit.train("tiny", model="knn", aggregator="att", root=root, run_dir=False)
     # Training and episode settings go by the flags' names too, each to its own config.
     flat = gflkit.train("tiny", aggregator="att", mu=0.6, k_shot=5, steps=5, eval_every=5, root=root,
-                        progress=False)
+                        progress=False, run_dir=False)
     assert flat.accuracy[0] == table.accuracy[0] and flat.k_shot[0] == 5
-    knn = gflkit.train("tiny", model="knn", k_shot=5, steps=2, eval_every=2, root=root, progress=False)
+    knn = gflkit.train("tiny", model="knn", k_shot=5, steps=2, eval_every=2, root=root, progress=False, run_dir=False)
     assert knn.model[0] == "knn" and knn.k_shot[0] == 5
 
 

@@ -216,7 +216,7 @@ def tiny_runs(small_family_dir, tmp_path_factory):
     for name in ("gfl", "protonet"):
         runs[name] = base / name
         gflkit.train(str(small_family_dir), model=name, train_cfg=TrainConfig(steps=3, eval_every=3),
-                     out=runs[name], eval_split=None, progress=False)
+                     run_dir=runs[name], eval_split=None, progress=False)
     return runs
 
 
