@@ -188,13 +188,28 @@ def output_options(f):
     return f
 
 
+def quiet() -> bool:
+    """Whether the command runs under ``gflkit -q`` (warnings and errors only on stderr)."""
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and ctx.find_root().params.get("quiet"))
+
+
+def info(message: str) -> None:
+    """A line for people on stderr (what was written, which seed was used); ``-q`` leaves it out.
+
+    Warnings and errors do not go through here: ``-q`` keeps them.
+    """
+    if not quiet():
+        click.echo(message, err=True)
+
+
 def emit(df, output: str | None, fmt: str) -> None:
     """Write a result DataFrame to ``output`` or stdout."""
     from gflkit.results import write_table
 
     if output:
         write_table(df, output, fmt)
-        click.echo(f"wrote {output}", err=True)
+        info(f"wrote {output}")
     else:
         sys.stdout.write(write_table(df, None, fmt))
         sys.stdout.flush()

@@ -7,7 +7,7 @@ import click
 
 from gflkit.names import FIGURE_FORMATS
 
-from .options import data_root_option, seed_option
+from .options import data_root_option, info, seed_option
 
 
 def _figure_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -27,7 +27,7 @@ def figure_options(f):
 
 
 def _wrote(path) -> None:
-    click.echo(f"wrote {path}", err=True)
+    info(f"wrote {path}")
 
 
 @click.group()

@@ -11,7 +11,7 @@ from gflkit.config import (AGGREGATORS, DISTANCES, GATE_MODES, PGNN_NORMS, PRESE
                            GFLConfig, TrainConfig, field_default, field_help)
 from gflkit.names import CHECKPOINT_EVERY, ENCODERS, PER_GRAPH_MODELS as PER_GRAPH, TRANSFER_MODELS as TRANSFER
 
-from .options import (FiniteFloatRange, IntList, Interrupted, ci_option, config_option, data_root_option,
+from .options import (FiniteFloatRange, IntList, Interrupted, ci_option, info, config_option, data_root_option,
                       deprecated_alias, device_option, deprecation_warning, distributed_options, emit, int_list,
                       output_options, refine_configs, refine_options, run_dir_option, seed_option, split_option)
 
@@ -244,7 +244,7 @@ def train(data, model, run_dir, force, resume, checkpoint_every, options, split,
             out = default_run_dir(collection, model, model_cfg, ep_cfg, tr_cfg, parsed)
         target, data = out, collection
         call = dict(model_cfg=model_cfg, episode_cfg=ep_cfg, train_cfg=tr_cfg, model=model, options=parsed,
-                    out=out, force=force)
+                    run_dir=out, force=force)
     try:
         result, table = gflkit.train(data, root=data_root, eval_split=eval_split, episodes=episodes,
                                      checkpoint_every=checkpoint_every, refine=refine, ci=ci, nproc=nproc,
@@ -256,7 +256,7 @@ def train(data, model, run_dir, force, resume, checkpoint_every, options, split,
         raise Interrupted(f"interrupted; continue with: gflkit train --resume {target}") from None
     if not distributed.is_main_process():  # torchrun: rank 0 reports
         return
-    click.echo(f"run written to {result.run_dir}", err=True)
+    info(f"run written to {result.run_dir}")
     if len(table):
         emit(table, output, fmt)
 
@@ -320,7 +320,7 @@ def evaluate(run, data, baseline, split, episodes, force, device, seed, ci, data
                                 refine=refine, ci=ci, force=force, device=device)
     if len(table):
         whose = " (the run's)" if seed is None and model is None else ""
-        click.echo(f"scored with seed {table['seed'].iloc[0]}{whose}", err=True)
+        info(f"scored with seed {table['seed'].iloc[0]}{whose}")
     emit(table, output, fmt)
 
 

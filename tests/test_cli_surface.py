@@ -203,12 +203,19 @@ def test_run_counter_lines_and_eta():
     ]
     quiet = io.StringIO()
     RunCounter(2, "x", stream=quiet, enabled=False).start("a")
-    set_progress(False)
+    set_progress(False, counters=False)  # gflkit -q
     try:
         RunCounter(2, "x", stream=quiet).start("a")
     finally:
-        set_progress(True)
+        set_progress(True, counters=True)
     assert quiet.getvalue() == ""
+    no_bars = io.StringIO()
+    set_progress(False)  # --no-progress: bars only; the counters are log lines
+    try:
+        RunCounter(2, "x", stream=no_bars).start("a")
+    finally:
+        set_progress(True)
+    assert no_bars.getvalue() == "x: run 1 of 2 (a)\n"
 
 
 def test_run_counter_counts_pool_runs_as_they_end():
@@ -228,13 +235,16 @@ def test_run_counter_counts_pool_runs_as_they_end():
     ]
 
 
-@pytest.mark.parametrize("flags, shown", [([], True), (["-q"], False), (["--no-progress"], False)])
+@pytest.mark.parametrize("flags, shown", [([], True), (["-q"], False), (["--no-progress"], True)])
 def test_compare_shows_overall_progress_unless_quiet(root, flags, shown):
     result = invoke(*flags, "compare", "tiny", "--model", "lp", "--seed", "0,1", "--k-shot", "5", "--data-root", root)
     assert result.exit_code == 0, result.output
-    assert ("compare: run 2 of 2 (lp, seed 1)" in result.stderr) is shown
+    assert ("compare: run 2 of 2 (lp, seed 1)" in result.stderr) is shown  # --no-progress hides bars only
     assert "majority" not in result.stderr  # the majority rows take no time: they are not counted as runs
     assert "run 1 of" not in result.stdout
+    assert "\r" not in result.stderr  # not a terminal: log lines, no bars
+    if "--no-progress" in flags:
+        assert "per graph" not in result.stderr  # the per-graph baseline's bar (as log lines) is hidden
 
 
 # -- the Python API reads like the command line ------------------------------------------------------------
