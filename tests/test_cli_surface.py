@@ -67,6 +67,46 @@ def test_model_train_and_episode_options_take_help_and_default_from_the_configs(
     assert checked >= len(fields(GFLConfig)) + 2 + 8
 
 
+def _help_sections(command: str) -> list[tuple[str, list[str]]]:
+    """The option sections of ``gflkit COMMAND --help``: (title, long flags listed) in order."""
+    import re
+
+    sections: list[tuple[str, list[str]]] = []
+    current = None
+    for line in invoke(command, "--help").stdout.splitlines():
+        if line.endswith(" options:") and not line.startswith(" "):
+            sections.append((line[:-len(" options:")], []))
+            current = sections[-1][1]
+        elif not line.strip():
+            current = None  # a section ends at a blank line; the epilog is text
+        elif current is not None and (m := re.match(r"  (?:-\w, )?(--[\w-]+)", line)):
+            current.append(m.group(1))
+    return sections
+
+
+@pytest.mark.parametrize("command, common", [
+    ("train", ["--model", "--k-shot", "--steps", "--seed", "--run-dir", "--config", "--data-root", "--output"]),
+    ("compare", ["--model", "--seed", "--k-shot", "--steps", "--episodes", "--jobs", "--data-root", "--output"]),
+    ("ablate", ["--drop", "--all", "--seed", "--k-shot", "--steps", "--episodes", "--jobs", "--data-root", "--output"]),
+    ("sweep", ["--param", "--values", "--model", "--seed", "--k-shot", "--steps", "--episodes", "--jobs",
+               "--data-root", "--output"]),
+    ("evaluate", ["--baseline", "--split", "--episodes", "--seed", "--data-root", "--output"]),
+])
+def test_help_opens_with_the_common_options_and_lists_each_option_once(command, common):
+    from gflkit_cli.main import cli
+
+    sections = _help_sections(command)
+    assert sections[0] == ("Common", common)  # the first options after the usage and description
+    assert sections[-1][0] == "Advanced" and sections[-1][1][-1] == "--help"
+    listed = [flag for _, flags in sections for flag in flags]
+    params = cli.commands[command].params
+    shown = [next(o for o in p.opts if o.startswith("--")) for p in params
+             if isinstance(p, click.Option) and not p.hidden]
+    assert sorted(listed) == sorted([*shown, "--help"])  # nothing lost, nothing twice
+    if command != "evaluate":
+        assert [title for title, _ in sections][:2] == ["Common", "Model"]
+
+
 def test_compare_says_it_runs_both_aggregators():
     text = " ".join(invoke("compare", "--help").stdout.split())
     assert "mean and att, a row each" in text
