@@ -42,7 +42,7 @@ from .errors import GFLError
 from .inference import warn_one_seed
 from .metrics import baseline_records, majority_records, paired
 from .models.baselines import PER_GRAPH, TRANSFER
-from .names import DEFAULT_SEEDS
+from .names import DEFAULT_SEEDS, VARIANT_DISPLAY_NAMES
 from .parallel import portable, run_jobs, shared_collection
 from .paths import RUN_NAME_LIMIT, check_name
 from .progress import RunCounter
@@ -56,13 +56,8 @@ log = logging.getLogger(__name__)
 #: Name of the majority-class reference row of :func:`compare`.
 MAJORITY = "majority"
 
-#: Paper names of the ablation variants (Table 3).
-ABLATION_NAMES = {
-    "structure": "M1a: mean prototype (Protonet)",
-    "gate": "M2a: no hierarchical representation gate",
-    "hierarchy": "M2b: flat representation (R = 1)",
-    "recon": "M3: no reconstruction loss",
-}
+#: Paper names of the ablation variants (Table 3; :data:`gflkit.names.VARIANT_DISPLAY_NAMES`).
+ABLATION_NAMES = {name: VARIANT_DISPLAY_NAMES[name] for name in ABLATIONS}
 
 #: Sweepable parameters: name -> (config it changes, field, value parser).
 SWEEP_PARAMS: dict[str, tuple[str, str, Any]] = {
@@ -413,7 +408,7 @@ def ablate(
     seeds = _seed_list(seeds)
     collection = load_collection(data, root)
     base = base or GFLConfig()
-    variants = [("full", "GFL (full model)", base)]
+    variants = [("full", VARIANT_DISPLAY_NAMES["full"], base)]
     variants += [(d, ABLATION_NAMES[d], replace(base, **ABLATIONS[d])) for d in drop]
     tasks, labels = [], []
     for name, description, cfg in variants:
