@@ -41,7 +41,7 @@ from .results import mean_ci
 from .utils import atomic_write_with
 
 __all__ = [
-    "require", "read_results", "series_key", "series_label", "plot_shots", "plot_bars", "save_figure",
+    "require", "read_results", "series_key", "series_label", "plot_shots", "plot_bars", "bars_figure", "save_figure",
     "figure_format", "color_of", "new_figure", "FORMATS", "MODEL_NAMES", "VARIANT_NAMES", "COLORS",
 ]
 

@@ -124,7 +124,7 @@ class ProgressLines:
     def __len__(self) -> int:
         return int(self.total or 0)
 
-    def __enter__(self) -> "ProgressLines":
+    def __enter__(self) -> ProgressLines:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
