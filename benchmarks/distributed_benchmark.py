@@ -47,7 +47,7 @@ def run_worker(data: str, root: str | None, nproc: int, threads: int, steps: int
     cfg = TrainConfig(steps=warmup + steps, meta_batch=meta_batch, eval_every=10**6)
     start = time.perf_counter()
     result, _ = gflkit.train(data, train_cfg=cfg, root=root, eval_split=None, progress=False, nproc=nproc,
-                             threads_per_proc=threads, return_result=True)
+                             threads_per_proc=threads, return_result=True, run_dir=False)
     wall = time.perf_counter() - start
     seconds = result.history["seconds"].iloc[warmup:-1]  # the last step also validates
     return {"median_s": statistics.median(seconds), "mean_s": float(seconds.mean()), "wall_s": wall}

@@ -64,7 +64,7 @@ def train_run(folder: Path, feats: int, seed: int) -> Path:
                                    name="bench")
     family.save(folder / "bench")
     run = folder / "run"
-    gflkit.train(family, train_cfg=gflkit.TrainConfig(steps=3, eval_every=3, seed=seed), out=run, eval_split=None,
+    gflkit.train(family, train_cfg=gflkit.TrainConfig(steps=3, eval_every=3, seed=seed), run_dir=run, eval_split=None,
                  progress=False)
     return run
 

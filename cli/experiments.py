@@ -7,10 +7,21 @@ import gflkit
 from gflkit.config import ABLATIONS, AGGREGATORS
 from gflkit.names import DEFAULT_SEEDS, SWEEP_PARAM_NAMES, model_names
 
-from .options import (ChoiceList, IntList, NameList, ci_option, config_option, data_root_option, deprecated_alias, emit,
+from .options import (ChoiceList, IntList, NameList, SectionedCommand, ci_option, config_option, data_root_option, deprecated_alias, emit,
                       device_option, jobs_option, output_options, refine_configs, refine_options, runs_root_option)
-from .run import (episode_config, episode_options, model_options, model_options_with, model_overrides, train_config,
-                  train_options)
+from .run import (EPISODE_SECTION, MODEL_SECTION, SCORING_SECTION, TRAIN_SECTION, episode_config, episode_options,
+                  model_options, model_options_with, model_overrides, train_config, train_options)
+
+#: The ``--help`` sections of compare, ablate and sweep after their own common options.
+_TABLE_SECTIONS = [MODEL_SECTION, EPISODE_SECTION, TRAIN_SECTION, SCORING_SECTION,
+                   ("Run and output", ["runs_root", "force", "config_file", "fmt"]), ("Advanced", [])]
+_TABLE_COMMON = ["seed", "k_shot", "steps", "episodes", "jobs", "data_root", "output"]
+
+
+def _sections(first: list[str], model: list[str] = ()) -> list[tuple[str, list[str]]]:
+    """``--help`` sections of a table command: its own options and the common ones, then :data:`_TABLE_SECTIONS`."""
+    title, keys = MODEL_SECTION
+    return [("Common", [*first, *_TABLE_COMMON]), (title, [*model, *keys]), *_TABLE_SECTIONS[1:]]
 
 
 def _common(f):
@@ -61,7 +72,7 @@ def _split_names(text: str | None) -> list[str] | None:
     return None if text is None else [t.strip() for t in text.split(",") if t.strip()]
 
 
-@click.command()
+@click.command(cls=SectionedCommand, sections=_sections(["model"], ["majority"]))
 @click.argument("data", required=False)
 @models_option("Models to run (default: all): " + ", ".join(model_names()) + ", and majority; gfl gives a row per "
                "--aggregator, gfl-mean and gfl-att one.")
@@ -98,7 +109,7 @@ def compare(data, model, seed, majority, reference, ci, runs_root, force, jobs, 
     emit(table, output, fmt)
 
 
-@click.command()
+@click.command(cls=SectionedCommand, sections=_sections(["drop", "all_"]))
 @click.argument("data", required=False)
 @click.option("--drop", multiple=True, type=click.Choice(list(ABLATIONS)),
               help="Component to remove (repeatable): structure (M1a), gate (M2a), hierarchy (M2b), recon (M3).")
@@ -129,7 +140,7 @@ def ablate(data, drop, all_, seed, reference, ci, runs_root, force, jobs, device
     emit(table, output, fmt)
 
 
-@click.command()
+@click.command(cls=SectionedCommand, sections=_sections(["param", "values", "model"]))
 @click.argument("data", required=False)
 @click.option("--param", type=click.Choice(list(SWEEP_PARAM_NAMES)), required=True,
               help="Hyperparameter to vary.")

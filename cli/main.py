@@ -153,18 +153,23 @@ class GFLGroup(click.Group):
 @click.group(cls=GFLGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(gflkit.__version__, prog_name="gflkit")
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
-@click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors on stderr (no progress bars).")
-@click.option("--no-progress", is_flag=True, help="No progress bars on stderr (logs stay).")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Only warnings and errors on stderr: no progress, run counters or 'wrote ...' lines.")
+@click.option("--no-progress", is_flag=True,
+              help="No progress bars on stderr; logs and the run counters of compare, ablate and sweep stay.")
 def cli(verbose: int, quiet: bool, no_progress: bool) -> None:
     """Graph few-shot learning (GFL, Yao et al., AAAI 2020) on DGL.
 
     Data lives under the data root: --data-root, else $GFLKIT_DATA, else ./data
     when it exists, else ~/.gflkit/data. Raw files go in <root>/raw/<source>/,
     collections are written to <root>/processed/<name>/, runs to ./runs/.
+
+    Progress goes to stderr: bars on a terminal; in a log file or pipe a line
+    every 10% of a task (at most one per 30 s) and one when it ends.
     """
     from gflkit.progress import set_progress
 
-    set_progress(not (quiet or no_progress))
+    set_progress(not (quiet or no_progress), counters=not quiet)
     level = logging.WARNING if quiet else (logging.DEBUG if verbose > 1 else logging.INFO)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", force=True)
     # DGL logs METIS timings on import paths we use; keep stderr readable.

@@ -136,6 +136,42 @@ class FolderName(click.ParamType):
             self.fail(str(err), param, ctx)
 
 
+#: The section of ``--help`` that takes the options no section names.
+OTHER_SECTION = "Advanced"
+
+
+class SectionedCommand(click.Command):
+    """A command whose ``--help`` lists its options in titled sections, the common ones first.
+
+    ``sections`` is a list of ``(title, parameter names)``; options named in no
+    section (a new option, ``--help``) are listed last under
+    :data:`OTHER_SECTION`. Hidden options stay hidden. Give it as
+    ``@click.command(cls=SectionedCommand, sections=[...])``.
+    """
+
+    def __init__(self, *args: Any, sections: list[tuple[str, list[str]]] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sections = list(sections or [])
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        records = {}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is not None and not isinstance(param, click.Argument):  # arguments are in the usage line
+                records[param.name] = record
+        titles = [title for title, _ in self.sections]
+        if OTHER_SECTION not in titles:
+            titles.append(OTHER_SECTION)
+        rows: dict[str, list[tuple[str, str]]] = {title: [] for title in titles}
+        for title, names in self.sections:
+            rows[title] += [records.pop(name) for name in names if name in records]
+        rows[OTHER_SECTION] += list(records.values())  # in the command's own order
+        for title in titles:
+            if rows[title]:
+                with formatter.section(f"{title} options"):
+                    formatter.write_dl(rows[title])
+
+
 @contextmanager
 def writing_collection(out_dir: str | None, name: str, data_root: str | None) -> Iterator[Path]:
     """The folder a preprocess command writes (``--out-dir``, else ``<root>/processed/<name>``), locked meanwhile.
@@ -188,13 +224,28 @@ def output_options(f):
     return f
 
 
+def quiet() -> bool:
+    """Whether the command runs under ``gflkit -q`` (warnings and errors only on stderr)."""
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and ctx.find_root().params.get("quiet"))
+
+
+def info(message: str) -> None:
+    """A line for people on stderr (what was written, which seed was used); ``-q`` leaves it out.
+
+    Warnings and errors do not go through here: ``-q`` keeps them.
+    """
+    if not quiet():
+        click.echo(message, err=True)
+
+
 def emit(df, output: str | None, fmt: str) -> None:
     """Write a result DataFrame to ``output`` or stdout."""
     from gflkit.results import write_table
 
     if output:
         write_table(df, output, fmt)
-        click.echo(f"wrote {output}", err=True)
+        info(f"wrote {output}")
     else:
         sys.stdout.write(write_table(df, None, fmt))
         sys.stdout.flush()

@@ -7,7 +7,7 @@ import click
 
 from gflkit.names import FIGURE_FORMATS
 
-from .options import data_root_option, seed_option
+from .options import data_root_option, info, seed_option
 
 
 def _figure_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -27,16 +27,17 @@ def figure_options(f):
 
 
 def _wrote(path) -> None:
-    click.echo(f"wrote {path}", err=True)
+    info(f"wrote {path}")
 
 
 @click.group()
 def plot() -> None:
     """Draw the paper's figures as PNG, PDF or SVG (needs: pip install 'gflkit[plot]').
 
-    Legends use the paper's model names and the ablations' descriptions; each
-    model keeps one colour in every figure. Tables with several seeds are
-    averaged, with 95% intervals over seeds.
+    Figures use the paper's model names ("Majority class" for the majority
+    row) and name ablations by what they remove; each model keeps one colour
+    in every figure. Rows of one seed each are averaged, with 95% intervals
+    over seeds; a row over several seeds (compare --seed 0,1,2) keeps its own.
     """
 
 
@@ -61,10 +62,12 @@ def shots(results, output, fmt, dpi):
 def bars(results, output, fmt, dpi):
     """Accuracy bars with 95% CI error bars, one group per dataset.
 
-    RESULTS hold rows of 'gflkit compare' (one bar per model, GFL-mean and
-    GFL-att apart) or of 'gflkit ablate' (one bar per variant, named by what
-    it removes). Rows of several seeds (e.g. two ablate CSVs) are averaged.
-    When the bars differ by little, the y axis starts above 0.
+    RESULTS hold rows of 'gflkit compare' (a group of bars per dataset, one
+    per model, GFL-mean and GFL-att apart, refined rows hatched; the legend
+    above) or of 'gflkit ablate' (a panel per dataset, each variant named
+    under its bar by what it removes). Rows of one seed each (e.g. two ablate
+    CSVs) are averaged. When the bars differ by little, the y axis starts
+    above 0 and each bar's value is written above its error bar.
     """
     from gflkit import plotting
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .options import data_root_option, device_option, seed_option
+from .options import data_root_option, device_option, info, seed_option
 from .preprocess_tables import graph_table_options, table_columns
 
 
@@ -35,7 +35,7 @@ def _write_frame(df, output: str | None, fmt: str) -> None:
     if not output:
         raise click.UsageError("--format parquet needs -o FILE")
     atomic_write_with(output, lambda tmp: df.to_parquet(tmp, index=False))
-    click.echo(f"wrote {output}", err=True)
+    info(f"wrote {output}")
 
 
 @click.command()
@@ -111,7 +111,7 @@ def embed(run, output, **kw):
             atomic_write_text(output, text)
         else:
             raise click.BadParameter("write .npy, .parquet or .csv", param_hint="-o")
-    click.echo(f"wrote {z.shape[0]} x {z.shape[1]} embeddings to {output}", err=True)
+    info(f"wrote {z.shape[0]} x {z.shape[1]} embeddings to {output}")
 
 
 @click.command("export-graph")
@@ -135,7 +135,7 @@ def export_graph(graph, folder, labels_per_class, seed, data_root):
     from gflkit.prediction import export_tables
 
     written = export_tables(graph, folder, labels_per_class, seed, data_root)
-    click.echo(f"wrote {', '.join(map(str, written))}", err=True)
+    info(f"wrote {', '.join(map(str, written))}")
 
 
 COMMANDS = [predict, embed, export_graph]

@@ -9,7 +9,7 @@ from gflkit.errors import GFLError
 from gflkit.names import DEFAULT_COLLECTION
 
 from .options import (FiniteFloatRange, FolderName, collection_dir_option, GraphCounts, IntList, data_root_option,
-                      seed_option, writing_collection)
+                      info, seed_option, writing_collection)
 
 #: Where ``preprocess synthetic --small`` writes unless given --name.
 SMALL_COLLECTION = f"{DEFAULT_COLLECTION}-small"
@@ -64,7 +64,7 @@ def synthetic(name, out_dir, small, n_graphs, nodes, num_classes, feat_size, out
     with writing_collection(out_dir, name, data_root) as target:
         collection = make_synthetic_family(spec, seed=seed, name=name, progress=True)
         path = collection.save(target)
-    click.echo(f"wrote {collection!r} to {path}", err=True)
+    info(f"wrote {collection!r} to {path}")
 
 
 # Further sources register here.

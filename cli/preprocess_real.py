@@ -11,7 +11,7 @@ import click
 
 from gflkit.paths import raw_dir
 
-from .options import FolderName, deprecated_alias, graph_counts, int_tuple, sampler_options, writing_collection
+from .options import FolderName, deprecated_alias, info, graph_counts, int_tuple, sampler_options, writing_collection
 
 #: Datasets ``preprocess pubmed --dataset`` reads.
 PLANETOID = ("pubmed", "cora", "citeseer")
@@ -41,7 +41,7 @@ def _sample_and_save(source, family, kw, target, name):
     if source.report:
         click.echo(f"{source.report.total} malformed input item(s) skipped or repaired; "
                    "see the warnings above and meta.bad_input in the manifest", err=True)
-    click.echo(f"wrote {collection!r} to {path}", err=True)
+    info(f"wrote {collection!r} to {path}")
 
 
 @click.command()

@@ -14,7 +14,7 @@ import click
 from gflkit.paths import raw_dir
 
 from .options import (FolderName, collection_dir_option, cross_network_options, data_root_option, graph_counts,
-                      int_tuple, sampler_options, seed_option, writing_collection)
+                      info, int_tuple, sampler_options, seed_option, writing_collection)
 
 
 def _table(folder: Path, given: str | None, stem: str) -> Path:
@@ -35,8 +35,8 @@ def _report_and_save(collection, report, target, features_from=None) -> None:
         click.echo(f"{report.total} malformed input item(s) skipped or repaired (meta.bad_input in the manifest)",
                    err=True)
     path = collection.save(target)
-    click.echo(f"node overlap with train graphs: {collection.meta.get('node_overlap')}", err=True)
-    click.echo(f"wrote {collection!r} to {path}", err=True)
+    info(f"node overlap with train graphs: {collection.meta.get('node_overlap')}")
+    info(f"wrote {collection!r} to {path}")
 
 
 def graph_table_options(f):

@@ -11,7 +11,7 @@ from gflkit.config import (AGGREGATORS, DISTANCES, GATE_MODES, PGNN_NORMS, PRESE
                            GFLConfig, TrainConfig, field_default, field_help)
 from gflkit.names import CHECKPOINT_EVERY, ENCODERS, PER_GRAPH_MODELS as PER_GRAPH, TRANSFER_MODELS as TRANSFER
 
-from .options import (FiniteFloatRange, IntList, Interrupted, ci_option, config_option, data_root_option,
+from .options import (FiniteFloatRange, IntList, Interrupted, SectionedCommand, ci_option, info, config_option, data_root_option,
                       deprecated_alias, device_option, deprecation_warning, distributed_options, emit, int_list,
                       output_options, refine_configs, refine_options, run_dir_option, seed_option, split_option)
 
@@ -43,6 +43,45 @@ _MODEL_FLAGS = [
     ("--dropout", "dropout", FiniteFloatRange(0, 1, max_open=True)),
 ]
 _MODEL_KEYS = [field for _, field, _ in _MODEL_FLAGS]
+#: Parameters of :func:`episode_options` and :func:`train_options`, in their order.
+EPISODE_KEYS = ["k_shot", "n_query", "on_small"]
+TRAIN_KEYS = ["steps", "meta_batch", "lr", "weight_decay", "eval_every", "patience", "val_episodes", "grad_clip",
+              "val_from_train"]
+#: ``--help`` sections shared by the commands that train and score (a parameter is listed in its first section).
+MODEL_SECTION = ("Model", _MODEL_KEYS)
+EPISODE_SECTION = ("Episode", EPISODE_KEYS)
+TRAIN_SECTION = ("Training", [*TRAIN_KEYS, "device"])
+SCORING_SECTION = ("Scoring", ["reference", "split", "no_eval", "episodes", "ci", "refine", "refine_alpha",
+                               "refine_steps"])
+
+#: ``gflkit train --help``: the common options first.
+TRAIN_HELP_SECTIONS = [
+    ("Common", ["model", "k_shot", "steps", "seed", "run_dir", "config_file", "data_root", "output"]),
+    ("Model", ["options", *_MODEL_KEYS]), EPISODE_SECTION, TRAIN_SECTION, SCORING_SECTION,
+    ("Run and output", ["force", "resume", "checkpoint_every", "fmt"]),
+    ("Advanced", ["nproc", "threads_per_proc", "timeout"]),
+]
+#: The end of ``gflkit train --help``: how the settings combine, where the run lives, processes.
+TRAIN_EPILOG = """
+Model flags left unset keep the --model preset's values (the defaults shown
+are the full GFL's); --config FILE takes settings from a run's config.json or
+a TOML file, and flags given override them.
+
+The run folder appears only when training has finished: until then the run
+lives in the hidden folder .<run>.partial beside it, with a resume checkpoint
+every --checkpoint-every steps. After a crash, kill or Ctrl-C, 'gflkit train
+--resume RUN' continues it and ends with the same best.pt and row as an
+uninterrupted run (at the same thread count). An existing run folder is
+replaced only with --force.
+
+--nproc N splits each meta-batch over N processes of this machine; the same
+command runs under torchrun (python -m gflkit train ...) across machines.
+"""
+#: ``gflkit evaluate --help``.
+EVALUATE_HELP_SECTIONS = [
+    ("Common", ["baseline", "split", "episodes", "seed", "data_root", "output"]),
+    EPISODE_SECTION, SCORING_SECTION, ("Run and output", ["fmt"]), ("Advanced", ["force", "device"]),
+]
 
 
 def model_options_with(shown: dict[str, str] | None = None, types: dict[str, click.ParamType] | None = None):
@@ -135,9 +174,7 @@ def episode_config(kwargs: dict) -> EpisodeConfig:
 
 
 def train_config(kwargs: dict, seed: int) -> TrainConfig:
-    keys = ["steps", "meta_batch", "lr", "weight_decay", "eval_every", "patience", "val_episodes", "grad_clip",
-            "val_from_train"]
-    return TrainConfig(**{k: kwargs.pop(k) for k in keys}, seed=seed)
+    return TrainConfig(**{k: kwargs.pop(k) for k in TRAIN_KEYS}, seed=seed)
 
 
 def parse_options(pairs: tuple[str, ...]) -> dict:
@@ -169,7 +206,7 @@ def _check_resume(ctx: click.Context) -> None:
         raise click.UsageError(f"--resume continues a run with its own settings; drop {', '.join(given)}")
 
 
-@click.command()
+@click.command(cls=SectionedCommand, sections=TRAIN_HELP_SECTIONS, epilog=TRAIN_EPILOG)
 @click.argument("data", required=False)
 @config_option
 @click.option("--model", type=click.Choice(list(PRESETS) + list(TRANSFER)), default="gfl", show_default=True,
@@ -203,19 +240,8 @@ def train(data, model, run_dir, force, resume, checkpoint_every, options, split,
     """Meta-train on DATA's train graphs and print the test result as CSV.
 
     DATA is a collection folder or a name under <root>/processed/; without it
-    the built-in synthetic family is used (generated on first use). --nproc N
-    splits each meta-batch over N processes of this machine; the same command
-    runs under torchrun (python -m gflkit train ...) across machines. Model
-    flags left unset keep the --model preset's values (the defaults shown are
-    the full GFL's); --config FILE takes settings from a run's config.json or
-    a TOML file, and flags given override them.
-
-    The run folder appears only when training has finished: until then the
-    run lives in the hidden folder .<run>.partial beside it, with a resume
-    checkpoint every --checkpoint-every steps. After a crash, kill or Ctrl-C,
-    'gflkit train --resume RUN' continues it and ends with the same best.pt
-    and row as an uninterrupted run (at the same thread count). An existing
-    run folder is replaced only with --force.
+    the built-in synthetic family is used (generated on first use). The run is
+    kept in runs/<name> (--run-dir). Example: gflkit train DATA --k-shot 5
     """
     from gflkit import distributed
     from gflkit.api import default_run_dir
@@ -246,7 +272,7 @@ def train(data, model, run_dir, force, resume, checkpoint_every, options, split,
             out = default_run_dir(collection, model, model_cfg, ep_cfg, tr_cfg, parsed)
         target, data = out, collection
         call = dict(model_cfg=model_cfg, episode_cfg=ep_cfg, train_cfg=tr_cfg, model=model, options=parsed,
-                    out=out, force=force)
+                    run_dir=out, force=force)
     try:
         result, table = gflkit.train(data, root=data_root, eval_split=eval_split, episodes=episodes,
                                      checkpoint_every=checkpoint_every, refine=refine, ci=ci, nproc=nproc,
@@ -258,12 +284,12 @@ def train(data, model, run_dir, force, resume, checkpoint_every, options, split,
         raise Interrupted(f"interrupted; continue with: gflkit train --resume {target}") from None
     if not distributed.is_main_process():  # torchrun: rank 0 reports
         return
-    click.echo(f"run written to {result.run_dir}", err=True)
+    info(f"run written to {result.run_dir}")
     if len(table):
         emit(table, output, fmt)
 
 
-@click.command()
+@click.command(cls=SectionedCommand, sections=EVALUATE_HELP_SECTIONS)
 @click.argument("run", required=False)
 @click.argument("data", required=False)
 @click.option("--baseline", type=click.Choice(list(PER_GRAPH)), default=None,
@@ -322,7 +348,7 @@ def evaluate(run, data, baseline, split, episodes, force, device, seed, ci, data
                                 refine=refine, ci=ci, force=force, device=device)
     if len(table):
         whose = " (the run's)" if seed is None and model is None else ""
-        click.echo(f"scored with seed {table['seed'].iloc[0]}{whose}", err=True)
+        info(f"scored with seed {table['seed'].iloc[0]}{whose}")
     emit(table, output, fmt)
 
 

@@ -4,9 +4,11 @@ Every ``gflkit`` command is a thin layer over one of these, so a notebook gets
 the same numbers as the command line::
 
     import gflkit
-    table = gflkit.train(aggregator="att", out="runs/gfl-att")  # gflkit train --aggregator att --run-dir runs/gfl-att
+    table = gflkit.train(aggregator="att")                       # gflkit train --aggregator att: runs/<name>
+    table = gflkit.train(aggregator="att", run_dir="runs/gfl-att")  # ... --run-dir runs/gfl-att
     table = gflkit.evaluate("runs/gfl-att", episodes=5)          # gflkit evaluate runs/gfl-att --episodes 5
     result, table = gflkit.train(return_result=True)             # also the TrainResult (model, metrics, run)
+    table = gflkit.train(steps=20, run_dir=False)                # keep no run folder (a quick try)
 
 Keyword model settings (``aggregator="att"``, ``mu=0.6``: the fields of
 :class:`~gflkit.config.GFLConfig`, as the command line's flags) change the
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
@@ -114,7 +117,7 @@ def train(
     *,
     model: str = "gfl",
     options: dict[str, Any] | None = None,
-    out: str | os.PathLike | None = None,
+    run_dir: str | os.PathLike | bool | None = None,
     force: bool = False,
     resume: str | os.PathLike | None = None,
     checkpoint_every: int = CHECKPOINT_EVERY,
@@ -129,6 +132,7 @@ def train(
     ci: str = "t",
     device: str | torch.device | None = None,
     return_result: bool = False,
+    out: str | os.PathLike | bool | None = None,
     **model_settings: Any,
 ) -> pd.DataFrame | tuple[TrainResult, pd.DataFrame]:
     """Train ``model`` on the train graphs of a collection and score the result.
@@ -144,9 +148,12 @@ def train(
         episode_cfg, train_cfg: episode and training settings.
         model: a GFL preset (``gfl``, ``protonet``) or a transfer baseline name.
         options: keyword options of a transfer baseline.
-        out: run folder (``None``: nothing written). It is written through the
-            hidden folder ``.<name>.partial`` beside it and renamed when done.
-        force: replace an existing run folder ``out`` (else that is an error).
+        run_dir: the run folder to keep (``config.json``, ``metrics.csv``,
+            ``best.pt``). ``None`` (default): ``./runs/<name>``, named as
+            ``gflkit train`` names it (:func:`default_run_dir`); ``False``:
+            keep nothing. It is written through the hidden folder
+            ``.<name>.partial`` beside it and renamed when done.
+        force: replace an existing run folder ``run_dir`` (else that is an error).
         resume: a run folder whose training was interrupted: continue it from
             its last checkpoint with its own settings (then leave the settings
             arguments unset). A finished run is only scored.
@@ -168,6 +175,7 @@ def train(
             ``cuda`` or ``cuda:N`` (:func:`gflkit.devices.resolve_device`).
             Transfer baselines train on the CPU.
         return_result: return ``(TrainResult, table)`` instead of the table.
+        out: the old name of ``run_dir`` (deprecated; the same values).
         **model_settings: fields of :class:`~gflkit.config.GFLConfig`,
             :class:`~gflkit.config.EpisodeConfig` or
             :class:`~gflkit.config.TrainConfig`, as the command line's flags
@@ -182,12 +190,26 @@ def train(
         The one-row result DataFrame (empty when not evaluated), or
         ``(TrainResult, DataFrame)`` with ``return_result=True``.
     """
+    run_dir = _run_dir_argument(run_dir, out)
     if model_settings:
         model_cfg, episode_cfg, train_cfg = _with_settings(model, model_cfg, episode_cfg, train_cfg, model_settings)
-    result, table = _train(data, model_cfg, episode_cfg, train_cfg, model, options, out, force, resume,
+    result, table = _train(data, model_cfg, episode_cfg, train_cfg, model, options, run_dir, force, resume,
                            checkpoint_every, root, eval_split, episodes, progress, nproc, threads_per_proc, timeout,
                            refine, ci, device)
     return (result, table) if return_result else table
+
+
+def _run_dir_argument(run_dir: Any, out: Any) -> str | os.PathLike | bool | None:
+    """:func:`train`'s ``run_dir``, given as ``run_dir`` or by its old name ``out`` (with a DeprecationWarning)."""
+    if out is not None:
+        if run_dir is not None:
+            raise GFLError("train() got run_dir and out: give run_dir only (out is its old name)")
+        warnings.warn("train(out=...) is deprecated and will be removed in the next release; use run_dir=... "
+                      "(run_dir=False keeps no run folder)", DeprecationWarning, stacklevel=3)
+        run_dir = out
+    if run_dir is True or not (run_dir is None or run_dir is False or isinstance(run_dir, (str, os.PathLike))):
+        raise GFLError(f"run_dir={run_dir!r}: give a folder, None (./runs/<name>) or False (keep no run folder)")
+    return run_dir
 
 
 def _with_settings(model: str, model_cfg: GFLConfig | None, episode_cfg: EpisodeConfig, train_cfg: TrainConfig,
@@ -212,7 +234,7 @@ def _with_settings(model: str, model_cfg: GFLConfig | None, episode_cfg: Episode
     return model_cfg, episode_cfg, train_cfg
 
 
-def _train(data, model_cfg, episode_cfg, train_cfg, model, options, out, force, resume, checkpoint_every, root,
+def _train(data, model_cfg, episode_cfg, train_cfg, model, options, run_dir, force, resume, checkpoint_every, root,
            eval_split, episodes, progress, nproc, threads_per_proc, timeout, refine,
            ci, device=None) -> tuple[TrainResult, pd.DataFrame]:
     """:func:`train`'s work: the training result and the result table."""
@@ -225,8 +247,8 @@ def _train(data, model_cfg, episode_cfg, train_cfg, model, options, out, force, 
             ("model_cfg", model_cfg, None), ("episode_cfg", episode_cfg, EpisodeConfig()),
             ("train_cfg", train_cfg, TrainConfig()), ("model", model, "gfl"), ("options", options or None, None),
         ) if value != default]
-        if out is not None and final_run_path(out) != final_run_path(resume):
-            given.append("out")
+        if run_dir not in (None, False) and final_run_path(run_dir) != final_run_path(resume):
+            given.append("run_dir")
         if given:
             raise GFLError(f"resume continues {resume} with its own settings: do not give {', '.join(given)}")
         result, collection = _resume(resume, data, root, checkpoint_every, progress, spread, device)
@@ -234,13 +256,16 @@ def _train(data, model_cfg, episode_cfg, train_cfg, model, options, out, force, 
     else:
         collection = load_collection(data, root)
         seed = train_cfg.seed
+        cfg = None if model in TRANSFER else model_cfg or model_config(model)
+        if run_dir is None:  # as the command line names it
+            run_dir = default_run_dir(collection, model, cfg, episode_cfg, train_cfg, options)
+        out = None if run_dir is False else run_dir
         if model in TRANSFER:
             _single_process(model, spread)
             require_cpu(model, device)
             result = fit_transfer(model, collection, episode_cfg, train_cfg, options=options, run_dir=out,
                                   progress=progress, force=force, checkpoint_every=checkpoint_every)
         else:
-            cfg = model_cfg or model_config(model)
             result = _fit_gfl(collection, cfg, episode_cfg, train_cfg, spread, model_name=model, run_dir=out,
                               progress=progress, force=force, checkpoint_every=checkpoint_every, device=device)
     if eval_split is None or not distributed.is_main_process():  # under torchrun rank 0 scores the run

@@ -42,7 +42,7 @@ from .errors import GFLError
 from .inference import warn_one_seed
 from .metrics import baseline_records, majority_records, paired
 from .models.baselines import PER_GRAPH, TRANSFER
-from .names import DEFAULT_SEEDS
+from .names import DEFAULT_SEEDS, VARIANT_DISPLAY_NAMES
 from .parallel import portable, run_jobs, shared_collection
 from .paths import RUN_NAME_LIMIT, check_name
 from .progress import RunCounter
@@ -56,13 +56,8 @@ log = logging.getLogger(__name__)
 #: Name of the majority-class reference row of :func:`compare`.
 MAJORITY = "majority"
 
-#: Paper names of the ablation variants (Table 3).
-ABLATION_NAMES = {
-    "structure": "M1a: mean prototype (Protonet)",
-    "gate": "M2a: no hierarchical representation gate",
-    "hierarchy": "M2b: flat representation (R = 1)",
-    "recon": "M3: no reconstruction loss",
-}
+#: Paper names of the ablation variants (Table 3; :data:`gflkit.names.VARIANT_DISPLAY_NAMES`).
+ABLATION_NAMES = {name: VARIANT_DISPLAY_NAMES[name] for name in ABLATIONS}
 
 #: Sweepable parameters: name -> (config it changes, field, value parser).
 SWEEP_PARAMS: dict[str, tuple[str, str, Any]] = {
@@ -105,8 +100,9 @@ def _score(collection: GraphCollection, model: str, cfg: GFLConfig | None, episo
         return [majority_records(sampler, episodes)]
     if model in PER_GRAPH:
         return [baseline_records(PER_GRAPH[model], sampler, episodes, seed)]
-    result, _ = train(collection, cfg, episode_cfg, train_cfg, model=model, out=out, force=force, eval_split=None,
-                      progress=progress, return_result=True, device=device if model not in TRANSFER else None)
+    result, _ = train(collection, cfg, episode_cfg, train_cfg, model=model, run_dir=out or False, force=force,
+                      eval_split=None, progress=progress, return_result=True,
+                      device=device if model not in TRANSFER else None)
     return [score_records(result.model, collection, "test", episode_cfg, episodes, seed, r) for r in refines]
 
 
@@ -412,7 +408,7 @@ def ablate(
     seeds = _seed_list(seeds)
     collection = load_collection(data, root)
     base = base or GFLConfig()
-    variants = [("full", "GFL (full model)", base)]
+    variants = [("full", VARIANT_DISPLAY_NAMES["full"], base)]
     variants += [(d, ABLATION_NAMES[d], replace(base, **ABLATIONS[d])) for d in drop]
     tasks, labels = [], []
     for name, description, cfg in variants:

@@ -28,7 +28,7 @@ from .data import GraphCollection
 from .episodes import EpisodeSampler
 from .errors import GFLError
 from .optim import Adam
-from .progress import progress_enabled
+from .progress import progress_bar, progress_enabled
 from .states import check_state, load_state
 
 if TYPE_CHECKING:
@@ -235,10 +235,8 @@ def fit_loop(
     steps = range(state.step + 1, train_cfg.steps + 1)
     bar = None
     if progress and progress_enabled():
-        from tqdm.auto import tqdm
-
-        steps = bar = tqdm(steps, desc=f"training {name}", unit="step", leave=False,
-                           initial=state.step, total=train_cfg.steps)
+        steps = bar = progress_bar(steps, desc=f"training {name}", unit="step", leave=False,
+                                   initial=state.step, total=train_cfg.steps)
     module.train()
     stopped = state.stale >= train_cfg.patience
     try:

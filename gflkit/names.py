@@ -11,6 +11,7 @@ __all__ = [
     "SWEEP_PARAM_NAMES", "CHECKPOINT_EVERY", "DEFAULT_COLLECTION", "FEATURE_KEYS", "REFINE_ALPHA", "REFINE_STEPS",
     "GATE_MODES", "PGNN_NORMS", "DEFAULT_TIMEOUT", "ENCODERS", "DEVICES", "DEFAULT_SEEDS",
     "trainable_names", "model_names", "encoder_names", "REGISTERED_ENCODERS",
+    "MODEL_DISPLAY_NAMES", "VARIANT_DISPLAY_NAMES", "VARIANT_SHORT_NAMES", "REFINE_DISPLAY_NAMES", "display_name",
 ]
 
 #: Baselines fitted on each test graph alone (``gflkit.models.baselines.PER_GRAPH``).
@@ -55,6 +56,41 @@ DEVICES = ("cpu", "cuda")
 DEFAULT_SEEDS = (0, 1, 2)
 #: Seconds a rank waits for a dead or stuck peer (``gflkit.distributed.DEFAULT_TIMEOUT``).
 DEFAULT_TIMEOUT = 300.0
+
+
+#: How figures and tables call each model (the paper's names, Table 2), by model name or
+#: ``gfl-<aggregator>``; the one place these names are written.
+MODEL_DISPLAY_NAMES = {
+    "gfl": "GFL", "gfl-mean": "GFL-mean", "gfl-att": "GFL-att", "protonet": "Protonet", "maml": "MAML",
+    "matchingnet": "Matching Network", "knn": "K-NN", "agf": "All-Graph-Finetune", "transfer-head": "Transfer head",
+    "gcn": "Non-transfer GCN", "lp": "Label Propagation", "node2vec": "node2vec", "deepwalk": "DeepWalk",
+    "planetoid": "Planetoid", "majority": "Majority class",
+}
+#: What each ablation variant is (Table 3): the variant is named by what it removes.
+VARIANT_DISPLAY_NAMES = {
+    "full": "GFL (full model)",
+    "structure": "M1a: mean prototype (Protonet)",
+    "gate": "M2a: no hierarchical representation gate",
+    "hierarchy": "M2b: flat representation (R = 1)",
+    "recon": "M3: no reconstruction loss",
+}
+#: The same, short enough to label a bar (two lines).
+VARIANT_SHORT_NAMES = {
+    "full": "GFL\nfull model", "structure": "M1a\nmean prototype", "gate": "M2a\nno gate",
+    "hierarchy": "M2b\nflat, R = 1", "recon": "M3\nno recon. loss",
+}
+#: How figures call the refinements of the scores (:data:`REFINE_METHODS`).
+REFINE_DISPLAY_NAMES = {"none": "", "lp": "label propagation", "cs": "Correct & Smooth"}
+
+
+def display_name(key: str) -> str:
+    """The name figures and tables give a model (``gfl-mean``), a variant (``gate``) or a row label
+    (``protonet+lp``: "Protonet + label propagation"); unknown names are kept."""
+    base, _, refine = str(key).partition("+")
+    name = MODEL_DISPLAY_NAMES.get(base) or VARIANT_DISPLAY_NAMES.get(base) or base
+    if refine and refine != "none":
+        name += f" + {REFINE_DISPLAY_NAMES.get(refine) or refine}"
+    return name
 
 
 def trainable_names() -> tuple[str, ...]:

@@ -27,6 +27,19 @@ def _shared_data_dir() -> Path | None:
     return None
 
 
+@pytest.fixture(scope="session", autouse=True)
+def no_runs_left_in_the_working_folder():
+    """Tests keep their runs in temporary folders: ``gflkit.train`` (as ``gflkit train``) keeps
+    ``./runs/<name>`` unless it is given ``run_dir`` (``run_dir=False``: no run folder)."""
+    runs = Path.cwd() / "runs"
+    existed = runs.exists()
+    yield
+    if not existed and runs.exists():
+        left = sorted(p.name for p in runs.iterdir())[:5]
+        pytest.fail(f"a test left {runs} ({', '.join(left)}): give gflkit.train run_dir=False or a tmp_path "
+                    f"folder, or monkeypatch.chdir(tmp_path)", pytrace=False)
+
+
 @pytest.fixture
 def torch_threads():
     """``torch.set_num_threads`` for one test; the thread count before it is restored afterwards."""

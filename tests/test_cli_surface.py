@@ -67,6 +67,46 @@ def test_model_train_and_episode_options_take_help_and_default_from_the_configs(
     assert checked >= len(fields(GFLConfig)) + 2 + 8
 
 
+def _help_sections(command: str) -> list[tuple[str, list[str]]]:
+    """The option sections of ``gflkit COMMAND --help``: (title, long flags listed) in order."""
+    import re
+
+    sections: list[tuple[str, list[str]]] = []
+    current = None
+    for line in invoke(command, "--help").stdout.splitlines():
+        if line.endswith(" options:") and not line.startswith(" "):
+            sections.append((line[:-len(" options:")], []))
+            current = sections[-1][1]
+        elif not line.strip():
+            current = None  # a section ends at a blank line; the epilog is text
+        elif current is not None and (m := re.match(r"  (?:-\w, )?(--[\w-]+)", line)):
+            current.append(m.group(1))
+    return sections
+
+
+@pytest.mark.parametrize("command, common", [
+    ("train", ["--model", "--k-shot", "--steps", "--seed", "--run-dir", "--config", "--data-root", "--output"]),
+    ("compare", ["--model", "--seed", "--k-shot", "--steps", "--episodes", "--jobs", "--data-root", "--output"]),
+    ("ablate", ["--drop", "--all", "--seed", "--k-shot", "--steps", "--episodes", "--jobs", "--data-root", "--output"]),
+    ("sweep", ["--param", "--values", "--model", "--seed", "--k-shot", "--steps", "--episodes", "--jobs",
+               "--data-root", "--output"]),
+    ("evaluate", ["--baseline", "--split", "--episodes", "--seed", "--data-root", "--output"]),
+])
+def test_help_opens_with_the_common_options_and_lists_each_option_once(command, common):
+    from gflkit_cli.main import cli
+
+    sections = _help_sections(command)
+    assert sections[0] == ("Common", common)  # the first options after the usage and description
+    assert sections[-1][0] == "Advanced" and sections[-1][1][-1] == "--help"
+    listed = [flag for _, flags in sections for flag in flags]
+    params = cli.commands[command].params
+    shown = [next(o for o in p.opts if o.startswith("--")) for p in params
+             if isinstance(p, click.Option) and not p.hidden]
+    assert sorted(listed) == sorted([*shown, "--help"])  # nothing lost, nothing twice
+    if command != "evaluate":
+        assert [title for title, _ in sections][:2] == ["Common", "Model"]
+
+
 def test_compare_says_it_runs_both_aggregators():
     text = " ".join(invoke("compare", "--help").stdout.split())
     assert "mean and att, a row each" in text
@@ -203,12 +243,19 @@ def test_run_counter_lines_and_eta():
     ]
     quiet = io.StringIO()
     RunCounter(2, "x", stream=quiet, enabled=False).start("a")
-    set_progress(False)
+    set_progress(False, counters=False)  # gflkit -q
     try:
         RunCounter(2, "x", stream=quiet).start("a")
     finally:
-        set_progress(True)
+        set_progress(True, counters=True)
     assert quiet.getvalue() == ""
+    no_bars = io.StringIO()
+    set_progress(False)  # --no-progress: bars only; the counters are log lines
+    try:
+        RunCounter(2, "x", stream=no_bars).start("a")
+    finally:
+        set_progress(True)
+    assert no_bars.getvalue() == "x: run 1 of 2 (a)\n"
 
 
 def test_run_counter_counts_pool_runs_as_they_end():
@@ -228,13 +275,16 @@ def test_run_counter_counts_pool_runs_as_they_end():
     ]
 
 
-@pytest.mark.parametrize("flags, shown", [([], True), (["-q"], False), (["--no-progress"], False)])
+@pytest.mark.parametrize("flags, shown", [([], True), (["-q"], False), (["--no-progress"], True)])
 def test_compare_shows_overall_progress_unless_quiet(root, flags, shown):
     result = invoke(*flags, "compare", "tiny", "--model", "lp", "--seed", "0,1", "--k-shot", "5", "--data-root", root)
     assert result.exit_code == 0, result.output
-    assert ("compare: run 2 of 2 (lp, seed 1)" in result.stderr) is shown
+    assert ("compare: run 2 of 2 (lp, seed 1)" in result.stderr) is shown  # --no-progress hides bars only
     assert "majority" not in result.stderr  # the majority rows take no time: they are not counted as runs
     assert "run 1 of" not in result.stdout
+    assert "\r" not in result.stderr  # not a terminal: log lines, no bars
+    if "--no-progress" in flags:
+        assert "per graph" not in result.stderr  # the per-graph baseline's bar (as log lines) is hidden
 
 
 # -- the Python API reads like the command line ------------------------------------------------------------
@@ -245,7 +295,7 @@ def test_train_takes_model_settings_as_keywords_and_returns_a_table_like_evaluat
 
     episodes, steps = EpisodeConfig(k_shot=5), TrainConfig(steps=5, eval_every=5)
     run = tmp_path / "att"
-    table = gflkit.train("tiny", aggregator="att", mu=0.6, episode_cfg=episodes, train_cfg=steps, out=run,
+    table = gflkit.train("tiny", aggregator="att", mu=0.6, episode_cfg=episodes, train_cfg=steps, run_dir=run,
                          root=root, progress=False)
     assert isinstance(table, pd.DataFrame) and table.aggregator[0] == "att"
     cfg = json.loads((run / "config.json").read_text())["model_config"]
@@ -254,17 +304,17 @@ def test_train_takes_model_settings_as_keywords_and_returns_a_table_like_evaluat
     assert isinstance(scored, pd.DataFrame) and list(scored.columns) == list(table.columns)
     assert scored.accuracy[0] == table.accuracy[0]
     result, again = gflkit.train("tiny", aggregator="att", mu=0.6, episode_cfg=episodes, train_cfg=steps,
-                                 root=root, progress=False, return_result=True)
+                                 root=root, progress=False, return_result=True, run_dir=False)
     assert result.model.cfg.aggregator == "att" and again.accuracy[0] == table.accuracy[0]
     with pytest.raises(GFLError, match="unknown settings aggregatr"):
-        gflkit.train("tiny", aggregatr="att", root=root)
+        gflkit.train("tiny", aggregatr="att", root=root, run_dir=False)
     with pytest.raises(GFLError, match="apply to GFL presets"):
-        gflkit.train("tiny", model="knn", aggregator="att", root=root)
+        gflkit.train("tiny", model="knn", aggregator="att", root=root, run_dir=False)
     # Training and episode settings go by the flags' names too, each to its own config.
     flat = gflkit.train("tiny", aggregator="att", mu=0.6, k_shot=5, steps=5, eval_every=5, root=root,
-                        progress=False)
+                        progress=False, run_dir=False)
     assert flat.accuracy[0] == table.accuracy[0] and flat.k_shot[0] == 5
-    knn = gflkit.train("tiny", model="knn", k_shot=5, steps=2, eval_every=2, root=root, progress=False)
+    knn = gflkit.train("tiny", model="knn", k_shot=5, steps=2, eval_every=2, root=root, progress=False, run_dir=False)
     assert knn.model[0] == "knn" and knn.k_shot[0] == 5
 
 

@@ -298,7 +298,7 @@ def test_a_registered_encoder_trains_and_reloads_by_name(root, tmp_path):
     register_encoder("graphconv", lambda i, h, o, p: NodeEncoder(GraphConv(i, h), GraphConv(h, o), p))
     try:
         run = tmp_path / "run"
-        table = gflkit.train("tiny", encoder="graphconv", k_shot=2, steps=3, eval_every=3, out=run, root=root,
+        table = gflkit.train("tiny", encoder="graphconv", k_shot=2, steps=3, eval_every=3, run_dir=run, root=root,
                              progress=False)
         assert len(table) == 1
         model, meta = load_checkpoint(run)

@@ -201,7 +201,7 @@ def test_the_config_json_of_every_kind_of_run_is_accepted(small_family, tmp_path
     cfg = TrainConfig(steps=2, eval_every=2)
     for model in ("gfl", "knn"):
         run = tmp_path / model
-        gflkit.train(small_family, model=model, train_cfg=cfg, episode_cfg=EpisodeConfig(k_shot=3), out=run,
+        gflkit.train(small_family, model=model, train_cfg=cfg, episode_cfg=EpisodeConfig(k_shot=3), run_dir=run,
                      progress=False, eval_split=None)
         recorded = json.loads((run / "config.json").read_text())
         assert set(recorded) <= {"model_config", "episode_config", "train_config", "model", "options",

@@ -71,9 +71,9 @@ def test_share_covers_every_item_once():
 def test_two_ranks_match_one_process(small_family, tmp_path, meta_batch, one_thread):
     """B graphs over 2 ranks (even and uneven split) give the single-process parameters, val curve and row."""
     cfg = replace(TINY, meta_batch=meta_batch)
-    single, single_table = gflkit.train(small_family, train_cfg=cfg, progress=False, return_result=True)
+    single, single_table = gflkit.train(small_family, train_cfg=cfg, progress=False, return_result=True, run_dir=False)
     out = tmp_path / "run"
-    dist, dist_table = gflkit.train(small_family, train_cfg=cfg, progress=False, out=out, nproc=2,
+    dist, dist_table = gflkit.train(small_family, train_cfg=cfg, progress=False, run_dir=out, nproc=2,
                                     threads_per_proc=1, timeout=TIMEOUT, return_result=True)
     ref, got = dict(single.model.named_parameters()), dict(dist.model.named_parameters())
     assert ref.keys() == got.keys()
@@ -92,9 +92,9 @@ def test_two_ranks_match_one_process(small_family, tmp_path, meta_batch, one_thr
 
 def test_meta_batch_smaller_than_ranks_is_a_user_error(small_family):
     with pytest.raises(GFLError, match="--meta-batch 1 is smaller than the 2 processes"):
-        gflkit.train(small_family, train_cfg=replace(TINY, meta_batch=1), nproc=2, progress=False)
+        gflkit.train(small_family, train_cfg=replace(TINY, meta_batch=1), nproc=2, progress=False, run_dir=False)
     with pytest.raises(GFLError, match="--nproc trains GFL models"):
-        gflkit.train(small_family, train_cfg=TINY, model="agf", nproc=2, progress=False)
+        gflkit.train(small_family, train_cfg=TINY, model="agf", nproc=2, progress=False, run_dir=False)
 
 
 def _start_long_run(small_family_dir: Path, out: Path, timeout: int,
@@ -168,13 +168,13 @@ def test_existing_run_needs_force(small_family, tmp_path):
     out = tmp_path / "run"
     out.mkdir()
     with pytest.raises(GFLError, match="exists: pass --force"):
-        gflkit.train(small_family, train_cfg=TINY, out=out, nproc=2, progress=False)
+        gflkit.train(small_family, train_cfg=TINY, run_dir=out, nproc=2, progress=False)
 
 
 def test_resume_over_two_ranks_matches_an_uninterrupted_run(small_family, tmp_path, monkeypatch, one_thread):
     """A run interrupted after its step-2 checkpoint, resumed with --nproc 2, ends as if never stopped."""
     cfg = replace(TINY, steps=6)
-    whole, whole_table = gflkit.train(small_family, train_cfg=cfg, progress=False, return_result=True)
+    whole, whole_table = gflkit.train(small_family, train_cfg=cfg, progress=False, return_result=True, run_dir=False)
     out = tmp_path / "run"
     save_last = RunFolder.save_last
 
@@ -184,7 +184,7 @@ def test_resume_over_two_ranks_matches_an_uninterrupted_run(small_family, tmp_pa
 
     monkeypatch.setattr(RunFolder, "save_last", save_then_stop)
     with pytest.raises(KeyboardInterrupt):
-        gflkit.train(small_family, train_cfg=cfg, out=out, checkpoint_every=2, progress=False)
+        gflkit.train(small_family, train_cfg=cfg, run_dir=out, checkpoint_every=2, progress=False)
     monkeypatch.undo()
     assert torch.load(partial_path(out) / LAST_FILE, weights_only=True)["step"] == 2
     resumed, table = gflkit.train(small_family, resume=out, nproc=2, threads_per_proc=1, timeout=TIMEOUT,
@@ -376,7 +376,7 @@ def test_ranks_listen_and_talk_on_loopback_only(small_family_dir, tmp_path):
 def test_a_stale_lock_file_does_not_stop_a_run(small_family, tmp_path):
     out = tmp_path / "run"
     _lock(out).write_text("")  # as a killed process leaves it
-    gflkit.train(small_family, train_cfg=replace(TINY, steps=2), out=out, progress=False, eval_split=None)
+    gflkit.train(small_family, train_cfg=replace(TINY, steps=2), run_dir=out, progress=False, eval_split=None)
     assert (out / "best.pt").is_file()
     assert not _lock(out).exists() and not partial_path(out).exists()
 
@@ -401,6 +401,6 @@ def test_clear_stale_lock_leaves_a_held_lock():
 def test_a_failed_run_over_ranks_leaves_nothing(small_family, tmp_path):
     out = tmp_path / "run"
     with pytest.raises(GFLError, match="rank 0 failed"):
-        gflkit.train(small_family, train_cfg=TINY, episode_cfg=EpisodeConfig(k_shot=1000, on_small="error"), out=out,
-                     nproc=2, threads_per_proc=1, timeout=TIMEOUT, progress=False)
+        gflkit.train(small_family, train_cfg=TINY, episode_cfg=EpisodeConfig(k_shot=1000, on_small="error"),
+                     run_dir=out, nproc=2, threads_per_proc=1, timeout=TIMEOUT, progress=False)
     assert list(tmp_path.iterdir()) == []

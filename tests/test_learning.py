@@ -17,7 +17,7 @@ from gflkit.models.gfl import GFL
 @pytest.mark.slow
 def test_meta_training_transfers(small_family):
     result, _ = gflkit.train(small_family, train_cfg=TrainConfig(steps=100, eval_every=10, seed=0),
-                             eval_split=None, progress=False, return_result=True)
+                             eval_split=None, progress=False, return_result=True, run_dir=False)
     trained = gflkit.evaluate(result.model, small_family, episodes=2).loc[0, "accuracy"]
 
     torch.manual_seed(0)

@@ -242,7 +242,7 @@ def test_load_checkpoint_rejects_other_files(tmp_path):
 def test_seeded_training_is_reproducible(small_family):
     runs = [
         gflkit.train(small_family, train_cfg=TrainConfig(steps=5, eval_every=5), eval_split=None, progress=False,
-                     return_result=True)[0]
+                     return_result=True, run_dir=False)[0]
         for _ in range(2)
     ]
     a, b = (r.model.state_dict() for r in runs)
@@ -262,9 +262,9 @@ def test_grad_clip_bounds_the_update(small_family):
     with pytest.raises(GFLError, match="grad_clip"):
         TrainConfig(grad_clip=0)
     plain, _ = gflkit.train(small_family, train_cfg=TrainConfig(steps=2, eval_every=2), eval_split=None, progress=False,
-                            return_result=True)
+                            return_result=True, run_dir=False)
     clipped, _ = gflkit.train(small_family, train_cfg=TrainConfig(steps=2, eval_every=2, grad_clip=1e-3),
-                              eval_split=None, progress=False, return_result=True)
+                              eval_split=None, progress=False, return_result=True, run_dir=False)
     a, b = plain.model.state_dict(), clipped.model.state_dict()
     assert any(not torch.equal(a[k], b[k]) for k in a)
 

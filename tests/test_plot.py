@@ -48,6 +48,17 @@ no-recon,gfl,mean,small,60.7,2.2
 """
 
 
+# What compare --seed 0,1,2 writes now: rows over several seeds, refinements, the majority row.
+COMPARE_SEEDS_CSV = """\
+model,aggregator,dataset,split,n_seeds,n_graphs,k_shot,episodes,refine,accuracy,ci95,ci_over,std,balanced_accuracy,\
+macro_f1,seed_std,reference,delta,delta_lo,delta_hi,prob_improvement,p_value,n_pairs,seed
+gfl,mean,big,test,3,6,10,5,none,76.3,2.8,seeds x graphs,2.7,78.1,73.6,0.9,,,,,,,,"0,1,2"
+gfl,mean,big,test,3,6,10,5,lp,78.5,2.9,seeds x graphs,2.8,80.1,76.2,0.8,gfl-mean,2.3,2.1,2.5,1.0,1e-9,18,"0,1,2"
+protonet,,big,test,3,6,10,5,none,73.9,2.0,seeds x graphs,1.9,76.7,71.5,0.4,gfl-mean,-2.4,-3.3,-1.6,0.0,2e-6,18,"0,1,2"
+majority,,big,test,3,6,10,5,none,49.1,4.4,seeds x graphs,4.2,25.0,16.4,0.0,gfl-mean,-27.2,-28.5,-25.9,0.0,7e-28,18,"0,1,2"
+"""
+
+
 @pytest.fixture
 def plot_libraries():
     pytest.importorskip("matplotlib")
@@ -78,6 +89,91 @@ def test_plot_tables_write_png(plot_libraries, tmp_path, command, csv_text):
     _check_png(out)
 
 
+def test_old_and_new_result_tables_plot_together(plot_libraries, tmp_path):
+    (tmp_path / "old.csv").write_text(COMPARE_CSV)  # one seed, no n_seeds, ci_over or prob_improvement
+    (tmp_path / "new.csv").write_text(COMPARE_SEEDS_CSV)
+    out = tmp_path / "both.png"
+    result = CliRunner().invoke(cli, ["plot", "bars", str(tmp_path / "old.csv"), str(tmp_path / "new.csv"),
+                                      "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    _check_png(out)
+
+
+def test_note_says_per_dataset_what_the_intervals_cover(tmp_path):
+    import pandas as pd
+
+    from gflkit.plotting import _aggregate
+
+    (tmp_path / "old.csv").write_text(COMPARE_CSV)
+    (tmp_path / "new.csv").write_text(COMPARE_SEEDS_CSV)
+    df = pd.concat([pd.read_csv(tmp_path / "old.csv"), pd.read_csv(tmp_path / "new.csv")], ignore_index=True)
+    out, note = _aggregate(df, "t.csv", ["dataset"])
+    assert note == ("small, other: seed 0; intervals: 95% CI over test graphs | "
+                    "big: seeds 0, 1, 2; intervals: 95% CI over (seed, graph) units")
+    big = out[out.dataset == "big"].set_index("key")
+    assert list(big.index) == ["gfl-mean", "gfl-mean+lp", "protonet", "majority"]  # a refined row is its own bar
+    assert big.loc["gfl-mean", "ci95"] == 2.8 and big.loc["gfl-mean", "n_seeds"] == 3  # its own interval, kept
+    assert big.loc["majority", "label"] == "Majority class"
+    assert big.loc["gfl-mean+lp", "label"] == "GFL-mean + label propagation"
+
+
+def test_rows_over_several_seeds_are_not_averaged_again(tmp_path):
+    import pandas as pd
+
+    from gflkit.errors import GFLError
+    from gflkit.plotting import _aggregate
+
+    (tmp_path / "new.csv").write_text(COMPARE_SEEDS_CSV)
+    again = pd.read_csv(tmp_path / "new.csv")
+    with pytest.raises(GFLError, match="cover several seeds each"):
+        _aggregate(pd.concat([again, again.assign(seed="3,4")]), "t.csv", ["dataset"])
+
+
+def test_ablation_bars_name_variants_under_them_and_values_clear_the_error_bars(plot_libraries, tmp_path):
+    from gflkit.names import VARIANT_SHORT_NAMES
+    from gflkit.plotting import bars_figure
+
+    src = tmp_path / "a.csv"
+    src.write_text("variant,model,aggregator,dataset,accuracy,ci95,seed\n" + "".join(
+        f"{v},gfl,mean,{d},{acc + s},{ci},{s}\n" for d in ("small", "big")
+        for v, acc, ci in (("full", 71.0, 1.0), ("structure", 69.9, 1.5), ("gate", 70.9, 0.5)) for s in (0, 1, 2)))
+    fig = bars_figure(str(src))
+    fig.canvas.draw()
+    axes = fig.axes
+    assert [ax.get_title() for ax in axes] == ["small", "big"]  # a panel per dataset
+    assert not fig.legends and all(ax.get_legend() is None for ax in axes)  # the x labels say it
+    assert [t.get_text() for t in axes[0].get_xticklabels()] == [VARIANT_SHORT_NAMES[v] for v in
+                                                                ("full", "structure", "gate")]
+    for ax in axes:
+        from matplotlib.container import BarContainer
+
+        (bars,) = [c for c in ax.containers if isinstance(c, BarContainer)]
+        segments = bars.errorbar.lines[2][0].get_segments()  # one vertical line per bar: its error bar
+        tops = [max(seg[:, 1]) for seg in segments]
+        values = [t for t in ax.texts]
+        assert len(values) == 3
+        for text in values:
+            x, y = text.xy
+            assert any(abs(y - top) < 1e-9 for top in tops)  # anchored at the top of an error bar ...
+            assert text.get_position()[1] > 0 and text.get_va() == "bottom"  # ... and written above it
+            box = text.get_window_extent()
+            assert box.y0 > ax.transData.transform((x, y))[1]  # on screen too
+            assert box.y1 < ax.get_window_extent().y1  # inside the axes
+
+
+def test_compare_legend_is_one_block_above_the_bars(plot_libraries, tmp_path):
+    from gflkit.plotting import bars_figure
+
+    src = tmp_path / "c.csv"
+    src.write_text(COMPARE_SEEDS_CSV)
+    fig = bars_figure(str(src))
+    fig.canvas.draw()
+    (legend,) = fig.legends
+    texts = [t.get_text() for t in legend.get_texts()]
+    assert texts == ["GFL-mean", "Protonet", "Majority class", "+ label propagation"]  # colours, then hatchings
+    assert legend.get_window_extent().y0 > fig.axes[0].get_window_extent().y1 - 1  # above the plot, not over it
+
+
 def test_series_key_and_paper_label():
     import pandas as pd
 
@@ -91,6 +187,20 @@ def test_series_key_and_paper_label():
     assert series_label(pd.Series({"model": "gfl", "variant": "gate"})) == "M2a: no hierarchical representation gate"
     assert series_label(pd.Series({"model": "gfl", "variant": "gate", "description": "no gate"})) == "no gate"
     assert series_label(pd.Series({"model": "mine", "variant": "no-gate"})) == "no-gate"  # unknown: kept
+    assert series_label(pd.Series({"model": "majority", "aggregator": float("nan")})) == "Majority class"
+    assert series_label(pd.Series({"model": "transfer-head"})) == "Transfer head"
+    assert series_key(pd.Series({"model": "protonet", "refine": "cs"})) == "protonet+cs"
+    assert series_label(pd.Series({"model": "protonet", "refine": "none"})) == "Protonet"
+
+
+def test_display_names_are_written_in_one_place():
+    from gflkit import experiments, plotting, tsne
+    from gflkit.names import MODEL_DISPLAY_NAMES, VARIANT_DISPLAY_NAMES, model_names
+
+    assert plotting.MODEL_NAMES is MODEL_DISPLAY_NAMES and tsne.MODEL_NAMES is MODEL_DISPLAY_NAMES
+    assert plotting.VARIANT_NAMES is VARIANT_DISPLAY_NAMES
+    assert experiments.ABLATION_NAMES == {k: v for k, v in VARIANT_DISPLAY_NAMES.items() if k != "full"}
+    assert set(model_names()) | {experiments.MAJORITY} <= set(MODEL_DISPLAY_NAMES)  # every model has its name
 
 
 def test_colours_are_fixed_per_model_and_distinct():
@@ -216,7 +326,7 @@ def tiny_runs(small_family_dir, tmp_path_factory):
     for name in ("gfl", "protonet"):
         runs[name] = base / name
         gflkit.train(str(small_family_dir), model=name, train_cfg=TrainConfig(steps=3, eval_every=3),
-                     out=runs[name], eval_split=None, progress=False)
+                     run_dir=runs[name], eval_split=None, progress=False)
     return runs
 
 

@@ -41,7 +41,7 @@ def run(root, tmp_path_factory):
     """A GFL run trained for 3 steps on ``tiny`` (32 features)."""
     folder = tmp_path_factory.mktemp("run") / "gfl"
     gflkit.train("tiny", episode_cfg=EpisodeConfig(k_shot=5), train_cfg=TrainConfig(steps=3, eval_every=3, seed=0),
-                 model="gfl", out=folder, root=root, eval_split=None, progress=False)
+                 model="gfl", run_dir=folder, root=root, eval_split=None, progress=False)
     return folder
 
 

@@ -378,12 +378,12 @@ def test_new_run_of_the_same_name_removes_an_interrupted_one(root, tmp_path):
 def test_python_api_mirrors_the_cli(root, tmp_path):
     ep, tr = EpisodeConfig(k_shot=5), TrainConfig(steps=6, eval_every=3)
     run = tmp_path / "run"
-    result, table = gflkit.train("tiny", episode_cfg=ep, train_cfg=tr, out=run, root=root, progress=False,
+    result, table = gflkit.train("tiny", episode_cfg=ep, train_cfg=tr, run_dir=run, root=root, progress=False,
                                  return_result=True)
     assert result.run_dir == run and (run / "metrics.csv").is_file()
     with pytest.raises(GFLError, match="--force"):
-        gflkit.train("tiny", episode_cfg=ep, train_cfg=tr, out=run, root=root, progress=False)
-    forced = gflkit.train("tiny", episode_cfg=ep, train_cfg=tr, out=run, force=True, root=root, progress=False)
+        gflkit.train("tiny", episode_cfg=ep, train_cfg=tr, run_dir=run, root=root, progress=False)
+    forced = gflkit.train("tiny", episode_cfg=ep, train_cfg=tr, run_dir=run, force=True, root=root, progress=False)
     pd.testing.assert_frame_equal(forced, table)
     resumed = gflkit.train(resume=run, root=root, progress=False)
     pd.testing.assert_frame_equal(resumed, table)
@@ -391,6 +391,42 @@ def test_python_api_mirrors_the_cli(root, tmp_path):
         gflkit.train(resume=run, train_cfg=TrainConfig(steps=3), root=root)
     _, meta = load_checkpoint(run)
     assert meta["step"] == result.best_step
+
+
+def test_python_train_keeps_its_run_under_runs_as_the_cli_does(root, tmp_path, monkeypatch):
+    ep, tr = EpisodeConfig(k_shot=5), TrainConfig(steps=6, eval_every=3)
+    (tmp_path / "py").mkdir()
+    monkeypatch.chdir(tmp_path / "py")
+    result, _ = gflkit.train("tiny", episode_cfg=ep, train_cfg=tr, root=root, progress=False, return_result=True)
+    kept = list((tmp_path / "py" / "runs").iterdir())
+    assert [p.name for p in kept] == [result.run_dir.name] and (kept[0] / "best.pt").is_file()
+    assert result.run_dir.name.startswith("tiny-gfl-mean-s0-")
+    (tmp_path / "cli").mkdir()
+    monkeypatch.chdir(tmp_path / "cli")
+    assert train(root).exit_code == 0  # the same settings on the command line: the same name
+    assert [p.name for p in (tmp_path / "cli" / "runs").iterdir()] == [result.run_dir.name]
+
+
+def test_python_train_run_dir_false_keeps_nothing(root, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    ep, tr = EpisodeConfig(k_shot=5), TrainConfig(steps=3, eval_every=3)
+    result, table = gflkit.train("tiny", episode_cfg=ep, train_cfg=tr, root=root, progress=False,
+                                 return_result=True, run_dir=False)
+    assert result.run_dir is None and len(table) == 1
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(GFLError, match="run_dir=True"):
+        gflkit.train("tiny", root=root, run_dir=True)
+    with pytest.raises(GFLError, match="give run_dir only"):
+        gflkit.train("tiny", root=root, run_dir=tmp_path / "a", out=tmp_path / "b")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_python_train_old_out_still_works_with_a_deprecation_warning(root, tmp_path):
+    run = tmp_path / "run"
+    with pytest.warns(DeprecationWarning, match="use run_dir"):
+        gflkit.train("tiny", episode_cfg=EpisodeConfig(k_shot=5), train_cfg=TrainConfig(steps=3, eval_every=3),
+                     out=run, root=root, progress=False, eval_split=None)
+    assert (run / "best.pt").is_file()
 
 
 def test_runs_without_a_runs_folder_prints_the_header(tmp_path, monkeypatch):

@@ -31,7 +31,7 @@ import torch
 from ..errors import GFLError
 from ..utils import require_memory
 from .collection import GraphCollection, build_graph
-from ..progress import progress_enabled
+from ..progress import progress_bar, progress_enabled
 
 __all__ = ["SyntheticSpec", "make_synthetic_family", "SMALL_SPEC", "check_memory"]
 
@@ -199,9 +199,7 @@ def make_synthetic_family(
     with ThreadPoolExecutor(workers) as pool:
         made = pool.map(draw, range(len(splits))) if workers > 1 else map(draw, range(len(splits)))
         if progress and progress_enabled():
-            from tqdm.auto import tqdm
-
-            made = tqdm(made, total=len(splits), desc=f"generating {name}", unit="graph")
+            made = progress_bar(made, total=len(splits), desc=f"generating {name}", unit="graph")
         for g, extra in made:
             graphs.append(g)
             extras.append(extra)
