@@ -167,8 +167,8 @@ def _rows_for_size(n: int, folder: Path, args) -> list[dict]:
                      "page_faults_per_step": summary["page_faults"],
                      "peak_step_mb": summary["peak_step_mb"], "peak_rss_mb": summary["peak_rss_mb"],
                      "rss_before_mb": summary["rss_loaded_mb"], "peak_exact": summary["peak_exact"],
-                     "part_process_peak_rss_mb": summary.get("children_peak_rss_mb", 0.0),
-                     "part_process_private_mb": summary.get("children_private_mb", 0.0)})
+                     "children_peak_rss_mb": summary.get("children_peak_rss_mb", 0.0),
+                     "children_private_mb": summary.get("children_private_mb", 0.0)})
     return rows
 
 

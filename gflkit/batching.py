@@ -499,8 +499,6 @@ class StepLoss:
         self.model = model
         self.next_ids = next_ids
         self._ahead: tuple[tuple, list[np.ndarray], list[Future]] | None = None
-        self._process: Any = None  # a PartProcess, once a 2-part step wanted one
-        self._process_failed = False
 
     def _take(self, ids: Sequence[int], step: int) -> PreparedMetaBatch | None:
         ahead, self._ahead = self._ahead, None
@@ -537,37 +535,9 @@ class StepLoss:
 
         return groups, futures, [job(idx, f) for idx, f in zip(groups, futures)]
 
-    def _part_process(self, cache: GraphCache, sampler: Any, batch_size: int):
-        """The :class:`~gflkit.part_process.PartProcess` of these graphs, started on first use;
-        ``None`` where it is not wanted or could not start (the threads do the work then)."""
-        from .part_process import PartProcess, part_process_wanted
-
-        current = self._process
-        if current is not None and current.pid is not None and current.cache is cache and current.sampler is sampler:
-            return current
-        self.close()
-        if self._process_failed or not part_process_wanted(self.model):
-            return None
-        try:
-            self._process = PartProcess(self.model, cache, sampler, batch_size)
-        except (OSError, RuntimeError, ValueError) as err:
-            log.warning("computing the second part of each step on a thread: %s", err)
-            self._process_failed = True
-        return self._process
-
-    def close(self) -> None:
-        """End the part process, if one was started (the training loop calls this when it ends)."""
-        if self._process is not None:
-            process, self._process = self._process, None
-            process.close()
-
     def __call__(self, cache: GraphCache, sampler: Any, ids: Sequence[int], step: int):
         workers = meta_batch_workers(self.model, len(ids))
         upcoming = self.next_ids(sampler, step + 1) if self.next_ids is not None else None
-        if self.next_ids is not None and workers == 2:
-            process = self._part_process(cache, sampler, len(ids))
-            if process is not None:
-                return process.step(ids, step, upcoming)
         prepared = self._take(ids, step)
         if prepared is None:
             graphs, episodes = [cache[gid] for gid in ids], [sampler.episode(gid, step) for gid in ids]
@@ -589,8 +559,6 @@ class StepLoss:
         (a benchmark timing one step at a time counts it in the step)."""
         if self._ahead is not None:
             wait_for(self._ahead[2])
-        if self._process is not None:
-            self._process.wait()
 
 
 def split_by_nodes(sizes: Sequence[int], parts: int) -> list[np.ndarray]:

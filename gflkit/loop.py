@@ -202,7 +202,6 @@ def fit_loop(
         raise GFLError(f"checkpoint_every={checkpoint_every} must be at least 1")
     sampler = EpisodeSampler(collection, "train", episode_cfg, train_cfg.seed).require_graphs()
     val_sampler = EpisodeSampler(collection, "val", episode_cfg, train_cfg.seed)
-    close_step_loss = getattr(step_loss, "close", None)  # a StepLoss may hold a part process
     if dist is not None:  # distributed: this rank's share of each meta-batch, DDP gradients, gathered scores
         step_loss, score = dist.wrap(module, step_loss, score)
         resume, save = dist.follow_main(resume, save)
@@ -223,30 +222,26 @@ def fit_loop(
                            initial=state.step, total=train_cfg.steps)
     module.train()
     stopped = state.stale >= train_cfg.patience
-    try:
-        for step in ([] if stopped else steps):
-            row = _train_step(module, optimizer, step_loss, cache, sampler, train_ids, train_cfg, step)
-            if step % train_cfg.eval_every == 0 or step == train_cfg.steps:
-                if val_sampler.graph_ids:
-                    accs = score(module, val_sampler, train_cfg.val_episodes, cache)
-                    module.train()
-                    val = row["val_accuracy"] = float(np.mean(list(accs.values())))
-                else:  # no validation graphs: keep the latest weights
-                    val, row["val_accuracy"] = float(step), float("nan")
-                if state.record(module, step, val) and on_best is not None:
-                    on_best(step, row["val_accuracy"])
-                if bar is not None:
-                    bar.set_postfix(loss=f"{row['loss']:.3f}", val=f"{row['val_accuracy']:.3f}")
-            state.rows.append(row)
-            state.step = step
-            if state.stale >= train_cfg.patience:
-                log.info("early stop at step %d (best validation at step %d)", step, state.best_step)
-                break
-            if save is not None and step % checkpoint_every == 0 and step < train_cfg.steps:
-                save(state.checkpoint(module, optimizer))
-    finally:
-        if close_step_loss is not None:
-            close_step_loss()
+    for step in ([] if stopped else steps):
+        row = _train_step(module, optimizer, step_loss, cache, sampler, train_ids, train_cfg, step)
+        if step % train_cfg.eval_every == 0 or step == train_cfg.steps:
+            if val_sampler.graph_ids:
+                accs = score(module, val_sampler, train_cfg.val_episodes, cache)
+                module.train()
+                val = row["val_accuracy"] = float(np.mean(list(accs.values())))
+            else:  # no validation graphs: keep the latest weights
+                val, row["val_accuracy"] = float(step), float("nan")
+            if state.record(module, step, val) and on_best is not None:
+                on_best(step, row["val_accuracy"])
+            if bar is not None:
+                bar.set_postfix(loss=f"{row['loss']:.3f}", val=f"{row['val_accuracy']:.3f}")
+        state.rows.append(row)
+        state.step = step
+        if state.stale >= train_cfg.patience:
+            log.info("early stop at step %d (best validation at step %d)", step, state.best_step)
+            break
+        if save is not None and step % checkpoint_every == 0 and step < train_cfg.steps:
+            save(state.checkpoint(module, optimizer))
     if bar is not None:
         bar.close()
     module.load_state_dict(state.best_state)

@@ -484,8 +484,6 @@ def _step_sampler(small_family):
 def test_step_loss_prepares_the_next_step_without_changing_a_bit(small_family, model_name, monkeypatch):
     from gflkit.batching import GraphCache, StepLoss, meta_batch_loss
 
-    monkeypatch.setenv("GFLKIT_PART_PROCESS", "0")  # both parts on threads (tests/test_part_process.py: a process)
-
     sampler, cache = _step_sampler(small_family), GraphCache(small_family)
     ids_of = {1: [0, 1, 2, 3, 4], 2: [2, 3, 5, 5, 1], 3: [4, 0, 1, 2, 3], 4: [1, 2, 3, 4, 5], 5: [0, 1, 2, 3, 4]}
     ids_of = {s: [sampler.graph_ids[i % len(sampler.graph_ids)] for i in ids] for s, ids in ids_of.items()}
@@ -568,8 +566,6 @@ def test_step_loss_prepares_nothing_on_one_thread_or_without_next_ids(small_fami
 
 def test_an_error_while_preparing_ahead_reaches_the_step_that_needs_it(small_family, monkeypatch):
     from gflkit.batching import GraphCache, StepLoss
-
-    monkeypatch.setenv("GFLKIT_PART_PROCESS", "0")  # the threads' jobs (tests/test_part_process.py: a process)
 
     sampler, cache = _step_sampler(small_family), GraphCache(small_family)
     ids = sampler.graph_ids[:4]
