@@ -9,11 +9,8 @@ meta-batch, computed in parts side by side on several threads.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import logging
 import os
-import platform
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for
@@ -164,51 +161,6 @@ _POOL: dict[int, ThreadPoolExecutor] = {}
 _POOL_LOCK = threading.Lock()
 if hasattr(os, "register_at_fork"):  # a forked child has none of the parent's pool threads
     os.register_at_fork(after_in_child=_POOL.clear)
-
-
-#: glibc's ``mallopt`` parameters and the values :func:`keep_freed_memory` sets.
-_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4
-_TRIM_BYTES = 2**31 - 1  # the largest value mallopt takes (a C int): about 2 GB
-_MALLOC_TUNED = False
-
-
-def keep_freed_memory() -> bool:
-    """Let glibc's allocator keep freed memory for reuse instead of mapping fresh pages (once per process).
-
-    A step allocates and frees many ``(N, d)`` tensors of megabytes each. By
-    default glibc serves blocks above its mmap threshold (128 KB to 32 MB)
-    from fresh ``mmap`` pages and unmaps them on free, so every such tensor
-    pays one page fault per 4 KB page on first touch; at 100k nodes per graph
-    these faults took more time than the arithmetic, and the threads of
-    :func:`meta_batch_loss` wait for each other's faults on the process's
-    memory-map lock. With ``M_MMAP_MAX = 0`` the main heap serves all blocks
-    and, with ``M_TRIM_THRESHOLD`` at its largest value (about 2 GB), keeps
-    what is freed for the next step: the process holds on to memory it freed,
-    up to what a step took at its peak, rather than handing it back and
-    faulting it in again. At 256 MB a step of 5 graphs of 100,000 nodes still
-    gave back and refaulted a few hundred megabytes (18,000-83,000 page faults
-    per step against about 25,000 now; ``benchmarks/README.md``), at the cost
-    of a somewhat higher peak. Does nothing off glibc or
-    when ``MALLOC_MMAP_MAX_``, ``MALLOC_TRIM_THRESHOLD_`` or ``GLIBC_TUNABLES``
-    is set (the user's choice wins).
-
-    Returns:
-        whether the allocator was tuned by this call or an earlier one.
-    """
-    global _MALLOC_TUNED
-    if _MALLOC_TUNED:
-        return True
-    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
-        return False
-    if any(v in os.environ for v in ("MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES")):
-        return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        ok = libc.mallopt(_M_MMAP_MAX, 0) == 1 and libc.mallopt(_M_TRIM_THRESHOLD, _TRIM_BYTES) == 1
-    except (OSError, AttributeError):
-        return False
-    _MALLOC_TUNED = ok
-    return ok
 
 
 def _pool(workers: int) -> ThreadPoolExecutor:
@@ -390,7 +342,6 @@ def meta_batch_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: 
     Returns:
         ``(loss, parts)`` as ``model.loss`` returns them.
     """
-    keep_freed_memory()
     if prepared is not None:
         graphs, episodes, workers = prepared.graphs, prepared.episodes, len(prepared.groups)
     else:

@@ -593,27 +593,6 @@ def test_an_error_while_preparing_ahead_reaches_the_step_that_needs_it(small_fam
         torch.set_num_threads(threads)
 
 
-def test_allocator_tuning_leaves_a_users_setting_alone(monkeypatch):
-    from gflkit import batching
-
-    monkeypatch.setattr(batching, "_MALLOC_TUNED", False)
-    monkeypatch.setenv("MALLOC_MMAP_MAX_", "65536")
-    assert batching.keep_freed_memory() is False
-    monkeypatch.delenv("MALLOC_MMAP_MAX_")
-    tuned = batching.keep_freed_memory()
-    assert tuned == batching._MALLOC_TUNED and batching.keep_freed_memory() == tuned
-
-
-def test_allocator_trim_threshold_is_a_c_int_of_at_least_a_gigabyte():
-    import ctypes
-
-    from gflkit import batching
-
-    # mallopt takes a C int: a larger value would wrap around (to 0 for 4 GB: trim everything)
-    assert ctypes.c_int(batching._TRIM_BYTES).value == batching._TRIM_BYTES >= 1 << 30
-
-
-
 def test_graph_cache_makes_each_graph_once_when_threads_ask_together(small_family):
     from concurrent.futures import ThreadPoolExecutor
 
