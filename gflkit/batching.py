@@ -114,6 +114,10 @@ def _relations_ahead(model: nn.Module) -> Callable | None:
     return None
 
 
+#: torch's dropout layers: each draws its mask from the global generator.
+_DROPOUT = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
+
+
 def meta_batch_workers(model: nn.Module, batch_size: int) -> int:
     """How many parts :func:`meta_batch_loss` splits a meta-batch into.
 
@@ -127,7 +131,7 @@ def meta_batch_workers(model: nn.Module, batch_size: int) -> int:
         return 1
     if any(p.device.type != "cpu" for p in model.parameters()):  # the parts share the CPU's cores
         return 1
-    if model.training and any(isinstance(m, nn.modules.dropout._DropoutNd) and m.p > 0 for m in model.modules()):
+    if model.training and any(isinstance(m, _DROPOUT) and m.p > 0 for m in model.modules()):
         return 1
     return min(threads, batch_size)
 
@@ -541,26 +545,16 @@ def split_by_nodes(sizes: Sequence[int], parts: int) -> list[np.ndarray]:
 
 
 def _scaled(grads: Sequence[torch.Tensor | None], weight: float) -> list[torch.Tensor | None]:
-    """``g * weight`` for each gradient (``None`` stays ``None``), in one foreach call."""
-    present = [g for g in grads if g is not None]
-    scaled = iter(torch._foreach_mul(present, weight) if present else [])
-    return [None if g is None else next(scaled) for g in grads]
+    """``g * weight`` for each gradient (``None`` stays ``None``)."""
+    return [None if g is None else g * weight for g in grads]
 
 
 def _sums_in_order(part_grads: list[list[torch.Tensor | None]]) -> list[torch.Tensor | None]:
     """Per parameter, the parts' (weighted) gradients summed in part order (``None``
-    where no part reaches the parameter); one foreach call per part where every
-    part reaches all the parameters it adds to."""
+    where no part reaches the parameter)."""
     sums = list(part_grads[0])
     for grads in part_grads[1:]:
-        both = [i for i, (t, g) in enumerate(zip(sums, grads)) if t is not None and g is not None]
-        if both:
-            added = torch._foreach_add([sums[i] for i in both], [grads[i] for i in both])
-            for i, t in zip(both, added):
-                sums[i] = t
-        for i, (t, g) in enumerate(zip(sums, grads)):
-            if t is None and g is not None:
-                sums[i] = g
+        sums = [g if t is None else t if g is None else t + g for t, g in zip(sums, grads)]
     return sums
 
 

@@ -347,8 +347,10 @@ def test_one_graphs_relations_are_remembered_per_support_set_and_setting(small_f
     torch.manual_seed(0)
     proto = GFL(small_family.feat_size).prototype
     fresh = lambda s: proto.relations(prepare_graph(small_family.graphs[gid]), s, one_graph=True)  # noqa: E731
+    attributes = set(vars(g))
     first = proto.relations(g, support, one_graph=True)
     assert proto.relations(g, support, one_graph=True) is first  # remembered
+    assert set(vars(g)) == attributes  # beside the graph, not on it
     assert torch.equal(first, fresh(support))
     assert torch.equal(proto.relations(g, support[:1], one_graph=True), fresh(support[:1]))
     proto.hops = 1  # another setting: computed again, with it

@@ -12,6 +12,7 @@ import dgl
 import torch
 from torch import nn
 
+from .conv import graph_facts
 from .relation import relation_weights, support_similarity
 
 __all__ = ["PrototypeGNN", "GraphPrototype", "MeanPrototype", "Relations"]
@@ -102,9 +103,8 @@ class PrototypeGNN(nn.Module):
         return out.mean(2) if self.pool == "mean" else out.amax(2)
 
 
-#: The attribute of a graph holding the relation weights of its support sets scored so far,
-#: and how many it holds at most.
-_REMEMBERED, _REMEMBER_PER_GRAPH = "_gflkit_relations", 64
+#: The relation weights of support sets scored on one graph that are remembered, at most.
+_REMEMBER_PER_GRAPH = 64
 
 
 class GraphPrototype(nn.Module):
@@ -152,14 +152,11 @@ class GraphPrototype(nn.Module):
             score = support_similarity(g, support, self.similarity, self.hops)
             return relation_weights(score, self.similarity, self.mu, self.mu0)
         # Evaluation scores the same episodes of a graph again and again (every
-        # validation round): their weights are remembered on the graph, as
-        # is_symmetric remembers its answer, a few dozen support sets at most.
+        # validation round): their weights are remembered beside the graph
+        # (graph_facts, as is_symmetric remembers its answer), a few dozen support sets at most.
         key = (self.similarity, self.hops, self.mu, self.mu0, tuple(support.shape),
                support.detach().cpu().numpy().tobytes())
-        known = getattr(g, _REMEMBERED, None)
-        if known is None:
-            known = {}
-            setattr(g, _REMEMBERED, known)
+        known = graph_facts(g).setdefault("relations", {})
         weights = known.get(key)
         if weights is None:
             # The scores of a class depend only on its own support nodes, so E episodes
