@@ -44,12 +44,14 @@ def gflkit_layout() -> SimpleNamespace:
                                 prepare_graph=gfl.prepare_graph, graph_accuracies=evaluate.graph_accuracies,
                                 GFL=gfl.GFL, meta_batch_loss=None, StepLoss=None)
         modules = [evaluate, gfl]
-    if (root / "optim.py").exists():  # the loop's own Adam, updating on one thread
+    if (root / "optim.py").exists():  # gflkit's own Adam (from 2275ac6 to d63f082)
         parts.Adam = importlib.import_module("gflkit.optim").Adam
-        parts.update_threads = importlib.import_module("gflkit.batching").one_thread
         modules.append(importlib.import_module("gflkit.optim"))
     else:
-        parts.Adam, parts.update_threads = torch.optim.Adam, contextlib.nullcontext
+        parts.Adam = torch.optim.Adam
+    # The loop's update on one thread, where it has one_thread (since 2275ac6).
+    parts.update_threads = getattr(batching, "one_thread", None) if (root / "batching.py").exists() else None
+    parts.update_threads = parts.update_threads or contextlib.nullcontext
     for module in modules:
         if root not in Path(module.__file__).resolve().parents:
             raise SystemExit(f"{module.__name__} comes from {module.__file__}, not from {root}")

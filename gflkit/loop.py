@@ -16,7 +16,7 @@ import math
 import random
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import numpy as np
 import torch
@@ -27,13 +27,13 @@ from .config import EpisodeConfig, TrainConfig
 from .data import GraphCollection
 from .episodes import EpisodeSampler
 from .errors import GFLError
-from .optim import Adam
 from .progress import progress_enabled
 
 if TYPE_CHECKING:
     from .distributed import DistContext
 
-__all__ = ["fit_loop", "step_graph_ids", "LoopState", "RESUME_FORMAT", "rng_state", "restore_rng_state"]
+__all__ = ["fit_loop", "step_graph_ids", "LoopState", "RESUME_FORMAT", "rng_state", "restore_rng_state",
+           "default_optimizer", "OptimizerFactory"]
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +41,13 @@ log = logging.getLogger(__name__)
 RESUME_FORMAT = "gflkit.resume"
 
 StateDict = dict[str, torch.Tensor]
+#: ``optimizer(parameters)``: the optimizer of a training run, made once its model exists.
+OptimizerFactory = Callable[[Iterable[torch.nn.Parameter]], torch.optim.Optimizer]
+
+
+def default_optimizer(train_cfg: TrainConfig) -> OptimizerFactory:
+    """``torch.optim.Adam`` with the run's learning rate and weight decay (the paper's optimizer)."""
+    return lambda params: torch.optim.Adam(params, lr=train_cfg.lr, weight_decay=train_cfg.weight_decay)
 
 
 def rng_state() -> dict[str, Any]:
@@ -101,7 +108,7 @@ class LoopState:
         self.stale += 1
         return False
 
-    def checkpoint(self, module: torch.nn.Module, optimizer: Adam) -> dict[str, Any]:
+    def checkpoint(self, module: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
         """Everything needed to continue: weights, optimizer, generators and this state."""
         return {
             "format": RESUME_FORMAT, "step": self.step, "model": _copy_state(module),
@@ -111,7 +118,7 @@ class LoopState:
         }
 
     @classmethod
-    def restore(cls, ckpt: dict[str, Any], module: torch.nn.Module, optimizer: Adam) -> "LoopState":
+    def restore(cls, ckpt: dict[str, Any], module: torch.nn.Module, optimizer: torch.optim.Optimizer) -> "LoopState":
         """Load a :meth:`checkpoint` into ``module`` and ``optimizer`` and return its state.
 
         The global generators are set last, so nothing drawn while building the
@@ -139,7 +146,7 @@ def step_graph_ids(train_ids: Sequence[int], train_cfg: TrainConfig, step: int) 
 
 def _train_step(module, optimizer, step_loss, cache, sampler, train_ids, train_cfg: TrainConfig,
                 step: int) -> dict[str, float]:
-    """One Adam step on ``meta_batch`` graphs drawn from ``(seed, step)``; returns its metrics row."""
+    """One optimizer step on ``meta_batch`` graphs drawn from ``(seed, step)``; returns its metrics row."""
     start = time.perf_counter()
     loss, parts = step_loss(cache, sampler, step_graph_ids(train_ids, train_cfg, step), step)
     value = float(loss.detach())
@@ -172,12 +179,13 @@ def fit_loop(
     save: Callable[[dict[str, Any]], None] | None = None,
     checkpoint_every: int = 50,
     dist: DistContext | None = None,
+    optimizer: OptimizerFactory | None = None,
 ) -> tuple[list[dict[str, float]], int, float]:
     """The training loop of Algorithm 1, shared by GFL and the transfer baselines.
 
     Each step draws ``meta_batch`` train graphs (seeded from ``(seed, step)``),
-    one episode each (seeded from ``(seed, graph_id, step)``), and takes an Adam
-    step on ``step_loss(cache, sampler, graph_ids, step) -> (loss, parts)``.
+    one episode each (seeded from ``(seed, graph_id, step)``), and takes an
+    optimizer step (Adam by default) on ``step_loss(cache, sampler, graph_ids, step) -> (loss, parts)``.
     Every ``eval_every`` steps ``score(module, val_sampler, val_episodes,
     cache)`` rates the module on the val graphs; the best weights are kept
     (``on_best(step, val_accuracy)`` is called) and training stops after
@@ -190,6 +198,11 @@ def fit_loop(
             share of the meta-batch, gradients are averaged across ranks and
             the val accuracies gathered (:meth:`gflkit.distributed.DistContext.wrap`);
             ``resume`` and ``save`` are those of rank 0, which every rank follows.
+        optimizer: ``optimizer(parameters) -> torch.optim.Optimizer``, e.g.
+            ``lambda ps: torch.optim.SGD(ps, lr=0.1)``; by default
+            :func:`default_optimizer` (``torch.optim.Adam`` with ``train_cfg``'s
+            ``lr`` and ``weight_decay``). Its ``state_dict`` goes into the
+            resume checkpoints: resume a run with the optimizer it started with.
 
     Returns:
         Per-step metric rows, the step of the kept weights and their mean val
@@ -206,7 +219,8 @@ def fit_loop(
         step_loss, score = dist.wrap(module, step_loss, score)
         resume, save = dist.follow_main(resume, save)
     cache = GraphCache(collection, module_device(module))
-    optimizer = Adam(module.parameters(), lr=train_cfg.lr, weight_decay=train_cfg.weight_decay)
+    make_optimizer = optimizer if optimizer is not None else default_optimizer(train_cfg)
+    optimizer = make_optimizer(module.parameters())
     train_ids = np.asarray(sampler.graph_ids)
     state = LoopState() if resume is None else LoopState.restore(resume, module, optimizer)
     if state.best_state is None:

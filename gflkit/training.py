@@ -31,7 +31,7 @@ from .data import GraphCollection
 from .devices import resolve_device
 from .episodes import EpisodeSampler
 from .errors import GFLError
-from .loop import fit_loop, step_graph_ids
+from .loop import OptimizerFactory, fit_loop, step_graph_ids
 from .metrics import graph_accuracies
 from .models.baselines import TRANSFER
 from .models.gfl import GFL
@@ -175,6 +175,7 @@ def meta_train(
     checkpoint_every: int = CHECKPOINT_EVERY,
     dist: DistContext | None = None,
     device: str | torch.device | None = None,
+    optimizer: OptimizerFactory | None = None,
 ) -> TrainResult:
     """Meta-train a GFL model on the ``train`` graphs of ``collection``.
 
@@ -195,6 +196,11 @@ def meta_train(
         device: ``cpu`` (default), ``cuda`` or ``cuda:N``
             (:func:`~gflkit.devices.resolve_device`). The weights are
             initialised on the CPU, so a seed gives the same start everywhere.
+        optimizer: ``optimizer(parameters) -> torch.optim.Optimizer``, called
+            once with the model's parameters, e.g. ``lambda ps:
+            torch.optim.SGD(ps, lr=0.1)``; by default ``torch.optim.Adam`` with
+            ``train_cfg.lr`` and ``train_cfg.weight_decay``. The run's settings
+            do not record it: resume a run with the optimizer it started with.
     """
     device = resolve_device(device)
     seed_everything(train_cfg.seed)
@@ -213,7 +219,7 @@ def meta_train(
         rows, best_step, best_val = fit_loop(
             model, collection, episode_cfg, train_cfg, step_loss=step_loss, score=graph_accuracies,
             name=model_name, progress=progress, resume=last, save=save, checkpoint_every=checkpoint_every,
-            dist=dist,
+            dist=dist, optimizer=optimizer,
         )
         return rows, {"step": best_step, "val_accuracy": best_val}
 
