@@ -30,11 +30,13 @@ def gflkit_layout() -> SimpleNamespace:
         batching, metrics = (importlib.import_module(f"gflkit.{m}") for m in ("batching", "metrics"))
         gfl = importlib.import_module("gflkit.models.gfl")
 
+        # The step's machinery: in gflkit._step_engine, before that in gflkit.batching (from d41f8f2).
+        engine = importlib.import_module("gflkit._step_engine") if (root / "_step_engine.py").exists() else batching
         parts = SimpleNamespace(GraphCache=batching.GraphCache, batch_episodes=batching.batch_episodes,
                                 prepare_graph=batching.prepare_graph, graph_accuracies=metrics.graph_accuracies,
-                                GFL=gfl.GFL, meta_batch_loss=getattr(batching, "meta_batch_loss", None),
-                                StepLoss=getattr(batching, "StepLoss", None))
-        modules = [batching, metrics, gfl]
+                                GFL=gfl.GFL, meta_batch_loss=getattr(engine, "meta_batch_loss", None),
+                                StepLoss=getattr(engine, "StepLoss", None))
+        modules = [batching, metrics, gfl, engine]
     else:
         # The module, not the function of the same name that gflkit exported then.
         evaluate = importlib.import_module("gflkit.evaluate")

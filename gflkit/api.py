@@ -90,7 +90,7 @@ def default_run_dir(collection: GraphCollection, model: str, model_cfg: GFLConfi
     """
     settings = {
         "model": model, "model_config": hashed_dict(model_cfg) if model_cfg is not None else None,
-        "options": options or {}, "episode_config": to_dict(episode_cfg), "train_config": to_dict(train_cfg),
+        "options": options or {}, "episode_config": to_dict(episode_cfg), "train_config": hashed_dict(train_cfg),
     }
     aggregator = _aggregator(model_cfg) if model_cfg is not None else ""
     name = run_name(collection.name, model, aggregator, train_cfg.seed, settings)

@@ -196,6 +196,10 @@ class TrainConfig:
         seed: seed of initialisation, graph order and episodes.
         grad_clip: clip the gradient norm to this value before each step
             (``None``: no clipping, as in the paper).
+        parallel_steps: compute each step's meta-batch of a GFL model in parts
+            side by side, one per torch thread, with the next step prepared
+            meanwhile (the parts' gradients are summed, so the thread count can
+            change the last digits); ``False``: each step in one piece.
     """
 
     steps: int = field(default=400, metadata={"help": "Maximum meta-training steps."})
@@ -208,6 +212,8 @@ class TrainConfig:
     seed: int = field(default=0, metadata={"help": "Seed of initialisation, graph order and episodes."})
     grad_clip: float | None = field(default=None,
         metadata={"help": "Clip the gradient norm to this value (default: no clipping)."})
+    parallel_steps: bool = field(default=True,
+        metadata={"help": "Compute each meta-batch in parts side by side, one per torch thread."})
 
     def __post_init__(self) -> None:
         _check_finite(self)
@@ -244,7 +250,7 @@ def config_from_dict(cls, data: dict[str, Any]):
 
 #: Settings added after 0.1.0, with the default that behaves as 0.1.0 did: a run
 #: that leaves them at it keeps the name (settings hash) it had then.
-ADDED_SINCE_0_1 = {"GFLConfig": {"encoder": "gcn"}}
+ADDED_SINCE_0_1 = {"GFLConfig": {"encoder": "gcn"}, "TrainConfig": {"parallel_steps": True}}
 
 
 def hashed_dict(cfg) -> dict[str, Any]:

@@ -25,7 +25,7 @@ import pandas as pd
 import torch
 
 from . import __version__
-from .batching import StepLoss
+from ._step_engine import StepLoss
 from .config import EpisodeConfig, GFLConfig, TrainConfig, config_from_dict, to_dict
 from .data import GraphCollection
 from .devices import resolve_device
@@ -72,16 +72,18 @@ class TrainResult:
     meta: dict[str, Any]
 
 
-def _gfl_step(model: GFL, train_cfg: TrainConfig | None = None) -> StepLoss:
-    """The loop's ``step_loss``; with ``train_cfg``, each next meta-batch is prepared ahead
-    (the ids the loop will draw are known from the seed and the step)."""
-    if train_cfg is None:
-        return StepLoss(model)
+def _gfl_step(model: GFL, train_cfg: TrainConfig | None = None, ahead: bool = True) -> StepLoss:
+    """The loop's ``step_loss``, in parts side by side as ``train_cfg.parallel_steps`` says; with
+    ``ahead``, each next meta-batch is prepared during a step (the ids the loop will draw are
+    known from the seed and the step)."""
+    parallel = train_cfg is None or train_cfg.parallel_steps
+    if train_cfg is None or not ahead:
+        return StepLoss(model, parallel=parallel)
 
     def next_ids(sampler: EpisodeSampler, step: int) -> list[int] | None:
         return step_graph_ids(sampler.graph_ids, train_cfg, step) if step <= train_cfg.steps else None
 
-    return StepLoss(model, next_ids)
+    return StepLoss(model, next_ids, parallel=parallel)
 
 
 def _with_defaults(recorded: dict[str, Any]) -> dict[str, Any]:
@@ -215,7 +217,7 @@ def meta_train(
 
     def fit(last: dict | None, save: Callable | None) -> tuple[list[dict], dict[str, Any]]:
         # A distributed rank computes its share of each meta-batch: it prepares nothing ahead.
-        step_loss = _gfl_step(model, train_cfg if dist is None else None)
+        step_loss = _gfl_step(model, train_cfg) if dist is None else _gfl_step(model, train_cfg, ahead=False)
         rows, best_step, best_val = fit_loop(
             model, collection, episode_cfg, train_cfg, step_loss=step_loss, score=graph_accuracies,
             name=model_name, progress=progress, resume=last, save=save, checkpoint_every=checkpoint_every,
