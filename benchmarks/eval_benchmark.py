@@ -116,7 +116,8 @@ def _measure(family: str, folder: Path, args) -> list[dict]:
                      "repeats": len(s["times"])})
     mems = interleave([_worker("memory", folder, args, src) for _, src in configs], args.steps)
     for (impl, _), s in zip(configs, mems):
-        # A forked part process shares the loaded graphs: what it adds is its private memory.
+        # A tree whose steps fork a process (c12ac78 to d63f082) shares the loaded graphs with it:
+        # what that process adds is its private memory.
         rows.append({"measure": f"peak RSS, all train graphs prepared, {len(s['times'])} steps", "family": family,
                      "implementation": impl, "value": s["peak_rss_mb"] + s.get("children_private_mb", 0.0),
                      "unit": "MB", "repeats": len(s["times"])})

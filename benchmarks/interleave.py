@@ -93,7 +93,7 @@ def serve(setup: Callable[[], Callable[[int], None]], warmup: int, reset_peak: b
 
 
 def _children() -> list[int]:
-    """Process ids of this process's live children (a step's part process), Linux only."""
+    """Process ids of this process's live children (such as the forked part process of trees from c12ac78 to d63f082), Linux only."""
     pids: list[int] = []
     try:
         for task in os.listdir("/proc/self/task"):
@@ -119,7 +119,7 @@ def children_cpu_seconds() -> float:
 
 def children_memory_mb() -> dict[str, float]:
     """The live children's peak RSS and private memory now (pages shared with this process,
-    such as the loaded graphs of a forked part process, count only in this process's figures)."""
+    such as the loaded graphs of a forked child, count only in this process's figures)."""
     peak = private = 0.0
     for pid in _children():
         try:

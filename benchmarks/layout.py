@@ -30,11 +30,13 @@ def gflkit_layout() -> SimpleNamespace:
         batching, metrics = (importlib.import_module(f"gflkit.{m}") for m in ("batching", "metrics"))
         gfl = importlib.import_module("gflkit.models.gfl")
 
+        # The step's machinery: in gflkit._step_engine, before that in gflkit.batching (from d41f8f2).
+        engine = importlib.import_module("gflkit._step_engine") if (root / "_step_engine.py").exists() else batching
         parts = SimpleNamespace(GraphCache=batching.GraphCache, batch_episodes=batching.batch_episodes,
                                 prepare_graph=batching.prepare_graph, graph_accuracies=metrics.graph_accuracies,
-                                GFL=gfl.GFL, meta_batch_loss=getattr(batching, "meta_batch_loss", None),
-                                StepLoss=getattr(batching, "StepLoss", None))
-        modules = [batching, metrics, gfl]
+                                GFL=gfl.GFL, meta_batch_loss=getattr(engine, "meta_batch_loss", None),
+                                StepLoss=getattr(engine, "StepLoss", None))
+        modules = [batching, metrics, gfl, engine]
     else:
         # The module, not the function of the same name that gflkit exported then.
         evaluate = importlib.import_module("gflkit.evaluate")
@@ -44,12 +46,14 @@ def gflkit_layout() -> SimpleNamespace:
                                 prepare_graph=gfl.prepare_graph, graph_accuracies=evaluate.graph_accuracies,
                                 GFL=gfl.GFL, meta_batch_loss=None, StepLoss=None)
         modules = [evaluate, gfl]
-    if (root / "optim.py").exists():  # the loop's own Adam, updating on one thread
+    if (root / "optim.py").exists():  # gflkit's own Adam (from 2275ac6 to d63f082)
         parts.Adam = importlib.import_module("gflkit.optim").Adam
-        parts.update_threads = importlib.import_module("gflkit.batching").one_thread
         modules.append(importlib.import_module("gflkit.optim"))
     else:
-        parts.Adam, parts.update_threads = torch.optim.Adam, contextlib.nullcontext
+        parts.Adam = torch.optim.Adam
+    # The loop's update on one thread, where it has one_thread (since 2275ac6).
+    parts.update_threads = getattr(batching, "one_thread", None) if (root / "batching.py").exists() else None
+    parts.update_threads = parts.update_threads or contextlib.nullcontext
     for module in modules:
         if root not in Path(module.__file__).resolve().parents:
             raise SystemExit(f"{module.__name__} comes from {module.__file__}, not from {root}")

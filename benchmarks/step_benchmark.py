@@ -35,6 +35,14 @@ GRAPHS, K_SHOT, CLASSES, FEATS = 5, 10, 4, 128
 SPARSE, DENSE, BASELINE = "sparse gflkit", "dense reference", "baseline (--baseline)"
 
 
+def baseline_names(dirs: list[str]) -> list[str]:
+    """The implementation name of each ``--baseline`` tree: ``baseline (--baseline)`` for a single
+    one, ``baseline (<folder name>)`` for each of several."""
+    if len(dirs) == 1:
+        return [BASELINE]
+    return [f"baseline ({Path(d).name})" for d in dirs]
+
+
 def build_collection(nodes: int, folder: Path):
     """The 5 benchmark graphs of ``nodes`` nodes each, saved to ``folder``."""
     from gflkit.data import SyntheticSpec, make_synthetic_family
@@ -147,8 +155,8 @@ def _rows_for_size(n: int, folder: Path, args) -> list[dict]:
         configs.append((SPARSE, None, threads, folder))
         for algo, other in reordered.items():
             configs.append((f"{SPARSE} ({algo} order)", None, threads, other))
-        if args.baseline:
-            configs.append((BASELINE, args.baseline, threads, folder))
+        for name, source in zip(baseline_names(args.baseline), args.baseline):
+            configs.append((name, source, threads, folder))
         if n in args.dense_sizes:
             configs.append((DENSE, None, threads, folder))
     commands = []
@@ -167,32 +175,43 @@ def _rows_for_size(n: int, folder: Path, args) -> list[dict]:
                      "page_faults_per_step": summary["page_faults"],
                      "peak_step_mb": summary["peak_step_mb"], "peak_rss_mb": summary["peak_rss_mb"],
                      "rss_before_mb": summary["rss_loaded_mb"], "peak_exact": summary["peak_exact"],
-                     "part_process_peak_rss_mb": summary.get("children_peak_rss_mb", 0.0),
-                     "part_process_private_mb": summary.get("children_private_mb", 0.0)})
+                     "children_peak_rss_mb": summary.get("children_peak_rss_mb", 0.0),
+                     "children_private_mb": summary.get("children_private_mb", 0.0)})
     return rows
 
 
-def _add_ratios(rows: list[dict]) -> None:
-    """``speedup``: the baseline's time over this row's at the same size and threads;
-    ``thread_speedup``: the same implementation's time on one thread over this row's."""
+def _add_ratios(rows: list[dict], baselines: list[str]) -> None:
+    """``speedup``: the (first) baseline's time over this row's at the same size and threads
+    (``cpu_speedup``: the same for CPU time); with several baselines also ``speedup <name>``
+    for each; ``thread_speedup``: the same implementation's time on one thread over this row's."""
     by_key = {(r["implementation"], r["nodes"], r["threads"]): r for r in rows}
     for r in rows:
-        base = by_key.get((BASELINE, r["nodes"], r["threads"]))
-        r["speedup"] = base["ms_per_step"] / r["ms_per_step"] if base else float("nan")
-        r["cpu_speedup"] = base["cpu_ms_per_step"] / r["cpu_ms_per_step"] if base else float("nan")
+        for i, name in enumerate(baselines):
+            base = by_key.get((name, r["nodes"], r["threads"]))
+            wall = base["ms_per_step"] / r["ms_per_step"] if base else float("nan")
+            if i == 0:
+                r["speedup"] = wall
+                r["cpu_speedup"] = base["cpu_ms_per_step"] / r["cpu_ms_per_step"] if base else float("nan")
+            if len(baselines) > 1:
+                r[f"speedup {name}"] = wall
+        if not baselines:
+            r["speedup"] = r["cpu_speedup"] = float("nan")
         one = by_key.get((r["implementation"], r["nodes"], 1))
         r["thread_speedup"] = one["ms_per_step"] / r["ms_per_step"] if one else float("nan")
 
 
-def _markdown(rows: list[dict]) -> str:
+def _markdown(rows: list[dict], baselines: list[str]) -> str:
+    several = baselines if len(baselines) > 1 else []
     head = ("| implementation | nodes per graph | threads | ms per step (median) | CPU ms per step | steps timed "
             "| peak memory MB (steps) | peak RSS MB (total) | baseline / this | baseline / this (CPU) "
-            "| 1 thread / this |")
-    lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            + "".join(f"| {name[len('baseline '):].strip('()')} / this " for name in several) + "| 1 thread / this |")
+    lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * len(several) + "---:|"]
     for r in rows:
         lines.append(f"| {r['implementation']} | {r['nodes']:,} | {r['threads']} | {r['ms_per_step']:.0f} "
                      f"| {r['cpu_ms_per_step']:.0f} | {r['steps']} | {r['peak_step_mb']:.0f} | {r['peak_rss_mb']:.0f} "
-                     f"| {_ratio(r['speedup'])} | {_ratio(r['cpu_speedup'])} | {_ratio(r['thread_speedup'])} |")
+                     f"| {_ratio(r['speedup'])} | {_ratio(r['cpu_speedup'])} "
+                     + "".join(f"| {_ratio(r[f'speedup {name}'])} " for name in several)
+                     + f"| {_ratio(r['thread_speedup'])} |")
     return "\n".join(lines) + "\n"
 
 
@@ -223,9 +242,10 @@ def main(argv: list[str] | None = None) -> None:
                              "(at least 3 steps each).")
     parser.add_argument("--threads", type=_int_list, default=[os.cpu_count() or 1],
                         help="torch and OpenMP threads; several (e.g. 1,2) time each, in turns.")
-    parser.add_argument("--baseline", metavar="DIR",
+    parser.add_argument("--baseline", metavar="DIR", action="append", default=[],
                         help="Source tree of an earlier commit (e.g. a `git worktree`), timed in turns with "
-                             "the current code on the same graphs.")
+                             "the current code on the same graphs; repeat it to time several (the first gives "
+                             "the 'baseline / this' columns).")
     parser.add_argument("--reorder", type=lambda t: [a for a in t.split(",") if a], default=[],
                         help="Also time the graphs with their nodes renumbered by dgl.reorder_graph: "
                              "'rcmk', 'metis' or both (comma-separated).")
@@ -237,8 +257,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.worker:
         serve(_setup(args.worker, args.collection, args.threads[0]), args.warmup, settle=args.settle)
         return
-    if args.baseline:
-        args.baseline = str(Path(args.baseline).resolve())
+    args.baseline = [str(Path(b).resolve()) for b in args.baseline]
 
     import gflkit  # noqa: F401  (before dgl)
     import torch
@@ -255,10 +274,10 @@ def main(argv: list[str] | None = None) -> None:
             print(f"timing {n:,} nodes", file=sys.stderr, flush=True)
             rows += [r for r in _rows_for_size(n, folder, args)
                      if r["implementation"] == DENSE or n in args.sizes]
-    _add_ratios(rows)
+    _add_ratios(rows, baseline_names(args.baseline))
     if not all(r["peak_exact"] for r in rows):
         print("note: could not reset the peak-RSS mark; peaks include setup", file=sys.stderr)
-    sys.stdout.write(_csv(rows) if args.csv else _markdown(rows))
+    sys.stdout.write(_csv(rows) if args.csv else _markdown(rows, baseline_names(args.baseline)))
 
 
 if __name__ == "__main__":

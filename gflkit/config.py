@@ -200,6 +200,10 @@ class TrainConfig:
         val_from_train: move this many train graphs, drawn with ``seed``, to
             validation for model selection and early stopping; only for a
             collection without val graphs (:mod:`gflkit.validation`).
+        parallel_steps: compute each step's meta-batch of a GFL model in parts
+            side by side, one per torch thread, with the next step prepared
+            meanwhile (the parts' gradients are summed, so the thread count can
+            change the last digits); ``False``: each step in one piece.
     """
 
     steps: int = field(default=400, metadata={"help": "Maximum meta-training steps."})
@@ -215,6 +219,8 @@ class TrainConfig:
     val_from_train: int = field(default=0, metadata={
         "help": "Move N train graphs (drawn with the seed) to validation for model selection and early stopping, "
                 "for a collection without val graphs."})
+    parallel_steps: bool = field(default=True,
+        metadata={"help": "Compute each meta-batch in parts side by side, one per torch thread."})
 
     def __post_init__(self) -> None:
         _check_finite(self)
@@ -254,7 +260,7 @@ def config_from_dict(cls, data: dict[str, Any]):
 
 #: Settings added after 0.1.0, with the default that behaves as 0.1.0 did: a run
 #: that leaves them at it keeps the name (settings hash) it had then.
-ADDED_SINCE_0_1 = {"GFLConfig": {"encoder": "gcn"}, "TrainConfig": {"val_from_train": 0}}
+ADDED_SINCE_0_1 = {"GFLConfig": {"encoder": "gcn"}, "TrainConfig": {"val_from_train": 0, "parallel_steps": True}}
 
 
 def hashed_dict(cfg) -> dict[str, Any]:

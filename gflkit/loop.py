@@ -16,7 +16,7 @@ import math
 import random
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import numpy as np
 import torch
@@ -27,7 +27,6 @@ from .config import EpisodeConfig, TrainConfig
 from .data import GraphCollection
 from .episodes import EpisodeSampler
 from .errors import GFLError
-from .optim import Adam
 from .progress import progress_bar, progress_enabled
 from .states import check_state, load_state
 
@@ -35,7 +34,7 @@ if TYPE_CHECKING:
     from .distributed import DistContext
 
 __all__ = ["fit_loop", "step_graph_ids", "LoopState", "RESUME_FORMAT", "RESUME_SOURCE", "rng_state",
-           "restore_rng_state"]
+           "restore_rng_state", "default_optimizer", "OptimizerFactory"]
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +44,13 @@ RESUME_FORMAT = "gflkit.resume"
 RESUME_SOURCE = "source"
 
 StateDict = dict[str, torch.Tensor]
+#: ``optimizer(parameters)``: the optimizer of a training run, made once its model exists.
+OptimizerFactory = Callable[[Iterable[torch.nn.Parameter]], torch.optim.Optimizer]
+
+
+def default_optimizer(train_cfg: TrainConfig) -> OptimizerFactory:
+    """``torch.optim.Adam`` with the run's learning rate and weight decay (the paper's optimizer)."""
+    return lambda params: torch.optim.Adam(params, lr=train_cfg.lr, weight_decay=train_cfg.weight_decay)
 
 
 def rng_state() -> dict[str, Any]:
@@ -105,7 +111,7 @@ class LoopState:
         self.stale += 1
         return False
 
-    def checkpoint(self, module: torch.nn.Module, optimizer: Adam) -> dict[str, Any]:
+    def checkpoint(self, module: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
         """Everything needed to continue: weights, optimizer, generators and this state."""
         return {
             "format": RESUME_FORMAT, "step": self.step, "model": _copy_state(module),
@@ -115,7 +121,7 @@ class LoopState:
         }
 
     @classmethod
-    def restore(cls, ckpt: dict[str, Any], module: torch.nn.Module, optimizer: Adam) -> "LoopState":
+    def restore(cls, ckpt: dict[str, Any], module: torch.nn.Module, optimizer: torch.optim.Optimizer) -> "LoopState":
         """Load a :meth:`checkpoint` into ``module`` and ``optimizer`` and return its state.
 
         The checkpoint's :data:`RESUME_SOURCE` entry, when present, names its
@@ -156,7 +162,7 @@ def step_graph_ids(train_ids: Sequence[int], train_cfg: TrainConfig, step: int) 
 
 def _train_step(module, optimizer, step_loss, cache, sampler, train_ids, train_cfg: TrainConfig,
                 step: int) -> dict[str, float]:
-    """One Adam step on ``meta_batch`` graphs drawn from ``(seed, step)``; returns its metrics row."""
+    """One optimizer step on ``meta_batch`` graphs drawn from ``(seed, step)``; returns its metrics row."""
     start = time.perf_counter()
     loss, parts = step_loss(cache, sampler, step_graph_ids(train_ids, train_cfg, step), step)
     value = float(loss.detach())
@@ -189,12 +195,13 @@ def fit_loop(
     save: Callable[[dict[str, Any]], None] | None = None,
     checkpoint_every: int = 50,
     dist: DistContext | None = None,
+    optimizer: OptimizerFactory | None = None,
 ) -> tuple[list[dict[str, float]], int, float]:
     """The training loop of Algorithm 1, shared by GFL and the transfer baselines.
 
     Each step draws ``meta_batch`` train graphs (seeded from ``(seed, step)``),
-    one episode each (seeded from ``(seed, graph_id, step)``), and takes an Adam
-    step on ``step_loss(cache, sampler, graph_ids, step) -> (loss, parts)``.
+    one episode each (seeded from ``(seed, graph_id, step)``), and takes an
+    optimizer step (Adam by default) on ``step_loss(cache, sampler, graph_ids, step) -> (loss, parts)``.
     Every ``eval_every`` steps ``score(module, val_sampler, val_episodes,
     cache)`` rates the module on the val graphs; the best weights are kept
     (``on_best(step, val_accuracy)`` is called) and training stops after
@@ -208,6 +215,11 @@ def fit_loop(
             share of the meta-batch, gradients are averaged across ranks and
             the val accuracies gathered (:meth:`gflkit.distributed.DistContext.wrap`);
             ``resume`` and ``save`` are those of rank 0, which every rank follows.
+        optimizer: ``optimizer(parameters) -> torch.optim.Optimizer``, e.g.
+            ``lambda ps: torch.optim.SGD(ps, lr=0.1)``; by default
+            :func:`default_optimizer` (``torch.optim.Adam`` with ``train_cfg``'s
+            ``lr`` and ``weight_decay``). Its ``state_dict`` goes into the
+            resume checkpoints: resume a run with the optimizer it started with.
 
     Returns:
         Per-step metric rows, the step of the kept weights and their mean val
@@ -220,12 +232,12 @@ def fit_loop(
         raise GFLError(f"checkpoint_every={checkpoint_every} must be at least 1")
     sampler = EpisodeSampler(collection, "train", episode_cfg, train_cfg.seed).require_graphs()
     val_sampler = EpisodeSampler(collection, "val", episode_cfg, train_cfg.seed)
-    close_step_loss = getattr(step_loss, "close", None)  # a StepLoss may hold a part process
     if dist is not None:  # distributed: this rank's share of each meta-batch, DDP gradients, gathered scores
         step_loss, score = dist.wrap(module, step_loss, score)
         resume, save = dist.follow_main(resume, save)
     cache = GraphCache(collection, module_device(module))
-    optimizer = Adam(module.parameters(), lr=train_cfg.lr, weight_decay=train_cfg.weight_decay)
+    make_optimizer = optimizer if optimizer is not None else default_optimizer(train_cfg)
+    optimizer = make_optimizer(module.parameters())
     train_ids = np.asarray(sampler.graph_ids)
     state = LoopState() if resume is None else LoopState.restore(resume, module, optimizer)
     if state.best_state is None:
@@ -239,30 +251,26 @@ def fit_loop(
                                    initial=state.step, total=train_cfg.steps)
     module.train()
     stopped = state.stale >= train_cfg.patience
-    try:
-        for step in ([] if stopped else steps):
-            row = _train_step(module, optimizer, step_loss, cache, sampler, train_ids, train_cfg, step)
-            if step % train_cfg.eval_every == 0 or step == train_cfg.steps:
-                if val_sampler.graph_ids:
-                    accs = score(module, val_sampler, train_cfg.val_episodes, cache)
-                    module.train()
-                    val = row["val_accuracy"] = float(np.mean(list(accs.values())))
-                else:  # no validation graphs: keep the latest weights
-                    val, row["val_accuracy"] = float(step), float("nan")
-                if state.record(module, step, val) and on_best is not None:
-                    on_best(step, row["val_accuracy"])
-                if bar is not None:
-                    bar.set_postfix(loss=f"{row['loss']:.3f}", val=f"{row['val_accuracy']:.3f}")
-            state.rows.append(row)
-            state.step = step
-            if state.stale >= train_cfg.patience:
-                log.info("early stop at step %d (best validation at step %d)", step, state.best_step)
-                break
-            if save is not None and step % checkpoint_every == 0 and step < train_cfg.steps:
-                save(state.checkpoint(module, optimizer))
-    finally:
-        if close_step_loss is not None:
-            close_step_loss()
+    for step in ([] if stopped else steps):
+        row = _train_step(module, optimizer, step_loss, cache, sampler, train_ids, train_cfg, step)
+        if step % train_cfg.eval_every == 0 or step == train_cfg.steps:
+            if val_sampler.graph_ids:
+                accs = score(module, val_sampler, train_cfg.val_episodes, cache)
+                module.train()
+                val = row["val_accuracy"] = float(np.mean(list(accs.values())))
+            else:  # no validation graphs: keep the latest weights
+                val, row["val_accuracy"] = float(step), float("nan")
+            if state.record(module, step, val) and on_best is not None:
+                on_best(step, row["val_accuracy"])
+            if bar is not None:
+                bar.set_postfix(loss=f"{row['loss']:.3f}", val=f"{row['val_accuracy']:.3f}")
+        state.rows.append(row)
+        state.step = step
+        if state.stale >= train_cfg.patience:
+            log.info("early stop at step %d (best validation at step %d)", step, state.best_step)
+            break
+        if save is not None and step % checkpoint_every == 0 and step < train_cfg.steps:
+            save(state.checkpoint(module, optimizer))
     if bar is not None:
         bar.close()
     module.load_state_dict(state.best_state)

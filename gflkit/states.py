@@ -83,7 +83,7 @@ def load_state(target: torch.nn.Module | Any, state: Any, *, source: object, adv
     A module's state is checked first (:func:`state_mismatch`), so the error
     names the first missing or unexpected key or the first parameter of
     another shape, with both shapes. An optimizer checks its own state
-    (:meth:`gflkit.optim.Adam.load_state_dict`); its message is kept.
+    (``torch.optim.Optimizer.load_state_dict``); the first line of its message is kept.
 
     Args:
         target: a ``torch.nn.Module`` or an optimizer.

@@ -28,13 +28,13 @@ import pandas as pd
 import torch
 
 from . import __version__
-from .batching import StepLoss
+from ._step_engine import StepLoss
 from .config import EpisodeConfig, GFLConfig, TrainConfig, config_from_dict, to_dict
 from .data import GraphCollection
 from .devices import resolve_device
 from .episodes import EpisodeSampler
 from .errors import GFLError
-from .loop import fit_loop, step_graph_ids
+from .loop import OptimizerFactory, fit_loop, step_graph_ids
 from .metrics import graph_accuracies
 from .models.baselines import TRANSFER
 from .models.gfl import GFL
@@ -76,16 +76,18 @@ class TrainResult:
     meta: dict[str, Any]
 
 
-def _gfl_step(model: GFL, train_cfg: TrainConfig | None = None) -> StepLoss:
-    """The loop's ``step_loss``; with ``train_cfg``, each next meta-batch is prepared ahead
-    (the ids the loop will draw are known from the seed and the step)."""
-    if train_cfg is None:
-        return StepLoss(model)
+def _gfl_step(model: GFL, train_cfg: TrainConfig | None = None, ahead: bool = True) -> StepLoss:
+    """The loop's ``step_loss``, in parts side by side as ``train_cfg.parallel_steps`` says; with
+    ``ahead``, each next meta-batch is prepared during a step (the ids the loop will draw are
+    known from the seed and the step)."""
+    parallel = train_cfg is None or train_cfg.parallel_steps
+    if train_cfg is None or not ahead:
+        return StepLoss(model, parallel=parallel)
 
     def next_ids(sampler: EpisodeSampler, step: int) -> list[int] | None:
         return step_graph_ids(sampler.graph_ids, train_cfg, step) if step <= train_cfg.steps else None
 
-    return StepLoss(model, next_ids)
+    return StepLoss(model, next_ids, parallel=parallel)
 
 
 def _with_defaults(recorded: dict[str, Any]) -> dict[str, Any]:
@@ -179,6 +181,7 @@ def meta_train(
     checkpoint_every: int = CHECKPOINT_EVERY,
     dist: DistContext | None = None,
     device: str | torch.device | None = None,
+    optimizer: OptimizerFactory | None = None,
 ) -> TrainResult:
     """Meta-train a GFL model on the ``train`` graphs of ``collection``.
 
@@ -199,6 +202,11 @@ def meta_train(
         device: ``cpu`` (default), ``cuda`` or ``cuda:N``
             (:func:`~gflkit.devices.resolve_device`). The weights are
             initialised on the CPU, so a seed gives the same start everywhere.
+        optimizer: ``optimizer(parameters) -> torch.optim.Optimizer``, called
+            once with the model's parameters, e.g. ``lambda ps:
+            torch.optim.SGD(ps, lr=0.1)``; by default ``torch.optim.Adam`` with
+            ``train_cfg.lr`` and ``train_cfg.weight_decay``. The run's settings
+            do not record it: resume a run with the optimizer it started with.
     """
     device = resolve_device(device)
     seed_everything(train_cfg.seed)
@@ -215,11 +223,11 @@ def meta_train(
 
     def fit(last: dict | None, save: Callable | None) -> tuple[list[dict], dict[str, Any]]:
         # A distributed rank computes its share of each meta-batch: it prepares nothing ahead.
-        step_loss = _gfl_step(model, train_cfg if dist is None else None)
+        step_loss = _gfl_step(model, train_cfg) if dist is None else _gfl_step(model, train_cfg, ahead=False)
         rows, best_step, best_val = fit_loop(
             model, training, episode_cfg, train_cfg, step_loss=step_loss, score=graph_accuracies,
             name=model_name, progress=progress, resume=last, save=save, checkpoint_every=checkpoint_every,
-            dist=dist,
+            dist=dist, optimizer=optimizer,
         )
         return rows, {"step": best_step, "val_accuracy": best_val}
 

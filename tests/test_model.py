@@ -277,7 +277,7 @@ def _meta_batch(small_family, size: int = 4):
 
 @pytest.mark.parametrize("workers", [2, 3])
 def test_meta_batch_in_parts_gives_the_whole_batch_loss_and_gradients(small_family, workers):
-    from gflkit.batching import meta_batch_loss
+    from gflkit._step_engine import meta_batch_loss
 
     graphs, episodes = _meta_batch(small_family)
     torch.manual_seed(0)
@@ -298,9 +298,9 @@ def test_meta_batch_in_parts_gives_the_whole_batch_loss_and_gradients(small_fami
 
 @pytest.mark.parametrize("model_name", ["gfl", "protonet"])
 def test_meta_batch_in_parts_on_threads_matches_the_whole_batch(small_family, model_name):
-    """The default path of training: the parts on the pool's threads, the first
-    part's relational structure computed by the second part's thread."""
-    from gflkit.batching import meta_batch_loss
+    """The default path of training: the parts on the pool's threads, each part's
+    relational structure prepared on its own thread."""
+    from gflkit._step_engine import meta_batch_loss
 
     graphs, episodes = _meta_batch(small_family, size=5)
     torch.manual_seed(0)
@@ -316,25 +316,30 @@ def test_meta_batch_in_parts_on_threads_matches_the_whole_batch(small_family, mo
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
 
 
-def test_relations_computed_ahead_give_the_same_prototypes(small_family):
-    from gflkit.batching import batch_episodes
+def test_prepare_computes_the_relational_structure_ahead_and_forward_finds_it(small_family, monkeypatch):
+    from gflkit.nn import prototype
 
     graphs, episodes = _meta_batch(small_family)
     bg, support, queries = batch_episodes(graphs, episodes)
     torch.manual_seed(0)
     model = GFL(small_family.feat_size)
-    plain = model(bg, support, queries)
+    plain = model(*batch_episodes(graphs, episodes))  # another batched graph: computed in the forward pass
+    model.prepare(bg, support)
     weights = model.prototype.relations(bg, support)
     assert weights.shape == (*support.shape, support.shape[-1])
     # Per graph, on each graph alone, the structure is the same to the last bit.
     alone = torch.cat([model.prototype.relations(g, ep.support.unsqueeze(0)) for g, ep in zip(graphs, episodes)])
     assert torch.equal(alone, weights)
-    for given in (weights, lambda: weights):
-        out = model(bg, support, queries, relations=given)
-        assert torch.equal(out.prototypes, plain.prototypes)
-        assert all(torch.equal(a, b) for a, b in zip(out.logits, plain.logits))
-    other = model(bg, support, queries, relations=torch.ones_like(weights))  # the weights given are the ones used
-    assert not torch.allclose(other.prototypes, plain.prototypes)
+    calls = []
+    real = prototype.support_similarity
+    monkeypatch.setattr(prototype, "support_similarity", lambda *a, **k: calls.append(1) or real(*a, **k))
+    out = model(bg, support, queries)
+    assert calls == []  # found, not computed again
+    assert torch.equal(out.prototypes, plain.prototypes)
+    assert all(torch.equal(a, b) for a, b in zip(out.logits, plain.logits))
+    model(bg, support.flip(-1), queries)  # other support sets: their own structure
+    assert calls == [1]
+    GFL(small_family.feat_size, PRESETS["protonet"]).prepare(bg, support)  # nothing to prepare
 
 
 def test_one_graphs_relations_are_remembered_per_support_set_and_setting(small_family):
@@ -347,8 +352,10 @@ def test_one_graphs_relations_are_remembered_per_support_set_and_setting(small_f
     torch.manual_seed(0)
     proto = GFL(small_family.feat_size).prototype
     fresh = lambda s: proto.relations(prepare_graph(small_family.graphs[gid]), s, one_graph=True)  # noqa: E731
+    attributes = set(vars(g))
     first = proto.relations(g, support, one_graph=True)
     assert proto.relations(g, support, one_graph=True) is first  # remembered
+    assert set(vars(g)) == attributes  # beside the graph, not on it
     assert torch.equal(first, fresh(support))
     assert torch.equal(proto.relations(g, support[:1], one_graph=True), fresh(support[:1]))
     proto.hops = 1  # another setting: computed again, with it
@@ -357,7 +364,7 @@ def test_one_graphs_relations_are_remembered_per_support_set_and_setting(small_f
 
 
 def test_an_error_in_the_relations_computed_ahead_reaches_the_caller(small_family, monkeypatch):
-    from gflkit.batching import meta_batch_loss
+    from gflkit._step_engine import meta_batch_loss
     from gflkit.nn import GraphPrototype
 
     graphs, episodes = _meta_batch(small_family)
@@ -372,7 +379,7 @@ def test_an_error_in_the_relations_computed_ahead_reaches_the_caller(small_famil
 
 
 def test_parts_have_about_the_same_nodes():
-    from gflkit.batching import split_by_nodes
+    from gflkit._step_engine import split_by_nodes
 
     parts = split_by_nodes([6000, 3000, 5000, 3500, 4000], 2)
     assert sorted(int(i) for p in parts for i in p) == [0, 1, 2, 3, 4]
@@ -394,7 +401,7 @@ def test_parts_have_about_the_same_nodes():
 
 
 def test_meta_batch_parts_follow_the_threads_and_avoid_dropout(small_family):
-    from gflkit.batching import meta_batch_workers
+    from gflkit._step_engine import meta_batch_workers
 
     threads = torch.get_num_threads()
     model = GFL(small_family.feat_size)
@@ -413,7 +420,7 @@ def test_meta_batch_parts_follow_the_threads_and_avoid_dropout(small_family):
 
 def test_meta_batch_parts_may_share_a_graph(small_family):
     """A meta-batch drawn with replacement holds one graph in several parts at once."""
-    from gflkit.batching import meta_batch_loss
+    from gflkit._step_engine import meta_batch_loss
 
     sampler = EpisodeSampler(small_family, "train", EpisodeConfig(k_shot=3), seed=0)
     gid = sampler.graph_ids[0]
@@ -427,26 +434,20 @@ def test_meta_batch_parts_may_share_a_graph(small_family):
     assert len(values) == 1
 
 
-def test_a_meta_batch_batches_the_features_only_for_models_that_need_them(small_family):
-    from gflkit.batching import _model_batch, meta_batch_loss
-
+def test_gfl_multiplies_each_graphs_features_apart(small_family):
+    """With the GCN encoder (no dropout), the first layer multiplies each graph's rows of the
+    batched features and sums its weight gradient graph by graph; other encoders take the
+    features whole."""
     graphs, episodes = _meta_batch(small_family, size=3)
-    gcn = GFL(small_family.feat_size)
-    bg, _, _, feat = _model_batch(gcn, graphs, episodes)
-    assert "feat" not in bg.ndata and [f.data_ptr() for f in feat] == [g.ndata["feat"].data_ptr() for g in graphs]
-    sage = GFL(small_family.feat_size, GFLConfig(encoder="sage"))
-    bg, _, _, feat = _model_batch(sage, graphs, episodes)
-    assert feat is None and bg.ndata["feat"].shape[0] == sum(g.num_nodes() for g in graphs)
-    # the loss with each graph's features is the loss with the batched ones
-    from gflkit.batching import batch_episodes
+    bg, _, _ = batch_episodes(graphs, episodes)
     torch.manual_seed(0)
-    model = GFL(small_family.feat_size)
-    parts = _loss_and_grads(model, lambda: meta_batch_loss(model, graphs, episodes, workers=1))
-    whole = _loss_and_grads(model, lambda: model.loss(model(*batch_episodes(graphs, episodes)),
-                                                      [ep.query_label for ep in episodes]))
-    assert parts[0] == pytest.approx(whole[0], rel=1e-6)
-    for a, b in zip(parts[2], whole[2]):
-        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+    gcn = GFL(small_family.feat_size)
+    parts = gcn._feature_parts(bg)
+    assert [p.shape[0] for p in parts] == [g.num_nodes() for g in graphs]
+    assert torch.equal(torch.cat(parts), bg.ndata["feat"])
+    assert GFL(small_family.feat_size, GFLConfig(encoder="sage"))._feature_parts(bg) is None
+    assert GFL(small_family.feat_size, GFLConfig(dropout=0.5))._feature_parts(bg) is None
+    torch.testing.assert_close(gcn.embed(bg, parts), gcn.embed(bg))
 
 
 def _loss_and_grads(model, call):
@@ -463,7 +464,7 @@ def _same_bits(a, b) -> bool:
 @pytest.mark.parametrize("model_name", ["gfl", "protonet"])
 @pytest.mark.parametrize("workers", [1, 2, 3])
 def test_a_prepared_meta_batch_gives_the_loss_computed_from_scratch(small_family, model_name, workers):
-    from gflkit.batching import meta_batch_loss, prepare_meta_batch
+    from gflkit._step_engine import meta_batch_loss, prepare_meta_batch
 
     graphs, episodes = _meta_batch(small_family, size=5)
     torch.manual_seed(0)
@@ -471,7 +472,6 @@ def test_a_prepared_meta_batch_gives_the_loss_computed_from_scratch(small_family
     plain = _loss_and_grads(model, lambda: meta_batch_loss(model, graphs, episodes, workers=workers))
     prepared = prepare_meta_batch(model, graphs, episodes, workers)
     assert len(prepared.groups) == workers and len(prepared.batches) == workers
-    assert (prepared.relations[0] is None) == (model_name == "protonet")
     ready = _loss_and_grads(model, lambda: meta_batch_loss(model, [], [], prepared=prepared))
     assert _same_bits(ready, plain)
 
@@ -482,9 +482,8 @@ def _step_sampler(small_family):
 
 @pytest.mark.parametrize("model_name", ["gfl", "protonet"])
 def test_step_loss_prepares_the_next_step_without_changing_a_bit(small_family, model_name, monkeypatch):
-    from gflkit.batching import GraphCache, StepLoss, meta_batch_loss
-
-    monkeypatch.setenv("GFLKIT_PART_PROCESS", "0")  # both parts on threads (tests/test_part_process.py: a process)
+    from gflkit._step_engine import StepLoss, meta_batch_loss
+    from gflkit.batching import GraphCache
 
     sampler, cache = _step_sampler(small_family), GraphCache(small_family)
     ids_of = {1: [0, 1, 2, 3, 4], 2: [2, 3, 5, 5, 1], 3: [4, 0, 1, 2, 3], 4: [1, 2, 3, 4, 5], 5: [0, 1, 2, 3, 4]}
@@ -518,7 +517,7 @@ def test_jobs_after_the_parts_run_once_each_on_the_parts_threads(small_family):
     import threading
     import time
 
-    from gflkit.batching import meta_batch_loss
+    from gflkit._step_engine import meta_batch_loss
 
     graphs, episodes = _meta_batch(small_family, size=5)
     model = GFL(small_family.feat_size)
@@ -543,7 +542,8 @@ def test_jobs_after_the_parts_run_once_each_on_the_parts_threads(small_family):
 
 
 def test_step_loss_prepares_nothing_on_one_thread_or_without_next_ids(small_family):
-    from gflkit.batching import GraphCache, StepLoss
+    from gflkit._step_engine import StepLoss
+    from gflkit.batching import GraphCache
 
     sampler, cache = _step_sampler(small_family), GraphCache(small_family)
     ids = sampler.graph_ids[:4]
@@ -566,10 +566,33 @@ def test_step_loss_prepares_nothing_on_one_thread_or_without_next_ids(small_fami
         torch.set_num_threads(threads)
 
 
-def test_an_error_while_preparing_ahead_reaches_the_step_that_needs_it(small_family, monkeypatch):
-    from gflkit.batching import GraphCache, StepLoss
+def test_step_loss_in_one_piece_when_parallel_steps_is_off(small_family, torch_threads):
+    from gflkit._step_engine import StepLoss, meta_batch_loss
+    from gflkit.batching import GraphCache
+    from gflkit.config import hashed_dict
+    from gflkit.training import _gfl_step
 
-    monkeypatch.setenv("GFLKIT_PART_PROCESS", "0")  # the threads' jobs (tests/test_part_process.py: a process)
+    sampler, cache = _step_sampler(small_family), GraphCache(small_family)
+    ids = sampler.graph_ids[:4]
+    torch_threads(2)
+    torch.manual_seed(0)
+    model = GFL(small_family.feat_size)
+    whole = StepLoss(model, lambda sampler, step: ids, parallel=False)
+    got = _loss_and_grads(model, lambda: whole(cache, sampler, ids, 1))
+    assert whole._ahead is None  # one part: nothing prepared ahead
+    plain = _loss_and_grads(model, lambda: meta_batch_loss(model, [cache[g] for g in ids],
+                                                           [sampler.episode(g, 1) for g in ids], workers=1))
+    assert _same_bits(got, plain)
+    assert _gfl_step(model, TrainConfig(parallel_steps=False)).parallel is False
+    assert _gfl_step(model, TrainConfig()).parallel is True
+    # recorded in the run's settings; at its default it leaves run names as they were
+    assert "parallel_steps" not in hashed_dict(TrainConfig())
+    assert hashed_dict(TrainConfig(parallel_steps=False))["parallel_steps"] is False
+
+
+def test_an_error_while_preparing_ahead_reaches_the_step_that_needs_it(small_family, monkeypatch):
+    from gflkit._step_engine import StepLoss
+    from gflkit.batching import GraphCache
 
     sampler, cache = _step_sampler(small_family), GraphCache(small_family)
     ids = sampler.graph_ids[:4]
@@ -595,27 +618,6 @@ def test_an_error_while_preparing_ahead_reaches_the_step_that_needs_it(small_fam
             step_loss(cache, sampler, ids, 2)
     finally:
         torch.set_num_threads(threads)
-
-
-def test_allocator_tuning_leaves_a_users_setting_alone(monkeypatch):
-    from gflkit import batching
-
-    monkeypatch.setattr(batching, "_MALLOC_TUNED", False)
-    monkeypatch.setenv("MALLOC_MMAP_MAX_", "65536")
-    assert batching.keep_freed_memory() is False
-    monkeypatch.delenv("MALLOC_MMAP_MAX_")
-    tuned = batching.keep_freed_memory()
-    assert tuned == batching._MALLOC_TUNED and batching.keep_freed_memory() == tuned
-
-
-def test_allocator_trim_threshold_is_a_c_int_of_at_least_a_gigabyte():
-    import ctypes
-
-    from gflkit import batching
-
-    # mallopt takes a C int: a larger value would wrap around (to 0 for 4 GB: trim everything)
-    assert ctypes.c_int(batching._TRIM_BYTES).value == batching._TRIM_BYTES >= 1 << 30
-
 
 
 def test_graph_cache_makes_each_graph_once_when_threads_ask_together(small_family):

@@ -22,7 +22,6 @@ from ..nn import (
     Distance, GraphDecoder, GraphPrototype, HierarchicalGraphRepresentation, HierarchyGate, MeanPrototype,
     PrototypeGNN, make_encoder, recon_loss,
 )
-from ..nn.prototype import Relations
 from ..nn.conv import propagate
 from ..nn.distance import cross_entropy
 
@@ -151,12 +150,23 @@ class GFL(nn.Module):
         return self.gate(h)
 
     def prototypes(self, g: dgl.DGLGraph, z: torch.Tensor, support: torch.Tensor,
-                   z_prop: torch.Tensor | None = None, relations: Relations | None = None):
+                   z_prop: torch.Tensor | None = None):
         """Class prototypes ``(B, C, d)`` and gate values from support ids ``(B, C, K)``."""
         gate = self.graph_gate(g, z, z_prop)
-        if relations is None:
-            return self.prototype(g, z, support, gate), gate
-        return self.prototype(g, z, support, gate, relations=relations), gate
+        return self.prototype(g, z, support, gate), gate
+
+    def prepare(self, g: dgl.DGLGraph, support: torch.Tensor) -> None:
+        """Compute ahead what :meth:`forward` over the batched graph ``g`` with these support
+        ids reads besides the parameters: the prototype's relational structure
+        (``prototype.prepare``, where the prototype has one). ``forward(g, support, ...)``
+        then finds it instead of computing it; the numbers are the same.
+
+        Reads no parameter, so it may run on another thread while the model
+        computes (the training step prepares its next meta-batch so).
+        """
+        prepare = getattr(self.prototype, "prepare", None)
+        if prepare is not None:
+            prepare(g, support)
 
     @torch.no_grad()
     def score_episodes(self, g: dgl.DGLGraph, episodes: Sequence[Episode],
@@ -191,31 +201,33 @@ class GFL(nn.Module):
         return [self.distance(z if all_nodes else z[ep.query.to(z.device)], protos[i])
                 for i, ep in enumerate(episodes)]
 
-    def forward(self, g: dgl.DGLGraph, support: torch.Tensor, queries: Sequence[torch.Tensor],
-                relations: Relations | None = None,
-                feat: torch.Tensor | Sequence[torch.Tensor] | None = None) -> GFLOutput:
+    def forward(self, g: dgl.DGLGraph, support: torch.Tensor, queries: Sequence[torch.Tensor]) -> GFLOutput:
         """Score the query nodes of every graph of a batch.
 
         Args:
             g: batched graph from :func:`gflkit.batching.batch_episodes` (self-loops, ``ndata["feat"]``).
             support: support ids in ``g``, ``(B, C, K)``.
             queries: query ids in ``g``, one ``(Q_b,)`` tensor per graph.
-            relations: the prototype's relation weights ``(B, C, K, K)``
-                (``model.prototype.relations``) when computed beforehand, or a
-                function returning them; by default computed here.
-            feat: the node features (:meth:`embed`), by default ``g.ndata["feat"]``.
         """
-        z = self.embed(g, feat)
+        z = self.embed(g, self._feature_parts(g))
         # The decoder and the first hierarchy level are both GCN layers over z:
         # they share one propagation A_hat z.
         z_prop = propagate(g, z) if self.decoder is not None and self.gate is not None else None
-        protos, gate = self.prototypes(g, z, support, z_prop, relations)
+        protos, gate = self.prototypes(g, z, support, z_prop)
         scores = self._query_scores(g, z, protos, queries)
         recon = None
         if self.decoder is not None:
             d = self.decoder(g, z, z_prop)
             recon = recon_loss(g, d, self.recon_reduction, normalize=self.recon_normalize)
         return GFLOutput(scores, protos, recon, gate)
+
+    def _feature_parts(self, g: dgl.DGLGraph) -> list[torch.Tensor] | None:
+        """The batch's features as one block of rows per graph, where the encoder takes them so
+        (``takes_feature_parts``): its first layer then multiplies each graph's block and sums its
+        weight gradient graph by graph (``parts_matmul``); ``None``: the features as one tensor."""
+        if not getattr(self.encoder, "takes_feature_parts", False):
+            return None
+        return list(g.ndata["feat"].split(g.batch_num_nodes().tolist()))
 
     def _query_scores(self, g: dgl.DGLGraph, z: torch.Tensor, protos: torch.Tensor,
                       queries: Sequence[torch.Tensor]) -> list[torch.Tensor]:

@@ -21,7 +21,9 @@ The result equals ``GraphConv(norm="both")(g, x)`` up to floating-point rounding
 """
 from __future__ import annotations
 
-from typing import Sequence
+import threading
+import weakref
+from typing import Any, Sequence
 
 import dgl
 import numpy as np
@@ -29,7 +31,7 @@ import torch
 from torch import nn
 
 __all__ = ["NORM_SRC", "NORM_DST", "add_gcn_norm", "gcn_norm", "propagate", "neighbour_sum", "neighbour_sum_t",
-           "is_symmetric", "set_symmetric", "parts_matmul", "GCNLayer"]
+           "graph_facts", "is_symmetric", "set_symmetric", "parts_matmul", "GCNLayer"]
 
 NORM_SRC, NORM_DST = "gcn_norm_src", "gcn_norm_dst"
 
@@ -126,61 +128,46 @@ class _PartsMatmul(torch.autograd.Function):
 
 
 def neighbour_sum(g: dgl.DGLGraph, x: torch.Tensor) -> torch.Tensor:
-    """``S x`` for the adjacency ``S`` of ``g`` (what ``dgl.ops.copy_u_sum`` computes), without
-    autograd and without DGL's autograd wrapper around it.
+    """``S x`` for the adjacency ``S`` of ``g`` (``dgl.ops.copy_u_sum``), without autograd:
+    the sparse product of the hand-written forward and backward passes.
 
     Shapes:
         x ``(N, d)`` -> ``(N, d)``.
     """
-    return _sparse_sum(g, x, reverse=False)
+    with torch.no_grad():
+        return dgl.ops.copy_u_sum(g, x)
 
 
 def neighbour_sum_t(g: dgl.DGLGraph, x: torch.Tensor) -> torch.Tensor:
     """``A^T x`` for the adjacency ``A`` of ``g`` (``copy_u_sum`` computes ``A x``), without
     autograd: the backward pass of a product with ``A``. One sparse product over
-    the reversed graph index, which DGL builds from the formats it holds.
+    the reversed graph, which DGL builds from the formats ``g`` holds.
 
     Shapes:
         x ``(N, d)`` -> ``(N, d)``.
     """
-    return _sparse_sum(g, x, reverse=True)
+    with torch.no_grad():
+        return dgl.ops.copy_u_sum(dgl.reverse(g, copy_ndata=False, copy_edata=False), x)
 
 
-try:  # DGL's sparse-product kernel and its array conversions, without the checks of its Python wrapper
-    from dgl._sparse_ops import _CAPI_DGLKernelSpMM as _SPMM
-    from dgl._sparse_ops import to_dgl_nd as _to_nd
-    from dgl._sparse_ops import to_dgl_nd_for_write as _to_nd_out
-
-    _NONE = _to_nd(None)
-except (ImportError, AttributeError):  # another DGL layout: its public operations
-    _SPMM = None
+#: What gflkit remembers about graph objects it was given (whether a graph is
+#: symmetric, the relation weights of support sets scored on it), for as long as
+#: each graph lives. Nothing is stored on the graphs themselves: they are the
+#: caller's objects.
+_FACTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_FACTS_LOCK = threading.Lock()
 
 
-def _sparse_sum(g: dgl.DGLGraph, x: torch.Tensor, reverse: bool) -> torch.Tensor:
-    """DGL's sum-of-neighbours kernel on ``g`` (or its reverse) called directly, without autograd.
+def graph_facts(g: dgl.DGLGraph) -> dict[str, Any]:
+    """gflkit's notes on the graph object ``g``: a dict kept beside it (not on it) while ``g`` lives.
 
-    A step makes about 16 of these calls, half of them on the thread whose part
-    finishes last, and DGL's wrapper around its kernel spends as long in Python
-    as the kernel takes on a 13,500-node batch: here the kernel is called with
-    the output it fills, as the wrapper calls it (the same numbers).
+    Threads may ask for the same graph's notes together: each graph gets one dict.
     """
-    gidx = g._graph.reverse() if reverse else g._graph
-    if _SPMM is not None and x.dim() == 2 and gidx.number_of_ntypes() == 1 and gidx.number_of_etypes() == 1:
-        x = x.contiguous()
-        out = x.new_zeros(gidx.num_nodes(0), x.shape[1])
-        if gidx.num_edges(0) > 0:
-            _SPMM(gidx, "copy_lhs", "sum", _to_nd(x), _NONE, _to_nd_out(out), _NONE, _NONE)
-        return out
-    try:
-        from dgl._sparse_ops import _gspmm
-
-        return _gspmm(gidx, "copy_lhs", "sum", x, None)[0]
-    except (ImportError, AttributeError):  # another DGL layout: the public, slower way
-        with torch.no_grad():
-            return dgl.ops.copy_u_sum(dgl.reverse(g) if reverse else g, x)
-
-
-_SYMMETRIC = "_gflkit_symmetric"
+    with _FACTS_LOCK:
+        facts = _FACTS.get(g)
+        if facts is None:
+            facts = _FACTS[g] = {}
+        return facts
 
 
 def is_symmetric(g: dgl.DGLGraph) -> bool:
@@ -188,21 +175,21 @@ def is_symmetric(g: dgl.DGLGraph) -> bool:
 
     Then ``A^T x = A x``, and a backward pass may reuse a product of the forward
     pass. Checked once per graph object (two sorts of the edge keys, about a
-    millisecond for 25,000 edges) and
-    remembered on it; :func:`gflkit.batching.batch_episodes` gives a batch of
-    prepared graphs the answer of its members. Changing a graph's edges after
-    the check is not noticed: the model's graphs are not changed once prepared.
+    millisecond for 25,000 edges) and remembered in :func:`graph_facts`;
+    :func:`gflkit.batching.batch_episodes` gives a batch of prepared graphs the
+    answer of its members. Changing a graph's edges after the check is not
+    noticed: the model's graphs are not changed once prepared.
     """
-    known = getattr(g, _SYMMETRIC, None)
+    facts = graph_facts(g)
+    known = facts.get("symmetric")
     if known is None:
-        known = _check_symmetric(g)
-        set_symmetric(g, known)
+        known = facts["symmetric"] = _check_symmetric(g)
     return known
 
 
 def set_symmetric(g: dgl.DGLGraph, symmetric: bool) -> None:
-    """Record on ``g`` whether it is symmetric (see :func:`is_symmetric`)."""
-    setattr(g, _SYMMETRIC, bool(symmetric))
+    """Record whether ``g`` is symmetric (see :func:`is_symmetric`)."""
+    graph_facts(g)["symmetric"] = bool(symmetric)
 
 
 def _check_symmetric(g: dgl.DGLGraph) -> bool:

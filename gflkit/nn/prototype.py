@@ -6,18 +6,14 @@ GCN layer with parameters ``phi = (W, b)`` and a tanh; with the gate, each graph
 """
 from __future__ import annotations
 
-from typing import Callable, Union
-
 import dgl
 import torch
 from torch import nn
 
+from .conv import graph_facts
 from .relation import relation_weights, support_similarity
 
-__all__ = ["PrototypeGNN", "GraphPrototype", "MeanPrototype", "Relations"]
-
-#: Relation weights ``(E, C, K, K)`` computed beforehand, or a function returning them.
-Relations = Union[torch.Tensor, Callable[[], torch.Tensor]]
+__all__ = ["PrototypeGNN", "GraphPrototype", "MeanPrototype"]
 
 
 class PrototypeGNN(nn.Module):
@@ -102,9 +98,8 @@ class PrototypeGNN(nn.Module):
         return out.mean(2) if self.pool == "mean" else out.amax(2)
 
 
-#: The attribute of a graph holding the relation weights of its support sets scored so far,
-#: and how many it holds at most.
-_REMEMBERED, _REMEMBER_PER_GRAPH = "_gflkit_relations", 64
+#: The relation weights of support sets scored on one graph that are remembered, at most.
+_REMEMBER_PER_GRAPH = 64
 
 
 class GraphPrototype(nn.Module):
@@ -144,56 +139,52 @@ class GraphPrototype(nn.Module):
         """Relation weights ``(E, C, K, K)`` among each class's support nodes.
 
         They depend on the graph and the support sets only, not on any
-        parameter, so they may be computed ahead of the forward pass (and on
-        another thread: :func:`gflkit.batching.meta_batch_loss` does).
+        parameter. Those of a graph object and support set are remembered
+        beside the graph (:func:`~gflkit.nn.conv.graph_facts`, as
+        :func:`~gflkit.nn.conv.is_symmetric` remembers its answer) while the
+        graph lives, a few dozen support sets per graph at most: evaluation
+        scores the same episodes of a graph in every validation round, and
+        :meth:`prepare` computes a batch's weights before its forward pass.
         """
-        e, c, k = support.shape
-        if not one_graph:
-            score = support_similarity(g, support, self.similarity, self.hops)
-            return relation_weights(score, self.similarity, self.mu, self.mu0)
-        # Evaluation scores the same episodes of a graph again and again (every
-        # validation round): their weights are remembered on the graph, as
-        # is_symmetric remembers its answer, a few dozen support sets at most.
-        key = (self.similarity, self.hops, self.mu, self.mu0, tuple(support.shape),
+        key = (one_graph, self.similarity, self.hops, self.mu, self.mu0, tuple(support.shape),
                support.detach().cpu().numpy().tobytes())
-        known = getattr(g, _REMEMBERED, None)
-        if known is None:
-            known = {}
-            setattr(g, _REMEMBERED, known)
+        known = graph_facts(g).setdefault("relations", {})
         weights = known.get(key)
         if weights is None:
-            # The scores of a class depend only on its own support nodes, so E episodes
-            # of one graph are scored as one episode with E * C classes.
-            score = support_similarity(g, support.reshape(1, e * c, k), self.similarity, self.hops).view(e, c, k, k)
+            e, c, k = support.shape
+            if one_graph:
+                # The scores of a class depend only on its own support nodes, so E episodes
+                # of one graph are scored as one episode with E * C classes.
+                score = support_similarity(g, support.reshape(1, e * c, k), self.similarity, self.hops)
+                score = score.view(e, c, k, k)
+            else:
+                score = support_similarity(g, support, self.similarity, self.hops)
             weights = relation_weights(score, self.similarity, self.mu, self.mu0)
             if len(known) >= _REMEMBER_PER_GRAPH:
                 known.clear()
             known[key] = weights
         return weights
 
-    def forward(self, g: dgl.DGLGraph, z: torch.Tensor, support: torch.Tensor, gate: torch.Tensor | None = None,
-                one_graph: bool = False, relations: Relations | None = None) -> torch.Tensor:
-        """Prototypes of support sets ``(E, C, K)``: one set per graph of a batched
-        ``g`` (E = B), or, with ``one_graph``, E episodes of one graph.
+    def prepare(self, g: dgl.DGLGraph, support: torch.Tensor) -> None:
+        """Compute the relation weights of a batched ``g``'s support sets ahead (they are
+        remembered): :meth:`forward` on the same graph and support then finds them."""
+        self.relations(g, support)
 
-        ``relations``: the weights :meth:`relations` gives, when computed
-        beforehand, or a function called (once, here) for them.
-        """
-        if relations is None:
-            weights = self.relations(g, support, one_graph)
-        else:
-            weights = relations() if callable(relations) else relations
-        return self.pgnn(z[support], weights, gate)
+    def forward(self, g: dgl.DGLGraph, z: torch.Tensor, support: torch.Tensor, gate: torch.Tensor | None = None,
+                one_graph: bool = False) -> torch.Tensor:
+        """Prototypes of support sets ``(E, C, K)``: one set per graph of a batched
+        ``g`` (E = B), or, with ``one_graph``, E episodes of one graph."""
+        return self.pgnn(z[support], self.relations(g, support, one_graph), gate)
 
 
 class MeanPrototype(nn.Module):
     """Protonet's prototype: the mean embedding of each class's support nodes.
 
-    Takes the arguments of :class:`GraphPrototype` and ignores the graph, the gate and the relations.
+    Takes the arguments of :class:`GraphPrototype` and ignores the graph and the gate.
     """
 
     num_params = 0
 
     def forward(self, g: dgl.DGLGraph, z: torch.Tensor, support: torch.Tensor, gate: torch.Tensor | None = None,
-                one_graph: bool = False, relations: Relations | None = None) -> torch.Tensor:
+                one_graph: bool = False) -> torch.Tensor:
         return z[support].mean(2)

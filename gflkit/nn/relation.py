@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dgl
 import numpy as np
+import scipy.sparse as sp
 import torch
 
 from .conv import is_symmetric, neighbour_sum
@@ -155,86 +156,22 @@ def _khop_scores_sparse(g: dgl.DGLGraph, support: torch.Tensor, hops: int) -> to
     # walks_next[j, v] = sum over the edges u -> v of walks[j, u]: the out-edges of each u as a row.
     # A symmetric graph's in-edges (the format its sparse products use) are its out-edges.
     indptr, indices, _ = g.adj_tensors("csc" if is_symmetric(g) else "csr")
-    edges = _Csr(indptr.numpy().astype(np.int64, copy=False), indices.numpy().astype(np.int64, copy=False),
-                 np.ones(len(indices), np.float32), (n, n))
-    start = support.reshape(-1).numpy().astype(np.int64, copy=False)
-    starts = _Csr(np.arange(rows + 1, dtype=np.int64), start, np.ones(rows, np.float32), (rows, n))
+    edges = sp.csr_matrix((np.ones(len(indices), np.float32), indices.numpy(), indptr.numpy()), shape=(n, n))
+    start = support.reshape(-1).numpy()
+    starts = sp.csr_matrix((np.ones(rows, np.float32), start, np.arange(rows + 1)), shape=(rows, n))
     walks = starts
     for _ in range(hops):
         walks = walks @ edges
         if walks.nnz > _SPARSE_SHARE * n * c * k:
             return None
     walks.data[:] = 1.0  # walk counts -> reached (every stored count is > 0)
-    shared = _diagonal_blocks(walks @ walks.t(), b * c, k)  # |B(u) & B(v)|
-    reached = _diagonal_blocks(walks @ starts.t(), b * c, k)  # [i, j]: u_j within reach of u_i
+    shared = _diagonal_blocks((walks @ walks.T).tocsr(), b * c, k)  # |B(u) & B(v)|
+    reached = _diagonal_blocks((walks @ starts.T).tocsr(), b * c, k)  # [i, j]: u_j within reach of u_i
     close = reached.transpose(-1, -2)  # as support_similarity's: 1 where v is within reach of u
     return (shared - close - close.transpose(-1, -2)).view(b, c, k, k)
 
 
-try:  # scipy's compiled sparse kernels, called without the Python layer of its matrix classes
-    from scipy.sparse import _sparsetools as _KERNELS
-
-    _KERNELS.csr_matmat, _KERNELS.csr_matmat_maxnnz, _KERNELS.csr_tocsc  # noqa: B018
-except (ImportError, AttributeError):  # another scipy layout: its public classes
-    _KERNELS = None
-
-
-class _Csr:
-    """A CSR matrix as three arrays (int64 indices, float32 values), with the two
-    operations the k-hop walk needs.
-
-    scipy's matrix classes check and convert their arrays in Python on every
-    operation, about 0.5 ms per walk of a 3-graph batch; the walks run on a
-    helper thread beside the model's parts, which wait for the interpreter
-    lock while it runs Python (``benchmarks/interpreter_lock.py``). Here each
-    operation is one call of scipy's compiled kernels, which release the lock.
-    The results are scipy's: the same kernels, or, without them, scipy's
-    public classes.
-    """
-
-    __slots__ = ("indptr", "indices", "data", "shape")
-
-    def __init__(self, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, shape: tuple[int, int]) -> None:
-        self.indptr, self.indices, self.data, self.shape = indptr, indices, data, shape
-
-    @property
-    def nnz(self) -> int:
-        return int(self.indptr[-1])
-
-    def _scipy(self):
-        import scipy.sparse as sp
-
-        return sp.csr_matrix((self.data, self.indices, self.indptr), shape=self.shape)
-
-    @classmethod
-    def _of(cls, m) -> "_Csr":
-        m = m.tocsr()
-        return cls(m.indptr.astype(np.int64), m.indices.astype(np.int64), m.data, m.shape)
-
-    def __matmul__(self, other: "_Csr") -> "_Csr":
-        n_row, n_col = self.shape[0], other.shape[1]
-        if _KERNELS is None:
-            return _Csr._of(self._scipy() @ other._scipy())
-        nnz = int(_KERNELS.csr_matmat_maxnnz(n_row, n_col, self.indptr, self.indices, other.indptr, other.indices))
-        indptr = np.empty(n_row + 1, np.int64)
-        indices, data = np.empty(nnz, np.int64), np.empty(nnz, np.float32)
-        _KERNELS.csr_matmat(n_row, n_col, self.indptr, self.indices, self.data,
-                            other.indptr, other.indices, other.data, indptr, indices, data)
-        used = int(indptr[-1])
-        return _Csr(indptr, indices[:used], data[:used], (n_row, n_col))
-
-    def t(self) -> "_Csr":
-        """The transpose, in CSR."""
-        n_row, n_col = self.shape
-        if _KERNELS is None:
-            return _Csr._of(self._scipy().T)
-        indptr = np.empty(n_col + 1, np.int64)
-        indices, data = np.empty(self.nnz, np.int64), np.empty(self.nnz, np.float32)
-        _KERNELS.csr_tocsc(n_row, n_col, self.indptr, self.indices, self.data, indptr, indices, data)
-        return _Csr(indptr, indices, data, (n_col, n_row))
-
-
-def _diagonal_blocks(m: _Csr, blocks: int, k: int) -> torch.Tensor:
+def _diagonal_blocks(m: sp.csr_matrix, blocks: int, k: int) -> torch.Tensor:
     """The ``k x k`` diagonal blocks of a sparse ``(blocks*k, blocks*k)`` matrix: ``(blocks, k, k)``."""
     row = np.repeat(np.arange(m.shape[0], dtype=np.int64), np.diff(m.indptr))
     col = m.indices
