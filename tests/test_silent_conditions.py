@@ -62,7 +62,8 @@ def test_training_without_val_graphs_warns_once_and_records_it(noval, tmp_path):
 def test_a_collection_with_val_graphs_gives_no_such_warning(root, tmp_path, caplog):
     with caplog.at_level("WARNING"):
         result, _ = gflkit.train(GraphCollection.load(root / "processed" / "tiny"), steps=2, eval_every=2, k_shot=3,
-                                 n_query=3, progress=False, eval_split=None, return_result=True)
+                                 n_query=3, progress=False, eval_split=None, return_result=True,
+                                 run_dir=False)
     assert "no val graphs" not in caplog.text
     assert result.meta["validation"] == {"from": "collection", "graphs": 2, "model_selection": True}
 
@@ -72,7 +73,8 @@ def test_a_collection_with_val_graphs_gives_no_such_warning(root, tmp_path, capl
 
 def _carved(collection, seed: int, **kw):
     return gflkit.train(collection, steps=30, eval_every=2, meta_batch=2, patience=100, k_shot=3, n_query=3,
-                        val_from_train=2, seed=seed, progress=False, eval_split=None, return_result=True, **kw)[0]
+                        val_from_train=2, seed=seed, progress=False, eval_split=None, return_result=True,
+                        **{"run_dir": False, **kw})[0]
 
 
 def test_val_from_train_is_seeded_and_selects_the_model(noval, caplog):
@@ -108,7 +110,7 @@ def test_val_from_train_on_the_command_line_is_recorded_and_refused_where_it_can
                           tmp_path / "third"), "--val-from-train 6", "at least one must stay")
     with pytest.raises(SettingError, match=r"^val_from_train=6: collection 'noval' has 6 train graph"):
         gflkit.train(GraphCollection.load(noval / "processed" / "noval"), val_from_train=6, k_shot=3, n_query=3,
-                     progress=False)
+                     progress=False, run_dir=False)
 
 
 def test_resume_moves_the_same_graphs_and_ends_as_an_uninterrupted_run(noval, tmp_path, monkeypatch):
