@@ -10,7 +10,8 @@ __all__ = [
     "PER_GRAPH_MODELS", "TRANSFER_MODELS", "SAMPLING_METHODS", "REFINE_METHODS", "FIGURE_FORMATS",
     "SWEEP_PARAM_NAMES", "CHECKPOINT_EVERY", "DEFAULT_COLLECTION", "FEATURE_KEYS", "REFINE_ALPHA", "REFINE_STEPS",
     "GATE_MODES", "PGNN_NORMS", "DEFAULT_TIMEOUT", "ENCODERS", "DEVICES",
-    "trainable_names", "model_names", "encoder_names", "REGISTERED_ENCODERS",
+    "trainable_names", "model_names", "encoder_names", "REGISTERED_ENCODERS", "ESTIMATE_FOLDS", "ESTIMATE_REPEATS",
+    "MEAN_SHIFT_LIMIT", "SCALE_LIMIT", "ZERO_ROWS_LIMIT", "COLLAPSE_SHARE", "COLLAPSE_FACTOR",
 ]
 
 #: Baselines fitted on each test graph alone (``gflkit.models.baselines.PER_GRAPH``).
@@ -53,6 +54,17 @@ def encoder_names() -> tuple[str, ...]:
 DEVICES = ("cpu", "cuda")
 #: Seconds a rank waits for a dead or stuck peer (``gflkit.distributed.DEFAULT_TIMEOUT``).
 DEFAULT_TIMEOUT = 300.0
+#: Folds and repeats of predict's accuracy estimate (``gflkit.diagnostics``).
+ESTIMATE_FOLDS = 5
+ESTIMATE_REPEATS = 3
+#: Thresholds of predict's feature-shift warnings (``gflkit.diagnostics``): mean shift in training
+#: standard deviations, typical factor of the spread, all-zero rows above the training share.
+MEAN_SHIFT_LIMIT = 0.5
+SCALE_LIMIT = 1.5
+ZERO_ROWS_LIMIT = 0.10
+#: Predict's collapse warning: one class above this share of the unlabelled nodes and this factor of its label share.
+COLLAPSE_SHARE = 0.5
+COLLAPSE_FACTOR = 2.0
 
 
 def trainable_names() -> tuple[str, ...]:
