@@ -6,7 +6,10 @@ from pathlib import Path
 
 import click
 
-from .options import data_root_option, device_option, info, seed_option
+from gflkit.names import (COLLAPSE_FACTOR, COLLAPSE_SHARE, ESTIMATE_FOLDS, ESTIMATE_REPEATS, MEAN_SHIFT_LIMIT,
+                          SCALE_LIMIT, ZERO_ROWS_LIMIT)
+
+from .options import SEED, data_root_option, device_option, info, refine_configs, refine_options, seed_option
 from .preprocess_tables import graph_table_options, table_columns
 
 
@@ -38,7 +41,46 @@ def _write_frame(df, output: str | None, fmt: str) -> None:
     info(f"wrote {output}")
 
 
-@click.command()
+_PREDICT_HELP = """Label every node of a new graph from a few labelled ones, with RUN's model.
+
+    The graph is an edge table with node features (a .npy with one row per
+    node and an edge table over ids 0..n-1 is enough; or a node table, feature
+    columns, .npz, JSON; the options of 'preprocess tables'), or --graph
+    COLLECTION:GRAPH_ID. Edges are undirected (one direction is enough;
+    self-loops and duplicates are dropped). Raw features go through the saved
+    feature transform of the run's collection. The classes need not be the
+    training classes: GFL, protonet, knn and matchingnet take any classes with
+    at least one labelled node each (maml and agf at most the run's number of
+    classes); a warning names classes with fewer labelled nodes than the run's
+    k_shot. --refine propagates the scores over the graph as in evaluate.
+
+    Prints one row per node: node (its id in the tables), label, score_<class>
+    (softmax over the class scores; with --refine the refined scores, clipped
+    at 0, normalised), is_support (the given labels, kept).
+
+    \b
+    On stderr it says what the labels are worth (--report FILE: as JSON):
+    - the estimated accuracy with its 95% interval, and the recall per class:
+      each class's labels are split into up to {folds} folds (one label per fold
+      for a class with at most {folds}), each fold is predicted from the other
+      labels with the same model, transform and refinement, {repeats} times with
+      folds drawn from --seed; the interval is a Wilson interval over the
+      labelled nodes. It needs 2 labels per class (else one line says why).
+    - a warning when the features (after the transform) are unlike the
+      training collection's train features: their per-dimension means lie
+      more than {mean_limit:g} training standard deviations from the training means
+      (root mean square over dimensions), their per-dimension spread differs
+      by a typical factor above {scale_limit:g}, or their share of all-zero rows is
+      more than {zero_points:.0f} points above the training share;
+    - a warning when the predictions collapse: a class never predicted, or
+      one class taking more than {share:.0%} of the unlabelled nodes and more
+      than {factor:g}x its share of the given labels.
+""".format(
+    folds=ESTIMATE_FOLDS, repeats=ESTIMATE_REPEATS, mean_limit=MEAN_SHIFT_LIMIT, scale_limit=SCALE_LIMIT,
+    zero_points=100 * ZERO_ROWS_LIMIT, share=COLLAPSE_SHARE, factor=COLLAPSE_FACTOR)
+
+
+@click.command(help=_PREDICT_HELP)
 @click.argument("run", type=click.Path(exists=True))
 @_graph_source
 @click.option("--labels", required=True, type=click.Path(dir_okay=False),
@@ -49,28 +91,35 @@ def _write_frame(df, output: str | None, fmt: str) -> None:
               help="Write the table to this file instead of stdout.")
 @click.option("--format", "fmt", type=click.Choice(["csv", "json", "parquet"]), default="csv", show_default=True,
               help="Format of the table (parquet needs -o).")
+@refine_options()
+@click.option("--estimate/--no-estimate", default=True, show_default=True,
+              help="Estimate the accuracy from the given labels, each class's labels held out fold by fold "
+                   "(--no-estimate: faster).")
+@click.option("--seed", type=SEED, default=0, show_default=True,
+              help="Seed of the accuracy estimate's folds (0 to 2^32-1).")
+@click.option("--report", "report_file", type=click.Path(dir_okay=False), default=None,
+              help="Write a JSON report: the accuracy estimate (interval, how it was computed, per-class recall), "
+                   "labels and predictions per class, the feature comparison and every warning.")
 @data_root_option
-def predict(run, labels, classes, output, fmt, **kw):
-    """Label every node of a new graph from a few labelled ones, with RUN's model.
+def predict(run, labels, classes, output, fmt, estimate, seed, report_file, **kw):
+    """Label every node of a new graph from a few labelled ones (see the help above)."""
+    import json
 
-    The graph is an edge table with node features (a .npy with one row per
-    node and an edge table over ids 0..n-1 is enough; or a node table, feature
-    columns, .npz, JSON; the options of 'preprocess tables'), or --graph
-    COLLECTION:GRAPH_ID. Raw features go through the saved feature transform
-    of the run's collection. The classes need not be the training classes:
-    GFL, protonet, knn and matchingnet take any classes with at least one
-    labelled node each (maml and agf at most the run's number of classes); a
-    warning names classes with fewer labelled nodes than the run's k_shot.
-
-    Prints one row per node: node (its id in the tables), label, score_<class>
-    (softmax over the class scores), is_support (the given labels, kept).
-    """
     import gflkit
+    from gflkit.utils import atomic_write_text
 
     names = [c.strip() for c in classes.split(",") if c.strip()] if classes else None
     label_col = kw["label_col"]
-    table = gflkit.predict(run, labels=labels, classes=names, label_col=label_col, **_graph_kwargs(kw))
+    refine = refine_configs(kw)[0]
+    table, report = gflkit.predict(run, labels=labels, classes=names, label_col=label_col, refine=refine,
+                                   estimate=estimate, seed=seed, return_report=True, **_graph_kwargs(kw))
     _write_frame(table, output, fmt)
+    if report_file:
+        if not estimate:
+            report.estimate_note = "not computed (--no-estimate)"
+        data = {"run": str(run), **report.to_dict()}
+        atomic_write_text(report_file, json.dumps(data, indent=1) + "\n")
+        click.echo(f"wrote {report_file}", err=True)
 
 
 @click.command()

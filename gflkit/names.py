@@ -12,6 +12,8 @@ __all__ = [
     "GATE_MODES", "PGNN_NORMS", "DEFAULT_TIMEOUT", "ENCODERS", "DEVICES", "DEFAULT_SEEDS",
     "trainable_names", "model_names", "encoder_names", "REGISTERED_ENCODERS",
     "MODEL_DISPLAY_NAMES", "VARIANT_DISPLAY_NAMES", "VARIANT_SHORT_NAMES", "REFINE_DISPLAY_NAMES", "display_name",
+    "ESTIMATE_FOLDS", "ESTIMATE_REPEATS", "MEAN_SHIFT_LIMIT", "SCALE_LIMIT", "ZERO_ROWS_LIMIT", "COLLAPSE_SHARE",
+    "COLLAPSE_FACTOR",
 ]
 
 #: Baselines fitted on each test graph alone (``gflkit.models.baselines.PER_GRAPH``).
@@ -56,6 +58,17 @@ DEVICES = ("cpu", "cuda")
 DEFAULT_SEEDS = (0, 1, 2)
 #: Seconds a rank waits for a dead or stuck peer (``gflkit.distributed.DEFAULT_TIMEOUT``).
 DEFAULT_TIMEOUT = 300.0
+#: Folds and repeats of predict's accuracy estimate (``gflkit.diagnostics``).
+ESTIMATE_FOLDS = 5
+ESTIMATE_REPEATS = 3
+#: Thresholds of predict's feature-shift warnings (``gflkit.diagnostics``): mean shift in training
+#: standard deviations, typical factor of the spread, all-zero rows above the training share.
+MEAN_SHIFT_LIMIT = 0.5
+SCALE_LIMIT = 1.5
+ZERO_ROWS_LIMIT = 0.10
+#: Predict's collapse warning: one class above this share of the unlabelled nodes and this factor of its label share.
+COLLAPSE_SHARE = 0.5
+COLLAPSE_FACTOR = 2.0
 
 
 #: How figures and tables call each model (the paper's names, Table 2), by model name or

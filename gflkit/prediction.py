@@ -12,15 +12,25 @@ similarities are computed among support nodes only (by message passing from
 them), and query scores are computed in chunks (:mod:`gflkit.scoring`).
 
 :func:`load` returns a :class:`Predictor`; :func:`predict` and :func:`embed`
-are what ``gflkit predict`` and ``gflkit embed`` run.
+are what ``gflkit predict`` and ``gflkit embed`` run. A graph is always taken
+as simple and undirected: every edge in both directions, self-loops and
+duplicates dropped (:func:`gflkit.data.collection.undirected_edges`), whether it
+comes from an edge table or is a DGLGraph passed to :meth:`Predictor.predict`,
+so both give the same predictions.
+
+:func:`predict` also tells what its labels are worth (:mod:`gflkit.diagnostics`):
+an accuracy estimate from the given labels (each held out in turn and
+predicted from the others), and warnings when the graph's features are unlike
+the training collection's or when the predictions collapse onto few classes.
 """
 from __future__ import annotations
 
 import logging
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Hashable, Mapping, Sequence
+from typing import Any, Hashable, Iterator, Mapping, Sequence
 
 import dgl
 import numpy as np
@@ -29,15 +39,20 @@ import torch
 from torch import nn
 
 from .batching import prepare_graph
+from .data.collection import undirected_edges
 from .data.transform import FeatureTransform, check_fingerprint, feature_fingerprint, load_transform
+from .diagnostics import (ESTIMATE_FOLDS, ESTIMATE_REPEATS, MIN_SHIFT_NODES, Estimate, FeatureStats,
+                          PredictionReport, collapse_warnings, collection_feature_stats, estimate_accuracy,
+                          feature_shift)
 from .errors import GFLError
 from .devices import place, resolve_device
+from .refine import RefineConfig, refine_nodes
 from .runs import load_checkpoint, training_collection
-from .scoring import class_scores, embeddings
+from .scoring import class_scores, embeddings, shared_embeddings
 
 __all__ = [
     "Predictor", "load", "predict", "embed", "read_graph", "read_labels", "graph_from_collection",
-    "support_from_labels", "export_tables",
+    "support_from_labels", "export_tables", "Estimate", "PredictionReport",
 ]
 
 log = logging.getLogger(__name__)
@@ -54,6 +69,10 @@ class Predictor:
         transform: the feature transform of the run's collection (``None``: features kept as read).
         fingerprint: the run's feature fingerprint (``None`` when unknown).
         device: where the model computes (the module is on it); results come back on the CPU.
+        stats: per-dimension statistics of the training collection's train features, as the run
+            recorded them (``None`` for runs trained before they were recorded).
+        collection: the folder of the run's collection when it was found with the run's feature
+            fingerprint (the statistics of older runs are computed from it when needed).
     """
 
     module: nn.Module
@@ -61,6 +80,9 @@ class Predictor:
     transform: FeatureTransform | None = None
     fingerprint: dict[str, Any] | None = None
     device: torch.device = torch.device("cpu")
+    stats: FeatureStats | None = None
+    collection: str | None = None
+    stats_source: str = "the run"
 
     @property
     def name(self) -> str:
@@ -97,13 +119,32 @@ class Predictor:
         check_finite(feat, what)
         return feat
 
+    def training_stats(self) -> tuple[FeatureStats | None, str]:
+        """The training collection's feature statistics and where they come from, or ``None`` and why not.
+
+        A run records them when it is trained; for an older run they are
+        computed from its collection (once) when that was found.
+        """
+        if self.stats is None and self.collection is not None:
+            from .data import load_collection
+
+            stats = collection_feature_stats(load_collection(self.collection))
+            if stats is not None and len(stats.mean) == self.in_feats:
+                self.stats, self.stats_source = stats, f"collection {self.collection}"
+        if self.stats is not None:
+            return self.stats, self.stats_source
+        return None, ("the run records no feature statistics (it was trained before they were recorded) and its "
+                      "collection was not found")
+
     def prepare(self, g: dgl.DGLGraph, what: str = "the graph") -> dgl.DGLGraph:
-        """The model-ready copy of ``g`` (features transformed and checked, self-loops)."""
+        """The model-ready copy of ``g``: features transformed and checked; edges made undirected
+        (:func:`~gflkit.data.collection.undirected_edges`, as for an edge table), self-loops added."""
         if g.num_nodes() == 0:
             raise GFLError(f"{what}: the graph has no nodes")
         if "feat" not in g.ndata:
             raise GFLError(f"{what}: the graph has no node features (ndata['feat'])")
-        h = dgl.graph(g.edges(), num_nodes=g.num_nodes())
+        src, dst = g.edges()
+        h = dgl.graph(undirected_edges(src.cpu(), dst.cpu(), g.num_nodes()), num_nodes=g.num_nodes())
         h.ndata["feat"] = self.model_features(g.ndata["feat"], what)
         h = prepare_graph(h)
         return h if self.device.type == "cpu" else h.to(self.device)
@@ -112,10 +153,34 @@ class Predictor:
         """Node embeddings of ``g``: ``(N, d)``."""
         return embeddings(self.module, self.prepare(g, what)).cpu()
 
+    def _scorer(self, prepared: dgl.DGLGraph, refine: RefineConfig):
+        """support ids per class -> ``(N, C)`` class probabilities on ``prepared``, with ``refine`` applied.
+
+        The embeddings are computed once for every support set (for the models that compare them).
+        """
+        self.module.eval()
+        z = shared_embeddings(self.module, prepared)
+
+        def score(ids: Sequence[torch.Tensor]) -> torch.Tensor:
+            scores = class_scores(self.module, prepared, ids, z)
+            if not refine.active:
+                return torch.softmax(scores, dim=1).cpu()
+            nodes = torch.cat(list(ids))
+            target = torch.cat([torch.full((len(t),), c, dtype=torch.int64) for c, t in enumerate(ids)])
+            return normalised(refine_nodes(prepared, scores, nodes, target, refine)).cpu()
+
+        return score
+
     def predict(self, g: dgl.DGLGraph, support: Mapping[Hashable, Sequence[int]], *,
                 node_ids: Sequence[int] | None = None, what: str = "the graph",
-                labels_what: str | None = None) -> pd.DataFrame:
+                labels_what: str | None = None, refine: RefineConfig | None = None, report: bool = False,
+                estimate: bool = True, seed: int = 0):
         """Classify every node of ``g`` from a few labelled ones.
+
+        ``g`` is taken as simple and undirected: an edge given in one direction
+        counts in both, self-loops and duplicate edges are dropped
+        (:func:`~gflkit.data.collection.undirected_edges`), as for the edge
+        table ``gflkit predict`` reads, so both give the same predictions.
 
         Args:
             g: a DGLGraph with ``ndata["feat"]`` (raw or already transformed).
@@ -124,17 +189,103 @@ class Predictor:
             what: the graph's name in messages.
             labels_what: where ``support`` comes from (a labels file), named in messages about it
                 (default ``what``).
+            refine: propagate the scores over ``g`` with the support labels clamped
+                (:mod:`gflkit.refine`, as ``gflkit evaluate --refine``); default none.
+            report: also return a :class:`~gflkit.diagnostics.PredictionReport`: the accuracy
+                estimate (:meth:`estimate`, with ``estimate``), the feature shift against the
+                training collection and the collapse checks (:mod:`gflkit.diagnostics`); its
+                lines are logged (the estimate as INFO, each check beyond its threshold as a
+                WARNING).
+            estimate: with ``report``, estimate the accuracy from the labels (``False``: faster).
+            seed: seed of the estimate's folds.
 
         Returns:
             One row per node: ``node``, ``label`` (the most probable class),
-            ``score_<class>`` (softmax over the model's class scores) and
-            ``is_support`` (labelled nodes keep their given label).
+            ``score_<class>`` (softmax over the model's class scores; with ``refine``, the
+            refined scores clipped at 0 and normalised to sum to 1) and
+            ``is_support`` (labelled nodes keep their given label). With ``report``:
+            ``(table, report)``.
         """
+        refine = refine or RefineConfig()
         names, ids = check_support(support, g.num_nodes(), self.k_shot, labels_what or what)
         prepared = self.prepare(g, what)
-        self.module.eval()
-        probs = torch.softmax(class_scores(self.module, prepared, ids), dim=1).cpu()  # (N, C)
-        return prediction_frame(probs, names, ids, node_ids)
+        score = self._scorer(prepared, refine)
+        table = prediction_frame(score(ids), names, ids, node_ids)
+        if not report:
+            return table
+        return table, self._report(prepared, names, ids, table, score, refine, estimate, seed, what,
+                                   labels_what or what)
+
+    def estimate(self, g: dgl.DGLGraph, support: Mapping[Hashable, Sequence[int]], *,
+                 refine: RefineConfig | None = None, seed: int = 0, folds: int = ESTIMATE_FOLDS,
+                 repeats: int = ESTIMATE_REPEATS, what: str = "the graph",
+                 labels_what: str | None = None) -> Estimate:
+        """Estimate the accuracy of :meth:`predict` on ``g`` from the labels in ``support``.
+
+        The labels of each class are split into at most ``folds`` folds; each
+        fold is held out in turn and predicted from the other labels with the
+        same model, feature transform and ``refine`` (leave-one-out per class
+        when a class has at most ``folds`` labels), ``repeats`` times with new
+        folds drawn from ``seed`` (see :mod:`gflkit.diagnostics`). Needs 2
+        labelled nodes per class; otherwise the estimate's ``accuracy`` is
+        ``None`` and its ``reason`` says why.
+
+        Returns:
+            An :class:`~gflkit.diagnostics.Estimate`: ``accuracy``, its 95% Wilson
+            ``interval``, ``per_class_recall``, ``labels_per_class`` and how it was computed.
+        """
+        refine = refine or RefineConfig()
+        names, ids = check_support(support, g.num_nodes(), self.k_shot, labels_what or what)
+        score = self._scorer(self.prepare(g, what), refine)
+        return estimate_accuracy(lambda rest: score(rest).argmax(1), names, ids, folds=folds, repeats=repeats,
+                                 seed=seed, refine=refine.method)
+
+    def _report(self, prepared: dgl.DGLGraph, names: list[str], ids: list[torch.Tensor], table: pd.DataFrame,
+                score, refine: RefineConfig, estimate: bool, seed: int, what: str,
+                labels_what: str) -> PredictionReport:
+        """The estimate and the checks of a prediction; their lines are logged."""
+        counts = {name: len(t) for name, t in zip(names, ids)}
+        unlabelled = table.loc[~table["is_support"].to_numpy(), "label"].astype(str)
+        predicted = {name: int(k) for name, k in unlabelled.value_counts().reindex(names, fill_value=0).items()}
+        report = PredictionReport(what, labels_what, self.name, int(prepared.num_nodes()), int(len(unlabelled)),
+                                  counts, predicted, {"method": refine.method, "alpha": refine.alpha,
+                                                      "steps": refine.steps})
+        warnings: list[str] = []
+        if estimate:
+            report.estimate = estimate_accuracy(lambda rest: score(rest).argmax(1), names, ids, seed=seed,
+                                                refine=refine.method)
+            if report.estimate.accuracy is None:
+                warnings.append(f"{labels_what}: {report.estimate.lines()[0]}")
+            else:
+                for line in report.estimate.lines():
+                    log.info("%s", line)
+        stats, source = self.training_stats()
+        if stats is None:
+            report.shift_note = source
+        elif prepared.num_nodes() < MIN_SHIFT_NODES:
+            report.shift_note = f"the graph has fewer than {MIN_SHIFT_NODES} nodes"
+        else:
+            report.shift = feature_shift(prepared.ndata["feat"], stats, source)
+            warnings += report.shift.warnings(what)
+        if report.shift_note:
+            log.info("%s: features not compared with the training collection's: %s", what, report.shift_note)
+        warnings += collapse_warnings(predicted, counts, what)
+        for line in warnings:
+            log.warning("%s", line)
+        report.warnings = warnings
+        return report
+
+
+def normalised(scores: torch.Tensor) -> torch.Tensor:
+    """Refined scores as probabilities: clipped at 0 and divided by their row sums, argmax kept
+    (a row with no positive score becomes the one-hot of its largest score)."""
+    p = scores.float().clamp_min(0)
+    total = p.sum(1, keepdim=True)
+    empty = total.squeeze(1) <= 0
+    if empty.any():
+        p[empty] = torch.nn.functional.one_hot(scores[empty].argmax(1), scores.shape[1]).float()
+        total = p.sum(1, keepdim=True)
+    return p / total
 
 
 def zero_non_finite(feat: torch.Tensor, what: str) -> torch.Tensor:
@@ -211,7 +362,9 @@ def load(run: str | os.PathLike, root: str | os.PathLike | None = None,
     The transform is looked up in the collection the run was trained on (by
     name under ``root``, else the recorded path). When it cannot be found,
     prediction works on features of the model's size only. A GFL model is put
-    on ``device`` (``cpu`` by default, ``cuda`` or ``cuda:N``).
+    on ``device`` (``cpu`` by default, ``cuda`` or ``cuda:N``). The training
+    feature statistics come from the run (``feature_stats``, recorded by
+    training); an older run's are computed from its collection when needed.
     """
     device = resolve_device(device)
     module, meta = load_checkpoint(run)
@@ -224,12 +377,17 @@ def load(run: str | os.PathLike, root: str | os.PathLike | None = None,
         path = collection_folder(folder, root)
         transform = load_transform(path)
         fingerprint = feature_fingerprint(path)
-    fingerprint = meta.get("feature_fingerprint") or fingerprint
+    recorded = meta.get("feature_fingerprint")
+    same_features = folder is not None and (not recorded or recorded == fingerprint)
+    fingerprint = recorded or fingerprint
     if transform is not None and fingerprint and fingerprint.get("transform") != transform.id:
         log.warning("the run's collection %s now holds another feature transform than the run was trained with; "
                     "raw features cannot be used", folder)
         transform = None
-    return Predictor(module, meta, transform, fingerprint, device)
+    stats = FeatureStats.from_dict(meta.get("feature_stats"))
+    if stats is not None and len(stats.mean) != int(getattr(module, "in_feats", len(stats.mean))):
+        stats = None
+    return Predictor(module, meta, transform, fingerprint, device, stats, str(folder) if same_features else None)
 
 
 # -- graphs and labels from files ----------------------------------------------------------------------------------
@@ -347,8 +505,18 @@ def read_graph(predictor: Predictor, *, edges=None, nodes=None, features=None, g
 def predict(run: str | os.PathLike | Predictor, *, labels: str | os.PathLike | Mapping[Hashable, Sequence[int]],
             edges=None, nodes=None, features=None, graph: str | None = None, columns=None,
             classes: Sequence[str] | None = None, label_col: str = "label", root=None,
-            force: bool = False, device: str | torch.device | None = None) -> pd.DataFrame:
-    """``gflkit predict`` as a function: classify every node of a new graph.
+            force: bool = False, device: str | torch.device | None = None, refine: RefineConfig | None = None,
+            estimate: bool = True, seed: int = 0, return_report: bool = False):
+    """``gflkit predict`` as a function: classify every node of a new graph, and say what that is worth.
+
+    Besides the table it estimates its own accuracy from the given labels
+    (each class's labels held out fold by fold and predicted from the others:
+    :meth:`Predictor.estimate`), compares the graph's features with the
+    training collection's and checks the predictions for collapse
+    (:mod:`gflkit.diagnostics`, which documents the thresholds). The estimate
+    is logged as two INFO lines (one WARNING line when fewer than 2 labels in a
+    class make it impossible), each check beyond its threshold as one WARNING
+    line.
 
     Args:
         run: a run folder, its ``best.pt``, or a loaded :class:`Predictor`.
@@ -361,20 +529,48 @@ def predict(run: str | os.PathLike | Predictor, *, labels: str | os.PathLike | M
         root: data root for collection names.
         force: predict even when the collection graph's feature fingerprint differs from the run's.
         device: where a GFL model computes (``cpu``, ``cuda``, ``cuda:N``); ignored for a loaded Predictor.
+        refine: refine the scores over the graph (:class:`~gflkit.refine.RefineConfig`, as evaluate's).
+        estimate: estimate the accuracy from the labels (``False`` skips it, which is faster).
+        seed: seed of the estimate's folds.
+        return_report: return ``(table, report)``, the report a
+            :class:`~gflkit.diagnostics.PredictionReport` (``report.to_dict()`` is what
+            ``--report`` writes); its ``warnings`` hold every warning the call logged.
 
     Returns:
-        One row per node: ``node, label, score_<class>..., is_support``.
+        One row per node: ``node, label, score_<class>..., is_support``; with ``return_report``,
+        ``(table, report)``.
     """
-    predictor = run if isinstance(run, Predictor) else load(run, root, device)
-    g, ids, what = read_graph(predictor, edges=edges, nodes=nodes, features=features, graph=graph,
-                              columns=columns, root=root, force=force)
-    if isinstance(labels, Mapping):
-        support, source = {str(k): _positions(ids, v, what) for k, v in labels.items()}, what
-    else:
-        unlabelled = columns.unlabelled if columns is not None else ("-1",)
-        support, source = read_labels(labels, ids, label_col=label_col, unlabelled=unlabelled), str(labels)
-    support = support_from_labels(support, classes, source)
-    return predictor.predict(g, support, node_ids=ids, what=what, labels_what=source)
+    with captured_warnings() as seen:
+        predictor = run if isinstance(run, Predictor) else load(run, root, device)
+        g, ids, what = read_graph(predictor, edges=edges, nodes=nodes, features=features, graph=graph,
+                                  columns=columns, root=root, force=force)
+        if isinstance(labels, Mapping):
+            support, source = {str(k): _positions(ids, v, what) for k, v in labels.items()}, what
+        else:
+            unlabelled = columns.unlabelled if columns is not None else ("-1",)
+            support, source = read_labels(labels, ids, label_col=label_col, unlabelled=unlabelled), str(labels)
+        support = support_from_labels(support, classes, source)
+        table, report = predictor.predict(g, support, node_ids=ids, what=what, labels_what=source, refine=refine,
+                                          report=True, estimate=estimate, seed=seed)
+    report.warnings = seen + [line for line in report.warnings if line not in seen]
+    return (table, report) if return_report else table
+
+
+@contextmanager
+def captured_warnings() -> Iterator[list[str]]:
+    """The WARNING (and worse) lines the ``gflkit`` loggers emit inside the ``with`` block, in order."""
+    lines: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(record.getMessage())
+
+    handler = Collect(logging.WARNING)
+    logging.getLogger("gflkit").addHandler(handler)
+    try:
+        yield lines
+    finally:
+        logging.getLogger("gflkit").removeHandler(handler)
 
 
 def _lookup(node_ids: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

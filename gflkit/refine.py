@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from .errors import GFLError
 from .nn.conv import propagate
 
-__all__ = ["REFINE_METHODS", "RefineConfig", "refine_scores", "label_propagation", "correct_and_smooth"]
+__all__ = ["REFINE_METHODS", "RefineConfig", "refine_scores", "refine_nodes", "label_propagation", "correct_and_smooth"]
 
 REFINE_METHODS = ("none", "lp", "cs")
 
@@ -127,8 +127,20 @@ def refine_scores(g: dgl.DGLGraph, scores: torch.Tensor, support: torch.Tensor, 
     if not cfg.active:
         return scores
     c, k = support.shape
-    nodes = support.reshape(-1).to(scores.device)
     target = torch.arange(c, device=scores.device).repeat_interleave(k)
+    return refine_nodes(g, scores, support.reshape(-1), target, cfg)
+
+
+def refine_nodes(g: dgl.DGLGraph, scores: torch.Tensor, nodes: torch.Tensor, target: torch.Tensor,
+                 cfg: RefineConfig) -> torch.Tensor:
+    """:func:`refine_scores` with the support given as node ids and their classes (any number per class).
+
+    Shapes:
+        scores ``(N, C)``; nodes, target ``(S,)`` -> ``(N, C)``.
+    """
+    if not cfg.active:
+        return scores
+    nodes, target = nodes.to(scores.device), target.to(scores.device)
     probs = torch.softmax(scores.detach().float(), dim=1)
     refine = label_propagation if cfg.method == "lp" else correct_and_smooth
     return refine(g, probs, nodes, target, cfg.alpha, cfg.steps)

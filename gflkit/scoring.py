@@ -21,7 +21,7 @@ from .errors import GFLError
 from .models.baselines import AllGraphFinetune, KNearestNeighbours, MAML, MatchingNetwork
 from .models.gfl import GFL
 
-__all__ = ["CHUNK", "class_scores", "embeddings", "gfl_prototypes"]
+__all__ = ["CHUNK", "class_scores", "embeddings", "gfl_prototypes", "shared_embeddings"]
 
 #: Query nodes scored at a time.
 CHUNK = 1 << 18
@@ -63,18 +63,18 @@ def gfl_prototypes(model: GFL, g: dgl.DGLGraph, z: torch.Tensor, support: Sequen
 
 
 @torch.no_grad()
-def _gfl_scores(model: GFL, g, support) -> torch.Tensor:
-    z = model.embed(g)
+def _gfl_scores(model: GFL, g, support, z=None) -> torch.Tensor:
+    z = model.embed(g) if z is None else z
     protos = gfl_prototypes(model, g, z, support)
     return _chunked(g.num_nodes(), lambda s: model.distance(z[s], protos))
 
 
 @torch.no_grad()
-def _knn_scores(model: KNearestNeighbours, g, support) -> torch.Tensor:
+def _knn_scores(model: KNearestNeighbours, g, support, z=None) -> torch.Tensor:
     """Vote shares among the ``k`` nearest supports (log, so a softmax returns them)."""
     from .models.baselines.knn import knn_predict
 
-    z = model.embed(g)
+    z = model.embed(g) if z is None else z
     ids, target = _flat(support)
     k, metric, c = min(model.options["k"], len(ids)), model.options["metric"], len(support)
 
@@ -93,9 +93,9 @@ def _knn_scores(model: KNearestNeighbours, g, support) -> torch.Tensor:
 
 
 @torch.no_grad()
-def _matching_scores(model: MatchingNetwork, g, support) -> torch.Tensor:
+def _matching_scores(model: MatchingNetwork, g, support, z=None) -> torch.Tensor:
     """``log P(y | q)``: the attention mass on each class's supports."""
-    z = model.embed(g)
+    z = model.embed(g) if z is None else z
     ids, target = _flat(support)
     sup = F.normalize(z[ids], dim=1)
     onehot = F.one_hot(target, len(support)).bool()  # (S, C)
@@ -151,21 +151,28 @@ def _agf_scores(model: AllGraphFinetune, g, support) -> torch.Tensor:
         return tuned(g)[:, : len(support)]
 
 
-def class_scores(model: nn.Module, g: dgl.DGLGraph, support: Sequence[torch.Tensor]) -> torch.Tensor:
+def class_scores(model: nn.Module, g: dgl.DGLGraph, support: Sequence[torch.Tensor],
+                 z: torch.Tensor | None = None) -> torch.Tensor:
     """Scores of every node of ``g`` for each class, before the softmax.
 
     Args:
         model: a GFL model (any preset) or a transfer baseline that can predict on a new graph.
         g: a prepared graph (:func:`~gflkit.batching.prepare_graph`).
         support: per class, the ids of its labelled nodes in ``g`` (any number >= 1).
+        z: the model's node embeddings of ``g`` (:func:`embeddings`) when already computed: models
+            that compare embeddings (GFL, K-NN, Matching Network) then skip the encoder, so
+            scoring ``g`` from several support sets embeds it once. MAML and All-Graph-Finetune
+            adapt their encoder to the support set and ignore it.
 
     Shapes:
         returns ``(N, C)``.
     """
     if isinstance(model, GFL):
-        return _gfl_scores(model, g, support)
-    for kind, fn in ((KNearestNeighbours, _knn_scores), (MatchingNetwork, _matching_scores), (MAML, _maml_scores),
-                     (AllGraphFinetune, _agf_scores)):
+        return _gfl_scores(model, g, support, z)
+    for kind, fn in ((KNearestNeighbours, _knn_scores), (MatchingNetwork, _matching_scores)):
+        if isinstance(model, kind):
+            return fn(model, g, support, z)
+    for kind, fn in ((MAML, _maml_scores), (AllGraphFinetune, _agf_scores)):
         if isinstance(model, kind):
             return fn(model, g, support)
     raise GFLError(f"{getattr(model, 'name', type(model).__name__)} cannot predict on a new graph: only GFL, "
@@ -180,3 +187,14 @@ def embeddings(model: nn.Module, g: dgl.DGLGraph) -> torch.Tensor:
         if hasattr(model, "encoder"):
             return model.encoder(g)
     raise GFLError(f"{getattr(model, 'name', type(model).__name__)} has no node encoder to embed with")
+
+
+def shared_embeddings(model: nn.Module, g: dgl.DGLGraph) -> torch.Tensor | None:
+    """The embeddings :func:`class_scores` can take as ``z`` for every support set of ``g``, or ``None``.
+
+    ``None`` for models that adapt their encoder to each support set (MAML,
+    All-Graph-Finetune) and for models that cannot predict (:func:`class_scores` says so).
+    """
+    if isinstance(model, (GFL, KNearestNeighbours, MatchingNetwork)):
+        return embeddings(model, g)
+    return None

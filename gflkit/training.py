@@ -39,6 +39,7 @@ from .metrics import graph_accuracies
 from .models.baselines import TRANSFER
 from .models.gfl import GFL
 from .data.transform import feature_fingerprint
+from .diagnostics import training_feature_stats
 from .run_folder import CONFIG_FILE, RunFolder
 from .runs import CHECKPOINT_FORMAT, checkpoint_dict, collection_hash, load_checkpoint, load_metrics, now, provenance
 from .utils import seed_everything
@@ -217,6 +218,7 @@ def meta_train(
         "train_config": to_dict(train_cfg), "in_feats": collection.feat_size,
         "classes": list(collection.classes), "dataset": collection.name, "data_path": collection.path,
         "seed": train_cfg.seed, "feature_fingerprint": feature_fingerprint(collection),
+        "feature_stats": training_feature_stats(collection),
     }
     training, meta["validation"] = validation_plan(collection, train_cfg.val_from_train, train_cfg.seed,
                                                    episode_cfg.k_shot, warn=dist is None or dist.is_main)
@@ -288,6 +290,7 @@ def fit_transfer(
         "num_classes": collection.num_classes, "classes": list(collection.classes),
         "dataset": collection.name, "data_path": collection.path, "seed": train_cfg.seed,
         "feature_fingerprint": feature_fingerprint(collection),
+        "feature_stats": training_feature_stats(collection),
     }
     training, meta["validation"] = validation_plan(collection, train_cfg.val_from_train, train_cfg.seed,
                                                    episode_cfg.k_shot)

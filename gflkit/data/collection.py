@@ -60,7 +60,7 @@ from ..paths import check_inside, check_name
 from ..utils import apply_umask, make_temp, remove_inside, replace_inside, unwritable
 from .validate import reading
 
-__all__ = ["GraphCollection", "build_graph", "lock_collection", "read_manifest", "SPLITS", "FORMAT",
+__all__ = ["GraphCollection", "build_graph", "undirected_edges", "lock_collection", "read_manifest", "SPLITS", "FORMAT",
            "FORMAT_VERSION"]
 
 SPLITS = ("train", "val", "test")
@@ -613,6 +613,31 @@ def _replace_dir(src: Path, dst: Path) -> None:
         replace_inside(src, dst, root)
 
 
+def undirected_edges(src: Sequence[int] | torch.Tensor, dst: Sequence[int] | torch.Tensor,
+                     num_nodes: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The edges of the simple undirected graph an edge list describes: each edge in both directions.
+
+    Self-loops and duplicate edges are dropped, and ``u -> v`` and ``v -> u``
+    are the same edge. The result is sorted (edge ``lo -> hi`` by ``lo * n + hi``,
+    then the reversed edges in the same order), so it depends only on the set
+    of edges, not on their order or direction: an edge table read from a file
+    (:func:`build_graph`) and a DGLGraph given to
+    :meth:`gflkit.prediction.Predictor.predict` with the same edges in one
+    direction only give the same graph. Memory is linear in the number of edges.
+
+    Shapes:
+        src, dst: ``(E,)`` -> two ``(2 E',)`` tensors, ``E'`` the distinct non-loop edges.
+    """
+    src = torch.as_tensor(src, dtype=torch.int64)
+    dst = torch.as_tensor(dst, dtype=torch.int64)
+    keep = src != dst
+    lo = torch.minimum(src[keep], dst[keep])
+    hi = torch.maximum(src[keep], dst[keep])
+    key = torch.unique(lo * num_nodes + hi)  # sorted, so the result is deterministic
+    lo, hi = key // num_nodes, key % num_nodes
+    return torch.cat([lo, hi]), torch.cat([hi, lo])
+
+
 def build_graph(
     src: Sequence[int] | torch.Tensor,
     dst: Sequence[int] | torch.Tensor,
@@ -623,19 +648,12 @@ def build_graph(
     """A simple undirected graph in collection format from an edge list.
 
     Self-loops and duplicate edges are dropped; every edge is stored in both
-    directions. Memory is linear in the number of edges.
+    directions (:func:`undirected_edges`). Memory is linear in the number of edges.
 
     Shapes:
         src, dst: ``(E,)``; feat: ``(num_nodes, d)``; label: ``(num_nodes,)``.
     """
-    src = torch.as_tensor(src, dtype=torch.int64)
-    dst = torch.as_tensor(dst, dtype=torch.int64)
-    keep = src != dst
-    lo = torch.minimum(src[keep], dst[keep])
-    hi = torch.maximum(src[keep], dst[keep])
-    key = torch.unique(lo * num_nodes + hi)  # sorted, so the result is deterministic
-    lo, hi = key // num_nodes, key % num_nodes
-    g = dgl.graph((torch.cat([lo, hi]), torch.cat([hi, lo])), num_nodes=num_nodes)
+    g = dgl.graph(undirected_edges(src, dst, num_nodes), num_nodes=num_nodes)
     g.ndata["feat"] = torch.as_tensor(feat, dtype=torch.float32)
     g.ndata["label"] = torch.as_tensor(label, dtype=torch.int64)
     return g
