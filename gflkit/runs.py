@@ -49,8 +49,8 @@ CHECKPOINT_FORMAT = "gflkit.checkpoint"
 #: Keys of a run's ``config.json`` besides its settings (``model_config``, ``episode_config``,
 #: ``train_config``, ``model``, ``options``): what the run was trained on, when and how it ended.
 RUN_RECORD_KEYS = ("format", "gflkit_version", "kind", "in_feats", "num_classes", "classes", "dataset", "data_path",
-                   "seed", "feature_fingerprint", "data_sha256", "provenance", "step", "val_accuracy", "validation", "feature_stats",
-                   HASHES)
+                   "seed", "feature_fingerprint", "data_sha256", "provenance", "step", "val_accuracy", "validation",
+                   "feature_stats", HASHES)
 
 
 def checkpoint_dict(model: torch.nn.Module, meta: dict[str, Any]) -> dict[str, Any]:
