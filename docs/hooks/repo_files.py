@@ -9,7 +9,8 @@ their repository paths (``results/...``, ``benchmarks/README.md``,
 as usual: a link to a repository file that is not mounted fails the build.
 
 A mounted folder without a README gets a generated page listing its files, so a
-link to the folder works too.
+link to the folder works too. Placeholders such as ``<root>`` in help texts and
+docstrings are shown as text, not swallowed as unknown HTML tags.
 """
 from __future__ import annotations
 
@@ -92,3 +93,28 @@ def on_page_markdown(markdown: str, page, config, files: Files) -> str:
         return f"{match.group(1)}{new}{hash_}{fragment}{match.group(3) or ''})"
 
     return _LINK.sub(rewrite, markdown)
+
+
+# Help texts and docstrings written for a terminal use placeholders such as
+# <root> or <name>; rendered as Markdown they become unknown HTML tags and
+# vanish. Any bare tag (no attributes) that is not an element Markdown output
+# uses bare, and that no tag with attributes in the page shares, is shown as text.
+_HTML_ELEMENTS = frozenset("""
+a abbr address article aside b bdi bdo blockquote br caption cite code col colgroup data dd del details
+dfn div dl dt em figcaption figure footer h1 h2 h3 h4 h5 h6 header hgroup hr i ins kbd li main mark math
+nav ol p pre q rp rt ruby s samp script section small span strong style sub summary sup svg table tbody
+td template tfoot th thead time tr u ul var wbr
+""".split())  # elements that Markdown output uses without attributes
+_BARE_TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9_]*)>")
+
+
+def on_page_content(html: str, page, config, files: Files) -> str:
+    with_attributes = set(re.findall(r"<([A-Za-z][A-Za-z0-9_-]*)\s", html))
+
+    def escape(match: re.Match) -> str:
+        name = match.group(2)
+        if name.lower() in _HTML_ELEMENTS or name in with_attributes:
+            return match.group(0)
+        return f"&lt;{match.group(1)}{name}&gt;"
+
+    return _BARE_TAG.sub(escape, html)
