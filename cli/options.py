@@ -366,6 +366,55 @@ _ONE_SEED_ADVICE = {
 }
 
 
+def _options(command: click.Command) -> Iterator[click.Option]:
+    """The options of ``command`` and of the commands under it (a group's)."""
+    todo = [command]
+    while todo:
+        command = todo.pop()
+        yield from (param for param in command.params if isinstance(param, click.Option))
+        if isinstance(command, click.Group):
+            todo.extend(command.commands.values())
+
+
+def _flag(option: click.Option, value: str | None) -> str:
+    """How the command line spells the setting ``option.name=value``."""
+    if option.is_flag and not option.count:
+        if value in (None, "True"):
+            return max(option.opts, key=len)
+        if value == "False" and option.secondary_opts:
+            return max(option.secondary_opts, key=len)
+        return f"no {max(option.opts, key=len)}" if value == "False" else f"{max(option.opts, key=len)} {value}"
+    return max(option.opts, key=len) if value is None else f"{max(option.opts, key=len)} {value}"
+
+
+def flag_names(text: str, ctx: click.Context | None = None, invoked: click.Command | None = None) -> str:
+    """``text`` (a gflkit message) with each parameter reference (:data:`gflkit.errors.PARAMETER`,
+    e.g. ```run_dir=runs/x```) spelled as the command line's option (``--run-dir runs/x``).
+
+    The option is the invoked command's of that name (``invoked``, else the
+    command of ``ctx``, by default the current context), else any command's; a
+    name no command takes is left as it is.
+    """
+    from gflkit.errors import PARAMETER
+
+    ctx = ctx or click.get_current_context(silent=True)
+    if ctx is None or "`" not in text:
+        return text
+    commands = [invoked] if invoked is not None else []
+    while ctx is not None:
+        commands.append(ctx.command)
+        ctx = ctx.parent
+    options: dict[str, click.Option] = {}
+    for command in reversed(commands):  # the invoked command's own options win
+        options.update((option.name, option) for option in _options(command) if not option.hidden)
+
+    def spell(match) -> str:
+        option = options.get(match.group(1))
+        return match.group(0) if option is None else _flag(option, match.group(2))
+
+    return PARAMETER.sub(spell, text)
+
+
 def warning_line(message: Warning) -> str:
     """The one stderr line of a gflkit warning, with command-line advice where the library names parameters."""
     from gflkit.errors import OneSeedWarning
@@ -373,7 +422,7 @@ def warning_line(message: Warning) -> str:
     if isinstance(message, OneSeedWarning):
         advice = _ONE_SEED_ADVICE.get(message.context, _ONE_SEED_ADVICE["experiment"])
         return f"warning: {OneSeedWarning.WHAT}; to include it, {advice}"
-    return "warning: " + " ".join(str(message).split())
+    return "warning: " + " ".join(flag_names(str(message)).split())
 
 
 def deprecation_warning(old: str, new: str) -> None:
@@ -771,7 +820,7 @@ def _apply_settings(ctx: click.Context, param: click.Parameter, value: str | Non
     try:
         defaults = settings_defaults(ctx, value, read_settings(value))
     except GFLError as err:
-        raise click.BadParameter(" ".join(str(err).split()), ctx=ctx, param=param) from None
+        raise click.BadParameter(" ".join(flag_names(str(err), ctx).split()), ctx=ctx, param=param) from None
     except click.BadParameter as err:
         raise click.BadParameter(err.message, ctx=ctx, param=param) from None
     ctx.default_map = {**(ctx.default_map or {}), **defaults}

@@ -290,7 +290,7 @@ def result_configs(meta: dict[str, Any], where: str | os.PathLike = "the run") -
 
 def _single_process(model: str, spread: dict[str, Any] | None) -> None:
     if spread is not None:
-        raise GFLError(f"--nproc trains GFL models ({', '.join(PRESETS)}), not the transfer baseline {model}")
+        raise GFLError(f"`nproc` trains GFL models ({', '.join(PRESETS)}), not the transfer baseline {model}")
 
 
 def _fit_gfl(collection: GraphCollection, cfg: GFLConfig, episode_cfg: EpisodeConfig, train_cfg: TrainConfig,

@@ -168,7 +168,7 @@ def _train_step(module, optimizer, step_loss, cache, sampler, train_ids, train_c
     value = float(loss.detach())
     if not math.isfinite(value):
         raise GFLError(
-            f"the training loss became {value} at step {step}; lower --lr, set --grad-clip, "
+            f"the training loss became {value} at step {step}; lower `lr`, set `grad_clip`, "
             f"or check the collection's features for extreme values"
         )
     optimizer.zero_grad()

@@ -74,7 +74,7 @@ def _checkpoint_file(path: Path) -> Path:
         unfinished, final = True, path
     if unfinished:
         raise GFLError(
-            f"{path}: the run did not finish (no {METRICS_FILE}); resume it with 'gflkit train --resume {final}' "
+            f"{path}: the run did not finish (no {METRICS_FILE}); resume its training (`resume={final}`) "
             f"or train it again"
         )
     return path / BEST_FILE if path.is_dir() else path
@@ -180,7 +180,7 @@ def find_training_collection(meta: dict, root=None, run: str | os.PathLike | Non
         raise GFLError(f"{where}no collection is recorded with the model; give the collection to use")
     raise GFLError(
         f"{where}its collection {name!r} is neither at {path} nor under the data root {data_root(root)}; "
-        f"pass --data-root with the root that holds processed/{name}, or give the collection folder"
+        f"pass `data_root` with the root that holds processed/{name}, or give the collection folder"
     )
 
 

@@ -381,7 +381,7 @@ def test_python_api_mirrors_the_cli(root, tmp_path):
     result, table = gflkit.train("tiny", episode_cfg=ep, train_cfg=tr, run_dir=run, root=root, progress=False,
                                  return_result=True)
     assert result.run_dir == run and (run / "metrics.csv").is_file()
-    with pytest.raises(GFLError, match="--force"):
+    with pytest.raises(GFLError, match="`force=True`"):
         gflkit.train("tiny", episode_cfg=ep, train_cfg=tr, run_dir=run, root=root, progress=False)
     forced = gflkit.train("tiny", episode_cfg=ep, train_cfg=tr, run_dir=run, force=True, root=root, progress=False)
     pd.testing.assert_frame_equal(forced, table)

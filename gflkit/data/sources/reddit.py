@@ -60,7 +60,7 @@ def find_prefix(folder: str | os.PathLike) -> str:
     if not found:
         raise missing_file(Path(folder) / "reddit-G.json", "reddit", folder)
     if len(found) > 1:
-        raise GFLError(f"{folder}: several <prefix>-G.json files ({', '.join(found)}); give the prefix with --prefix")
+        raise GFLError(f"{folder}: several <prefix>-G.json files ({', '.join(found)}); give the prefix with `prefix`")
     return found[0]
 
 

@@ -172,7 +172,7 @@ def int_column(values: pd.Series, lines: np.ndarray, kind: str, report: BadInput
 
 # -- feature files -------------------------------------------------------------------------------------------------
 _NPY_HINT = "it must be a 2-D numeric array saved with numpy.save"
-_NPZ_HINT = ("write it with scipy.sparse.save_npz (or use --feature-key graph-node for one array per graph)")
+_NPZ_HINT = ("write it with scipy.sparse.save_npz (or use `feature_key=graph-node` for one array per graph)")
 _BAG_HINT = "it must be a JSON object mapping node id -> list of feature ids"
 #: Largest feature id of a JSON bag of features (+1): the matrix has one column per id.
 _MAX_BAG_ID = 1 << 26
@@ -289,7 +289,7 @@ def read_graph_feature_file(path: Path, graphs: Sequence[str], ids: np.ndarray, 
         graphs, ids: ``(n,)``; returns ``(n, d)`` float32.
     """
     if path.suffix.lower() != ".npz":
-        raise GFLError(f"{path}: --feature-key graph-node needs an .npz archive with one array per graph "
+        raise GFLError(f"{path}: `feature_key=graph-node` needs an .npz archive with one array per graph "
                        f"(numpy.savez(path, **{{graph_name: features}}))")
     hint = "it must be an .npz archive of one 2-D numeric array per graph (numpy.savez)"
     arrays = npz_info(path, hint)
