@@ -430,55 +430,16 @@ def deprecation_warning(old: str, new: str) -> None:
     click.echo(f"warning: {old} is deprecated and will be removed in the next release; use {new}", err=True)
 
 
-def deprecated_alias(old: str, new: str, dest: str, **option_kwargs: Any):
-    """Keep the old spelling ``old`` of the option ``new`` (parameter ``dest``) working, with a warning.
-
-    Registers a hidden option ``old`` (same type as ``new``: pass ``type=...``,
-    ``is_flag=...``); when it is given, a deprecation warning goes to stderr and
-    its value is used for ``dest``. Giving both spellings is a usage error.
-    Apply it below ``@click.command()`` like any option decorator.
-
-    Args:
-        old: the old flag, e.g. ``"--out"``.
-        new: the flag that replaces it, e.g. ``"--run-dir"`` (for the messages).
-        dest: the parameter name of ``new`` in the command function.
-        **option_kwargs: passed to :func:`click.option` for the hidden option.
-    """
-    import functools
-
-    hidden = "deprecated_" + old.lstrip("-").replace("-", "_")
-
-    def deco(f):
-        @functools.wraps(f)
-        def wrapper(*args, **kwargs):
-            value = kwargs.pop(hidden, None)
-            if value is None:
-                return f(*args, **kwargs)
-            ctx = click.get_current_context()
-            if ctx.get_parameter_source(dest) is click.core.ParameterSource.COMMANDLINE:
-                raise click.UsageError(f"give {new} only ({old} is its deprecated spelling)")
-            deprecation_warning(old, new)
-            kwargs[dest] = value
-            return f(*args, **kwargs)
-
-        option_kwargs.setdefault("default", None)
-        return click.option(old, hidden, hidden=True, **option_kwargs)(wrapper)
-
-    return deco
-
-
 def collection_dir_option(f):
-    """``--out-dir DIR``: the collection folder a preprocess command writes (old spelling ``--out``)."""
-    f = deprecated_alias("--out", "--out-dir", "out_dir", type=click.Path(file_okay=False))(f)
+    """``--out-dir DIR``: the collection folder a preprocess command writes."""
     return click.option("--out-dir", "out_dir", type=click.Path(file_okay=False), default=None,
                         help="Collection folder to write (default: <root>/processed/<name>).")(f)
 
 
 def runs_root_option(f):
-    """``--runs-root DIR``: a folder that holds run folders (old spelling ``--runs``)."""
+    """``--runs-root DIR``: a folder that holds run folders."""
     f = click.option("--force", is_flag=True,
                      help="Replace run folders that already exist under --runs-root (else that is an error).")(f)
-    f = deprecated_alias("--runs", "--runs-root", "runs_root", type=click.Path(file_okay=False))(f)
     return click.option("--runs-root", "runs_root", type=click.Path(file_okay=False), default=None,
                         help="Keep every trained run under this folder (default: keep none).")(f)
 
@@ -562,8 +523,7 @@ def device_option(f):
 
 
 def run_dir_option(f):
-    """``--run-dir DIR``: the folder of one run (old spelling ``--out``)."""
-    f = deprecated_alias("--out", "--run-dir", "run_dir", type=click.Path(file_okay=False))(f)
+    """``--run-dir DIR``: the folder of one run."""
     return click.option("--run-dir", "run_dir", type=click.Path(file_okay=False), default=None,
                         help="Run folder for config.json, metrics.csv and best.pt "
                              "(default: runs/<dataset>-<model>[-<aggregator>]-s<seed>-<hash of the settings>).")(f)
