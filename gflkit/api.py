@@ -45,10 +45,7 @@ from .runs import (collection_hash, find_training_collection, load_checkpoint, l
                    run_name)
 from .training import CHECKPOINT_EVERY, TrainResult, fit_transfer, meta_train
 
-__all__ = [
-    "train", "evaluate", "evaluate_baseline", "model_config", "result_row", "score_records", "model_names", "trainable_names",
-    "default_run_dir", "result_configs",
-]
+__all__ = ["train", "evaluate", "evaluate_baseline", "model_config"]
 
 log = logging.getLogger(__name__)
 

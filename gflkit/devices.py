@@ -13,7 +13,7 @@ import torch
 
 from .errors import GFLError
 
-__all__ = ["resolve_device", "dgl_cuda_build", "module_device", "require_cpu", "place", "DGL_WHEELS"]
+__all__ = []
 
 #: DGL's wheel index; CUDA builds live under ``torch-<major.minor>/cu<version>/``.
 DGL_WHEELS = "https://data.dgl.ai/wheels"

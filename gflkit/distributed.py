@@ -57,10 +57,7 @@ from .training import CHECKPOINT_EVERY, TrainResult, meta_train
 from .validation import validation_plan
 from .utils import remove_inside
 
-__all__ = [
-    "DistContext", "env_context", "init_process_group", "backend_for", "rank_device", "train", "train_rank", "is_main_process",
-    "loopback_env",
-]
+__all__ = ["train"]
 
 log = logging.getLogger(__name__)
 

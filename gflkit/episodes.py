@@ -16,7 +16,7 @@ import torch
 from .config import EpisodeConfig
 from .errors import GFLError
 
-__all__ = ["Episode", "EpisodeSampler", "sample_episode", "usable_graph_ids"]
+__all__ = ["Episode", "EpisodeSampler", "sample_episode"]
 
 log = logging.getLogger(__name__)
 

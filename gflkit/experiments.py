@@ -49,7 +49,7 @@ from .progress import RunCounter
 from .refine import REFINE_METHODS, RefineConfig
 from .results import PAIRED_COLUMNS, RESULT_COLUMNS, SEED_STD, to_frame
 
-__all__ = ["compare", "ablate", "sweep", "SWEEP_PARAMS", "ABLATION_NAMES", "MAJORITY", "DEFAULT_SEEDS"]
+__all__ = ["compare", "ablate", "sweep"]
 
 log = logging.getLogger(__name__)
 

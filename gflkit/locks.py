@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .errors import GFLError
 
-__all__ = ["FolderLock", "lock_path"]
+__all__ = []
 
 
 def lock_path(folder: str | os.PathLike) -> Path:

@@ -33,8 +33,7 @@ from .states import check_state, load_state
 if TYPE_CHECKING:
     from .distributed import DistContext
 
-__all__ = ["fit_loop", "step_graph_ids", "LoopState", "RESUME_FORMAT", "RESUME_SOURCE", "rng_state",
-           "restore_rng_state", "default_optimizer", "OptimizerFactory"]
+__all__ = []
 
 log = logging.getLogger(__name__)
 

@@ -33,7 +33,7 @@ from .data import GraphCollection
 from .errors import GFLError
 from .utils import remove_inside
 
-__all__ = ["run_jobs", "launch", "default_threads", "portable", "shared_collection"]
+__all__ = []
 
 log = logging.getLogger(__name__)
 

@@ -40,10 +40,7 @@ from .names import (MODEL_DISPLAY_NAMES, REFINE_METHODS, VARIANT_DISPLAY_NAMES, 
 from .results import mean_ci
 from .utils import atomic_write_with
 
-__all__ = [
-    "require", "read_results", "series_key", "series_label", "plot_shots", "plot_bars", "bars_figure", "save_figure",
-    "figure_format", "color_of", "new_figure", "FORMATS", "MODEL_NAMES", "VARIANT_NAMES", "COLORS",
-]
+__all__ = ["plot_shots", "plot_bars"]
 
 _EXTRA = "pip install 'gflkit[plot]'"
 _SHOT_PARAMS = ("k-shot", "k_shot")

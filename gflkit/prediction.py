@@ -50,10 +50,7 @@ from .refine import RefineConfig, refine_nodes
 from .runs import load_checkpoint, training_collection
 from .scoring import class_scores, embeddings, shared_embeddings
 
-__all__ = [
-    "Predictor", "load", "predict", "embed", "read_graph", "read_labels", "graph_from_collection",
-    "support_from_labels", "export_tables", "Estimate", "PredictionReport",
-]
+__all__ = ["Predictor", "load", "predict", "embed"]
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from .errors import GFLError
 from .nn.conv import propagate
 
-__all__ = ["REFINE_METHODS", "RefineConfig", "refine_scores", "refine_nodes", "label_propagation", "correct_and_smooth"]
+__all__ = ["RefineConfig", "label_propagation", "correct_and_smooth"]
 
 REFINE_METHODS = ("none", "lp", "cs")
 

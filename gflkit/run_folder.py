@@ -32,11 +32,7 @@ from .locks import FolderLock as _Lock, lock_path as _lock_path
 from .paths import check_inside
 from .utils import atomic_torch_save, atomic_write_text, atomic_write_with, remove_inside, replace_inside
 
-__all__ = [
-    "RunFolder", "CONFIG_FILE", "METRICS_FILE", "BEST_FILE", "LAST_FILE", "HASHES", "HASHED_FILES",
-    "final_run_path", "partial_path", "next_free_path", "file_sha256", "recorded_hashes", "read_verified",
-    "clear_stale_lock",
-]
+__all__ = []
 
 log = logging.getLogger(__name__)
 

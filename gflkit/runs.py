@@ -36,11 +36,7 @@ from .utils import atomic_torch_save
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = [
-    "CHECKPOINT_FORMAT", "checkpoint_dict", "save_checkpoint", "load_checkpoint", "load_metrics", "training_collection",
-    "find_training_collection", "run_name", "settings_hash", "collection_hash", "provenance", "now",
-    "list_runs", "read_run_config", "RUN_RECORD_KEYS",
-]
+__all__ = ["load_checkpoint", "list_runs"]
 
 log = logging.getLogger(__name__)
 

@@ -48,7 +48,7 @@ from .validation import validation_plan
 if TYPE_CHECKING:
     from .distributed import DistContext
 
-__all__ = ["TrainResult", "meta_train", "fit_transfer", "CHECKPOINT_EVERY"]
+__all__ = ["TrainResult", "meta_train", "fit_transfer"]
 
 log = logging.getLogger(__name__)
 

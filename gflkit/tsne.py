@@ -15,7 +15,7 @@ import numpy as np
 from .errors import GFLError
 from .plotting import MODEL_NAMES, figure_format, new_figure, require, save_figure
 
-__all__ = ["tsne_panels", "plot_tsne"]
+__all__ = ["plot_tsne"]
 
 
 def tsne_panels(z: np.ndarray, label: np.ndarray, num_classes: int, negatives: int = 1000,

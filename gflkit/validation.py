@@ -29,7 +29,7 @@ from .data import GraphCollection
 from .episodes import usable_graph_ids
 from .errors import SettingError
 
-__all__ = ["validation_plan", "NO_VAL_WARNING"]
+__all__ = []
 
 log = logging.getLogger(__name__)
 

@@ -49,8 +49,7 @@ from ..errors import GFLError
 from .collection import SPLITS, GraphCollection, build_graph
 from .sources.base import SourceGraph
 
-__all__ = ["FAMILY_DEFAULTS", "METHODS", "JACCARD_WARN", "JACCARD_GRAPHS", "sample_family", "sample_networks",
-           "node_overlap", "pairwise_jaccard", "record_overlap", "random_walk"]
+__all__ = ["sample_family", "sample_networks"]
 
 log = logging.getLogger(__name__)
 

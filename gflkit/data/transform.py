@@ -31,10 +31,7 @@ from ..errors import DataFormatError, GFLError
 from ..utils import atomic_write_with
 from .collection import TRANSFORM_FILE, read_manifest
 
-__all__ = [
-    "FeatureTransform", "TRANSFORM_FILE", "NO_TRANSFORM", "feature_fingerprint", "load_transform",
-    "attach_transform", "check_fingerprint", "collection_folder", "fitted_on", "FITTED_ON",
-]
+__all__ = ["FeatureTransform", "feature_fingerprint", "load_transform"]
 
 NO_TRANSFORM = "none"
 KINDS = ("svd", "tfidf-svd")

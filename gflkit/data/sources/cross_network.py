@@ -35,7 +35,7 @@ from .common import select_classes
 from .tables import (GraphSlices, TableColumns, _assign_splits, _finish_features, _read, _Tables, graph_rows,
                      small_classes, table_subgraph)
 
-__all__ = ["ROLE_OPTIONS", "network_roles", "read_cross_network"]
+__all__ = ["read_cross_network"]
 
 log = logging.getLogger(__name__)
 

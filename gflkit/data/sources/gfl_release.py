@@ -29,7 +29,7 @@ from ..validate import ID_OUT_OF_RANGE, INT64_MAX, finite_features, guard_reader
 from .base import BadInputReport
 from .table_io import existing_file, sorted_classes
 
-__all__ = ["read_gfl_release", "GET_RELEASE"]
+__all__ = ["read_gfl_release"]
 
 GET_RELEASE = ("get the authors' data from https://github.com/huaxiuyao/GFL and put graph/ and feature.txt "
                "in {root} (or pass the folder)")

@@ -46,7 +46,7 @@ from .base import BadInputReport, SourceGraph
 from .common import missing_file, require_file, select_classes
 from .json_io import read_json, stream_object
 
-__all__ = ["read_reddit", "read_graphsage", "read_dgl_reddit", "find_prefix", "source_name"]
+__all__ = ["read_reddit", "read_graphsage", "read_dgl_reddit"]
 
 log = logging.getLogger(__name__)
 

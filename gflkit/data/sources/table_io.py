@@ -31,10 +31,7 @@ from ..validate import (ID_OUT_OF_RANGE, ArrayInfo, SparseInfo, finite_features,
 from .base import BadInputReport
 from .json_io import read_json
 
-__all__ = [
-    "existing_file", "read_table", "column", "add_lines", "int_column", "sorted_classes", "read_feature_file",
-    "reduce_features", "fit_svd", "read_graph_feature_file", "feature_file", "FeatureFile", "MEMORY_HINT",
-]
+__all__ = []
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 MEMORY_HINT = "use a smaller file or a machine with more memory"

@@ -48,7 +48,7 @@ from .base import BadInputReport, SourceGraph
 from .table_io import (MEMORY_HINT, add_lines, column, existing_file, fit_svd, int_column, read_feature_file,
                        read_graph_feature_file, read_table, sorted_classes)
 
-__all__ = ["TableColumns", "FEATURE_KEYS", "read_table_graph", "read_table_collection", "small_classes"]
+__all__ = ["TableColumns", "read_table_graph", "read_table_collection"]
 
 log = logging.getLogger(__name__)
 
