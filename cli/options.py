@@ -736,7 +736,7 @@ def settings_defaults(ctx: click.Context, path: str, data: dict[str, Any]) -> di
 
     from gflkit import config as configs
 
-    params = {p.name: p for p in ctx.command.params if p.name and not p.name.startswith("deprecated_")}
+    params = {p.name: p for p in ctx.command.params if p.name}
     entries: list[tuple[str, str, Any, bool]] = []  # (where, name, value, null allowed)
     for section, cls_name in CONFIG_SECTIONS.items():
         optional = {f.name for f in fields(getattr(configs, cls_name)) if f.default is None}
