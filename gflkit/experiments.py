@@ -199,7 +199,7 @@ def _find(entries: list[_Entry], name: str | None, what: str) -> _Entry:
     for e in entries:
         if name in (e.label, e.row.get("model")):
             return e
-    raise GFLError(f"`reference={name}` is none of the {what}: choose one of "
+    raise GFLError(f"`reference={name!r}` is none of the {what}: choose one of "
                    f"{', '.join(dict.fromkeys(e.label for e in entries))}")
 
 
@@ -466,7 +466,7 @@ def sweep(
     rows).
     """
     if param not in SWEEP_PARAMS:
-        raise GFLError(f"`param={param}` is not sweepable: choose one of {', '.join(SWEEP_PARAMS)}")
+        raise GFLError(f"`param={param!r}` is not sweepable: choose one of {', '.join(SWEEP_PARAMS)}")
     kind, field, parse = SWEEP_PARAMS[param]
     try:
         values = [parse(v) for v in values]
@@ -522,6 +522,6 @@ def _sweep_reference(entries: list[_Entry], models: list[str], values: list[Any]
     except ValueError:
         value = None
     if value not in values:
-        raise GFLError(f"`reference={reference}` is neither a swept model ({', '.join(models)}) "
+        raise GFLError(f"`reference={reference!r}` is neither a swept model ({', '.join(models)}) "
                        f"nor a swept value ({', '.join(map(str, values))})")
     return lambda e: by_key[(e.row["model"], value)]

@@ -394,7 +394,7 @@ def graph_from_collection(spec: str, root=None) -> tuple[dgl.DGLGraph, dict[str,
 
     name, sep, gid = str(spec).rpartition(":")
     if not sep or not name or not gid.strip().isdigit():
-        raise GFLError(f"`graph={spec}`: expected COLLECTION:GRAPH_ID, e.g. facebook:25")
+        raise GFLError(f"`graph={spec!r}`: expected COLLECTION:GRAPH_ID, e.g. facebook:25")
     collection = load_collection(name, root)
     gid = int(gid)
     if not 0 <= gid < len(collection):

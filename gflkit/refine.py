@@ -49,7 +49,7 @@ class RefineConfig:
 
     def __post_init__(self) -> None:
         if self.method not in REFINE_METHODS:
-            raise GFLError(f"`refine={self.method}`: choose one of {', '.join(REFINE_METHODS)}")
+            raise GFLError(f"`refine={self.method!r}`: choose one of {', '.join(REFINE_METHODS)}")
         if not 0 <= self.alpha < 1:
             raise GFLError(f"`refine_alpha={self.alpha}`: give a value in [0, 1)")
         if self.steps < 0:

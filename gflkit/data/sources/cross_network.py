@@ -113,7 +113,7 @@ def _roles_from_column(t: _Tables, slices: GraphSlices, split_col: str, carve_va
     roles = {s: [n for n, v in zip(t.graph_names, splits) if v == s] for s in SPLITS}
     for split in ("train", "test"):
         if not roles[split]:
-            raise GFLError(f"`split_col={split_col}`: no network marked {split!r}; a cross-network collection "
+            raise GFLError(f"`split_col={split_col!r}`: no network marked {split!r}; a cross-network collection "
                            f"needs source (train) and target (test) networks")
     if not roles["val"] and carve_val:
         roles["val"] = list(roles["train"])
