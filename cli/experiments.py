@@ -7,7 +7,7 @@ import gflkit
 from gflkit.config import ABLATIONS, AGGREGATORS
 from gflkit.names import DEFAULT_SEEDS, SWEEP_PARAM_NAMES, model_names
 
-from .options import (ChoiceList, IntList, NameList, SectionedCommand, ci_option, config_option, data_root_option, deprecated_alias, emit,
+from .options import (ChoiceList, IntList, NameList, SectionedCommand, ci_option, config_option, data_root_option, emit,
                       device_option, jobs_option, output_options, refine_configs, refine_options, runs_root_option)
 from .run import (EPISODE_SECTION, MODEL_SECTION, SCORING_SECTION, TRAIN_SECTION, episode_config, episode_options,
                   model_options, model_options_with, model_overrides, train_config, train_options)
@@ -49,9 +49,8 @@ def _common(f):
 
 
 def seeds_option(f):
-    """``--seed S[,S...]``: training seeds, one run each, aggregated in each row (old spelling ``--seeds``)."""
+    """``--seed S[,S...]``: training seeds, one run each, aggregated in each row."""
     seeds = IntList(0, max_value=2**32 - 1, unique=True)
-    f = deprecated_alias("--seeds", "--seed", "seed", type=seeds)(f)
     return click.option("--seed", type=seeds, default=",".join(map(str, DEFAULT_SEEDS)), show_default=True,
                         metavar="S[,S...]",
                         help="Training seeds, comma-separated: one run per seed and model; intervals are over "
@@ -59,10 +58,9 @@ def seeds_option(f):
 
 
 def models_option(default_help: str):
-    """``--model NAME[,NAME...]``: the models to run (old spelling ``--models``)."""
+    """``--model NAME[,NAME...]``: the models to run."""
 
     def deco(f):
-        f = deprecated_alias("--models", "--model", "model", type=NameList())(f)
         return click.option("--model", type=NameList(), default=None, metavar="NAME[,NAME...]", help=default_help)(f)
 
     return deco

@@ -89,22 +89,32 @@ def _show_warning(message, category, filename, lineno, file=None, line=None, _de
 
 
 def _with_flags(group: click.Group, ctx: click.Context, err: GFLError) -> str:
-    """The message of ``err``; a :class:`~gflkit.errors.SettingError` names the invoked command's flag
-    for its setting (``--val-from-train 3: ...`` for ``val_from_train=3: ...``) when the command has one."""
+    """The message of ``err`` with the invoked command's options for the settings it names
+    (:func:`gflkit_cli.options.flag_names`): ``--val-from-train 3: ...`` for a
+    :class:`~gflkit.errors.SettingError` ``val_from_train=3: ...``, ``--force`` for ```force=True```."""
     from gflkit.errors import SettingError
 
-    if not isinstance(err, SettingError) or not ctx.invoked_subcommand:
-        return str(err)
-    todo = [group.get_command(ctx, ctx.invoked_subcommand)]
-    while todo:
-        command = todo.pop()
-        for param in getattr(command, "params", ()):
-            if isinstance(param, click.Option) and param.name == err.setting:
-                flag = max(param.opts, key=len)
-                return f"{flag} {err.value}: {err.reason}"
-        if isinstance(command, click.Group):
-            todo.extend(command.commands.values())
-    return str(err)
+    from .options import flag_names
+
+    invoked = group.get_command(ctx, ctx.invoked_subcommand) if ctx.invoked_subcommand else None
+    text = f"`{err.setting}={err.value}`: {err.reason}" if isinstance(err, SettingError) else str(err)
+    text = flag_names(text, ctx, invoked)
+    if isinstance(err, SettingError) and text.startswith("`"):  # no option for the setting
+        text = text.replace(f"`{err.setting}={err.value}`", f"{err.setting}={err.value}", 1)
+    return text
+
+
+class _FlagNames(logging.Filter):
+    """Log records of gflkit with the command line's options for the settings they name."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name.startswith("gflkit"):
+            from .options import flag_names
+
+            message = record.getMessage()
+            if "`" in message:
+                record.msg, record.args = flag_names(message), ()
+        return True
 
 
 class GFLGroup(click.Group):
@@ -172,6 +182,8 @@ def cli(verbose: int, quiet: bool, no_progress: bool) -> None:
     set_progress(not (quiet or no_progress), counters=not quiet)
     level = logging.WARNING if quiet else (logging.DEBUG if verbose > 1 else logging.INFO)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", force=True)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_FlagNames())
     # DGL logs METIS timings on import paths we use; keep stderr readable.
     logging.getLogger("dgl").setLevel(max(level, logging.WARNING))
 

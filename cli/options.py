@@ -366,6 +366,55 @@ _ONE_SEED_ADVICE = {
 }
 
 
+def _options(command: click.Command) -> Iterator[click.Option]:
+    """The options of ``command`` and of the commands under it (a group's)."""
+    todo = [command]
+    while todo:
+        command = todo.pop()
+        yield from (param for param in command.params if isinstance(param, click.Option))
+        if isinstance(command, click.Group):
+            todo.extend(command.commands.values())
+
+
+def _flag(option: click.Option, value: str | None) -> str:
+    """How the command line spells the setting ``option.name=value``."""
+    if option.is_flag and not option.count:
+        if value in (None, "True"):
+            return max(option.opts, key=len)
+        if value == "False" and option.secondary_opts:
+            return max(option.secondary_opts, key=len)
+        return f"no {max(option.opts, key=len)}" if value == "False" else f"{max(option.opts, key=len)} {value}"
+    return max(option.opts, key=len) if value is None else f"{max(option.opts, key=len)} {value}"
+
+
+def flag_names(text: str, ctx: click.Context | None = None, invoked: click.Command | None = None) -> str:
+    """``text`` (a gflkit message) with each parameter reference (:data:`gflkit.errors.PARAMETER`,
+    e.g. ```run_dir=runs/x```) spelled as the command line's option (``--run-dir runs/x``).
+
+    The option is the invoked command's of that name (``invoked``, else the
+    command of ``ctx``, by default the current context), else any command's; a
+    name no command takes is left as it is.
+    """
+    from gflkit.errors import PARAMETER
+
+    ctx = ctx or click.get_current_context(silent=True)
+    if ctx is None or "`" not in text:
+        return text
+    commands = [invoked] if invoked is not None else []
+    while ctx is not None:
+        commands.append(ctx.command)
+        ctx = ctx.parent
+    options: dict[str, click.Option] = {}
+    for command in reversed(commands):  # the invoked command's own options win
+        options.update((option.name, option) for option in _options(command) if not option.hidden)
+
+    def spell(match) -> str:
+        option = options.get(match.group(1))
+        return match.group(0) if option is None else _flag(option, match.group(2))
+
+    return PARAMETER.sub(spell, text)
+
+
 def warning_line(message: Warning) -> str:
     """The one stderr line of a gflkit warning, with command-line advice where the library names parameters."""
     from gflkit.errors import OneSeedWarning
@@ -373,7 +422,7 @@ def warning_line(message: Warning) -> str:
     if isinstance(message, OneSeedWarning):
         advice = _ONE_SEED_ADVICE.get(message.context, _ONE_SEED_ADVICE["experiment"])
         return f"warning: {OneSeedWarning.WHAT}; to include it, {advice}"
-    return "warning: " + " ".join(str(message).split())
+    return "warning: " + " ".join(flag_names(str(message)).split())
 
 
 def deprecation_warning(old: str, new: str) -> None:
@@ -381,55 +430,16 @@ def deprecation_warning(old: str, new: str) -> None:
     click.echo(f"warning: {old} is deprecated and will be removed in the next release; use {new}", err=True)
 
 
-def deprecated_alias(old: str, new: str, dest: str, **option_kwargs: Any):
-    """Keep the old spelling ``old`` of the option ``new`` (parameter ``dest``) working, with a warning.
-
-    Registers a hidden option ``old`` (same type as ``new``: pass ``type=...``,
-    ``is_flag=...``); when it is given, a deprecation warning goes to stderr and
-    its value is used for ``dest``. Giving both spellings is a usage error.
-    Apply it below ``@click.command()`` like any option decorator.
-
-    Args:
-        old: the old flag, e.g. ``"--out"``.
-        new: the flag that replaces it, e.g. ``"--run-dir"`` (for the messages).
-        dest: the parameter name of ``new`` in the command function.
-        **option_kwargs: passed to :func:`click.option` for the hidden option.
-    """
-    import functools
-
-    hidden = "deprecated_" + old.lstrip("-").replace("-", "_")
-
-    def deco(f):
-        @functools.wraps(f)
-        def wrapper(*args, **kwargs):
-            value = kwargs.pop(hidden, None)
-            if value is None:
-                return f(*args, **kwargs)
-            ctx = click.get_current_context()
-            if ctx.get_parameter_source(dest) is click.core.ParameterSource.COMMANDLINE:
-                raise click.UsageError(f"give {new} only ({old} is its deprecated spelling)")
-            deprecation_warning(old, new)
-            kwargs[dest] = value
-            return f(*args, **kwargs)
-
-        option_kwargs.setdefault("default", None)
-        return click.option(old, hidden, hidden=True, **option_kwargs)(wrapper)
-
-    return deco
-
-
 def collection_dir_option(f):
-    """``--out-dir DIR``: the collection folder a preprocess command writes (old spelling ``--out``)."""
-    f = deprecated_alias("--out", "--out-dir", "out_dir", type=click.Path(file_okay=False))(f)
+    """``--out-dir DIR``: the collection folder a preprocess command writes."""
     return click.option("--out-dir", "out_dir", type=click.Path(file_okay=False), default=None,
                         help="Collection folder to write (default: <root>/processed/<name>).")(f)
 
 
 def runs_root_option(f):
-    """``--runs-root DIR``: a folder that holds run folders (old spelling ``--runs``)."""
+    """``--runs-root DIR``: a folder that holds run folders."""
     f = click.option("--force", is_flag=True,
                      help="Replace run folders that already exist under --runs-root (else that is an error).")(f)
-    f = deprecated_alias("--runs", "--runs-root", "runs_root", type=click.Path(file_okay=False))(f)
     return click.option("--runs-root", "runs_root", type=click.Path(file_okay=False), default=None,
                         help="Keep every trained run under this folder (default: keep none).")(f)
 
@@ -513,8 +523,7 @@ def device_option(f):
 
 
 def run_dir_option(f):
-    """``--run-dir DIR``: the folder of one run (old spelling ``--out``)."""
-    f = deprecated_alias("--out", "--run-dir", "run_dir", type=click.Path(file_okay=False))(f)
+    """``--run-dir DIR``: the folder of one run."""
     return click.option("--run-dir", "run_dir", type=click.Path(file_okay=False), default=None,
                         help="Run folder for config.json, metrics.csv and best.pt "
                              "(default: runs/<dataset>-<model>[-<aggregator>]-s<seed>-<hash of the settings>).")(f)
@@ -727,7 +736,7 @@ def settings_defaults(ctx: click.Context, path: str, data: dict[str, Any]) -> di
 
     from gflkit import config as configs
 
-    params = {p.name: p for p in ctx.command.params if p.name and not p.name.startswith("deprecated_")}
+    params = {p.name: p for p in ctx.command.params if p.name}
     entries: list[tuple[str, str, Any, bool]] = []  # (where, name, value, null allowed)
     for section, cls_name in CONFIG_SECTIONS.items():
         optional = {f.name for f in fields(getattr(configs, cls_name)) if f.default is None}
@@ -771,7 +780,7 @@ def _apply_settings(ctx: click.Context, param: click.Parameter, value: str | Non
     try:
         defaults = settings_defaults(ctx, value, read_settings(value))
     except GFLError as err:
-        raise click.BadParameter(" ".join(str(err).split()), ctx=ctx, param=param) from None
+        raise click.BadParameter(" ".join(flag_names(str(err), ctx).split()), ctx=ctx, param=param) from None
     except click.BadParameter as err:
         raise click.BadParameter(err.message, ctx=ctx, param=param) from None
     ctx.default_map = {**(ctx.default_map or {}), **defaults}

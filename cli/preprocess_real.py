@@ -11,7 +11,7 @@ import click
 
 from gflkit.paths import raw_dir
 
-from .options import FolderName, deprecated_alias, info, graph_counts, int_tuple, sampler_options, writing_collection
+from .options import FolderName, info, graph_counts, int_tuple, sampler_options, writing_collection
 
 #: Datasets ``preprocess pubmed --dataset`` reads.
 PLANETOID = ("pubmed", "cora", "citeseer")
@@ -97,7 +97,6 @@ def reddit(folder, prefix, **kw):
 @click.argument("folder", required=False, type=click.Path())
 @click.option("--dataset", type=click.Choice(PLANETOID), default="pubmed", show_default=True,
               help="Dataset to read; also the collection name.")
-@deprecated_alias("--name", "--dataset", "dataset", type=click.Choice(PLANETOID))
 @sampler_options(collection_name=False)
 def pubmed(folder, dataset, **kw):
     """Pubmed (Planetoid or LINQS files), Cora or Citeseer -> a family of graphs.

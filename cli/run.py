@@ -12,7 +12,7 @@ from gflkit.config import (AGGREGATORS, DISTANCES, GATE_MODES, PGNN_NORMS, PRESE
 from gflkit.names import CHECKPOINT_EVERY, ENCODERS, PER_GRAPH_MODELS as PER_GRAPH, TRANSFER_MODELS as TRANSFER
 
 from .options import (FiniteFloatRange, IntList, Interrupted, SectionedCommand, ci_option, info, config_option, data_root_option,
-                      deprecated_alias, device_option, deprecation_warning, distributed_options, emit, int_list,
+                      device_option, deprecation_warning, distributed_options, emit, int_list,
                       output_options, refine_configs, refine_options, run_dir_option, seed_option, split_option)
 
 # (flag, config field, click type); help and default come from the config's fields.
@@ -196,7 +196,7 @@ def parse_options(pairs: tuple[str, ...]) -> dict:
 #: Parameters that set what a run is; --resume takes them from the run instead.
 _SETTINGS = [*_MODEL_KEYS, "model", "k_shot", "n_query", "on_small", "steps", "meta_batch", "lr", "weight_decay",
              "eval_every", "patience", "val_episodes", "grad_clip", "val_from_train", "seed", "options", "run_dir",
-             "deprecated_out", "force"]
+             "force"]
 
 
 def _check_resume(ctx: click.Context) -> None:
@@ -294,7 +294,6 @@ def train(data, model, run_dir, force, resume, checkpoint_every, options, split,
 @click.argument("data", required=False)
 @click.option("--baseline", type=click.Choice(list(PER_GRAPH)), default=None,
               help="Score this baseline, which needs no meta-training, instead of a run; the argument is then DATA.")
-@deprecated_alias("--model", "--baseline", "baseline", type=click.Choice(list(PER_GRAPH)))
 @episode_options
 @split_option("Split to evaluate on.")
 @click.option("--episodes", type=click.IntRange(1), default=1, show_default=True,

@@ -35,7 +35,6 @@ import os
 import sys
 import types
 
-__all__ = ["arm", "graphbolt_library_available", "install", "patched", "select_backend"]
 
 #: What :func:`install` changed, for tests and bug reports.
 patched: dict[str, bool] = {"graphbolt": False, "setuptools_extern": False, "backend": False}

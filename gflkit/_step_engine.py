@@ -34,8 +34,6 @@ from torch import nn
 from .batching import GraphCache, batch_episodes, make_thread_safe, worker_pool
 from .episodes import Episode
 
-__all__ = ["StepLoss", "meta_batch_loss", "meta_batch_workers", "prepare_meta_batch", "PreparedMetaBatch",
-           "split_by_nodes"]
 
 #: torch's dropout layers: each draws its mask from the global generator.
 _DROPOUT = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)

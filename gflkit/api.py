@@ -45,10 +45,7 @@ from .runs import (collection_hash, find_training_collection, load_checkpoint, l
                    run_name)
 from .training import CHECKPOINT_EVERY, TrainResult, fit_transfer, meta_train
 
-__all__ = [
-    "train", "evaluate", "evaluate_baseline", "model_config", "result_row", "score_records", "model_names", "trainable_names",
-    "default_run_dir", "result_configs",
-]
+__all__ = ["train", "evaluate", "evaluate_baseline", "model_config"]
 
 log = logging.getLogger(__name__)
 
@@ -290,7 +287,7 @@ def result_configs(meta: dict[str, Any], where: str | os.PathLike = "the run") -
 
 def _single_process(model: str, spread: dict[str, Any] | None) -> None:
     if spread is not None:
-        raise GFLError(f"--nproc trains GFL models ({', '.join(PRESETS)}), not the transfer baseline {model}")
+        raise GFLError(f"`nproc` trains GFL models ({', '.join(PRESETS)}), not the transfer baseline {model}")
 
 
 def _fit_gfl(collection: GraphCollection, cfg: GFLConfig, episode_cfg: EpisodeConfig, train_cfg: TrainConfig,

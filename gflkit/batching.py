@@ -21,7 +21,7 @@ from .data import GraphCollection
 from .episodes import Episode
 from .nn.conv import add_gcn_norm, is_symmetric, set_symmetric
 
-__all__ = ["prepare_graph", "batch_episodes", "map_graphs", "one_thread", "GraphCache"]
+__all__ = ["prepare_graph", "batch_episodes"]
 
 
 def prepare_graph(g: dgl.DGLGraph) -> dgl.DGLGraph:

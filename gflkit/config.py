@@ -15,13 +15,9 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
 from .errors import GFLError
-from .names import ENCODERS, GATE_MODES, PGNN_NORMS, encoder_names
+from .names import ENCODERS, GATE_MODES, PGNN_NORMS, encoder_names  # noqa: F401 - ENCODERS stays importable here
 
-__all__ = [
-    "GFLConfig", "EpisodeConfig", "TrainConfig", "PRESETS", "ABLATIONS",
-    "SIMILARITIES", "DISTANCES", "AGGREGATORS", "GATE_MODES", "PGNN_NORMS", "ENCODERS", "config_from_dict", "to_dict",
-    "field_help", "field_default", "hashed_dict",
-]
+__all__ = ["GFLConfig", "EpisodeConfig", "TrainConfig"]
 
 SIMILARITIES = ("khop-cn", "jaccard", "adamic-adar", "pagerank")
 DISTANCES = ("inner", "cosine", "euclidean")

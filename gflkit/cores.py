@@ -9,7 +9,7 @@ import os
 
 from .errors import GFLError
 
-__all__ = ["PER_CORE", "usable_cores", "worker_limit", "check_workers"]
+__all__ = []
 
 #: Processes, or threads per process, a command may start per usable core: a few times the cores still
 #: repeats a run made on a larger machine; far more would only exhaust memory and the process table.

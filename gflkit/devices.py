@@ -13,7 +13,7 @@ import torch
 
 from .errors import GFLError
 
-__all__ = ["resolve_device", "dgl_cuda_build", "module_device", "require_cpu", "place", "DGL_WHEELS"]
+__all__ = []
 
 #: DGL's wheel index; CUDA builds live under ``torch-<major.minor>/cu<version>/``.
 DGL_WHEELS = "https://data.dgl.ai/wheels"
@@ -38,12 +38,12 @@ def _dgl_wheel_hint() -> str:
     return f"install DGL's CUDA build: pip install dgl -f {DGL_WHEELS}/torch-{torch_minor}/{tag}/repo.html"
 
 
-def resolve_device(device: str | torch.device | None, option: str = "--device") -> torch.device:
+def resolve_device(device: str | torch.device | None, option: str = "device") -> torch.device:
     """``cpu``, ``cuda`` or ``cuda:N`` as a :class:`torch.device`, once it is known to work here.
 
     Args:
         device: the device name (``None``: ``cpu``).
-        option: how the caller names the setting, for the error message.
+        option: the parameter that names the device, for the error message.
 
     Raises:
         GFLError: an unknown name, a DGL or torch without CUDA, or a GPU index
@@ -53,20 +53,20 @@ def resolve_device(device: str | torch.device | None, option: str = "--device") 
         return torch.device("cpu")
     name = str(device)
     if not re.fullmatch(r"cpu|cuda(:\d+)?", name):
-        raise GFLError(f"{option} {name!r}: choose cpu, cuda or cuda:N")
+        raise GFLError(f"`{option}={name}`: choose cpu, cuda or cuda:N")
     if name == "cpu":
         return torch.device("cpu")
     import dgl
 
     if not dgl_cuda_build():
-        raise GFLError(f"{option} {name}: the installed DGL {dgl.__version__} is a CPU-only build (PyPI has no "
-                       f"CUDA build of DGL 2.x); {_dgl_wheel_hint()}, or use {option} cpu")
+        raise GFLError(f"`{option}={name}`: the installed DGL {dgl.__version__} is a CPU-only build (PyPI has no "
+                       f"CUDA build of DGL 2.x); {_dgl_wheel_hint()}, or use `{option}=cpu`")
     if not torch.cuda.is_available():
-        raise GFLError(f"{option} {name}: torch {torch.__version__} sees no CUDA device; install a CUDA build of "
-                       f"torch on a machine with a GPU, or use {option} cpu")
+        raise GFLError(f"`{option}={name}`: torch {torch.__version__} sees no CUDA device; install a CUDA build of "
+                       f"torch on a machine with a GPU, or use `{option}=cpu`")
     dev = torch.device(name)
     if dev.index is not None and dev.index >= torch.cuda.device_count():
-        raise GFLError(f"{option} {name}: this machine has {torch.cuda.device_count()} CUDA device(s), "
+        raise GFLError(f"`{option}={name}`: this machine has {torch.cuda.device_count()} CUDA device(s), "
                        f"numbered from 0")
     return dev
 
@@ -76,8 +76,8 @@ def require_cpu(name: str, device: torch.device) -> None:
     if device.type != "cpu":
         from .config import PRESETS
 
-        raise GFLError(f"--device {device}: only GFL models ({', '.join(PRESETS)}) run on a GPU; {name} runs on "
-                       f"the CPU (leave --device out)")
+        raise GFLError(f"`device={device}`: only GFL models ({', '.join(PRESETS)}) run on a GPU; {name} runs on "
+                       f"the CPU (leave `device` out)")
 
 
 def place(module: torch.nn.Module, device: torch.device, name: str) -> torch.nn.Module:

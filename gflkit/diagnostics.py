@@ -70,12 +70,7 @@ import torch
 from .names import (COLLAPSE_FACTOR, COLLAPSE_SHARE, ESTIMATE_FOLDS, ESTIMATE_REPEATS, MEAN_SHIFT_LIMIT, SCALE_LIMIT,
                     ZERO_ROWS_LIMIT)
 
-__all__ = [
-    "ESTIMATE_FOLDS", "ESTIMATE_REPEATS", "MEAN_SHIFT_LIMIT", "SCALE_LIMIT", "ZERO_ROWS_LIMIT", "MIN_SHIFT_NODES",
-    "COLLAPSE_SHARE", "COLLAPSE_FACTOR", "MIN_NODES_PER_CLASS", "Estimate", "FeatureStats", "FeatureShift",
-    "PredictionReport", "estimate_accuracy", "wilson_interval", "feature_statistics", "collection_feature_stats",
-    "training_feature_stats", "feature_shift", "collapse_warnings",
-]
+__all__ = ["Estimate", "PredictionReport"]
 
 #: Confidence level of the estimate's interval.
 LEVEL = 0.95

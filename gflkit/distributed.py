@@ -57,10 +57,7 @@ from .training import CHECKPOINT_EVERY, TrainResult, meta_train
 from .validation import validation_plan
 from .utils import remove_inside
 
-__all__ = [
-    "DistContext", "env_context", "init_process_group", "backend_for", "rank_device", "train", "train_rank", "is_main_process",
-    "loopback_env",
-]
+__all__ = ["train"]
 
 log = logging.getLogger(__name__)
 
@@ -154,8 +151,8 @@ class DistContext:
 
         def dist_step_loss(cache, sampler, ids: list[int], step: int):
             if len(ids) < self.world_size:
-                raise GFLError(f"--meta-batch {len(ids)} is smaller than the {self.world_size} processes: "
-                               f"raise --meta-batch or lower --nproc")
+                raise GFLError(f"`meta_batch={len(ids)}` is smaller than the {self.world_size} processes: "
+                               f"raise `meta_batch` or lower `nproc`")
             mine = ids[self.share(len(ids))]
             loss, parts = ddp(cache, sampler, mine, step)
             weight = len(mine) / len(ids)
@@ -319,7 +316,7 @@ def _check_run_dir(run_dir: str | os.PathLike | None, force: bool, resume: bool)
         return
     path = final_run_path(run_dir)
     if path.exists() or path.is_symlink():
-        raise GFLError(f"{path} exists: pass --force to replace it, or --run-dir {next_free_path(path)}")
+        raise GFLError(f"{path} exists: pass `force=True` to replace it, or `run_dir={next_free_path(path)}`")
 
 
 def train(collection: GraphCollection, model_cfg: GFLConfig, episode_cfg: EpisodeConfig, train_cfg: TrainConfig,
@@ -343,8 +340,8 @@ def train(collection: GraphCollection, model_cfg: GFLConfig, episode_cfg: Episod
     ctx = env_context()
     world = ctx.world_size if ctx is not None else nproc
     if train_cfg.meta_batch < world:
-        raise GFLError(f"--meta-batch {train_cfg.meta_batch} is smaller than the {world} processes: "
-                       f"raise --meta-batch or lower --nproc")
+        raise GFLError(f"`meta_batch={train_cfg.meta_batch}` is smaller than the {world} processes: "
+                       f"raise `meta_batch` or lower `nproc`")
     # a validation setting that cannot apply fails here, once, not in every rank
     validation_plan(collection, train_cfg.val_from_train, train_cfg.seed, episode_cfg.k_shot, warn=False)
     kwargs = dict(model_name=model_name, run_dir=run_dir, force=force, resume=resume,

@@ -16,7 +16,7 @@ import torch
 from .config import EpisodeConfig
 from .errors import GFLError
 
-__all__ = ["Episode", "EpisodeSampler", "sample_episode", "usable_graph_ids"]
+__all__ = ["Episode", "EpisodeSampler", "sample_episode"]
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ def sample_episode(
     if small:
         raise GFLError(
             f"graph {graph_id}: classes {small} have fewer than k_shot + 1 = {k + 1} labelled nodes; "
-            f"lower --k-shot or skip such graphs"
+            f"lower `k_shot` or skip such graphs"
         )
     rng = np.random.default_rng([seed, graph_id, episode])
     support = np.stack([np.sort(rng.choice(m, size=k, replace=False)) for m in members])  # (C, K)
@@ -140,7 +140,7 @@ class EpisodeSampler:
                 f"k_shot + 1 = {cfg.k_shot + 1} labelled nodes"
             )
             if cfg.on_small == "error":
-                raise GFLError(message + "; lower --k-shot or use --on-small skip")
+                raise GFLError(message + "; lower `k_shot` or use `on_small=skip`")
             log.warning("%s; skipping them", message)
 
     def __len__(self) -> int:

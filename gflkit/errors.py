@@ -4,7 +4,19 @@ Anything a user can fix (a missing file, a malformed line, a class with too few
 labelled nodes, an unknown option value) raises :class:`GFLError` with a one-line
 message that names the culprit and says what to do. The command line shows the
 message without a traceback and exits with status 1.
+
+Messages name settings, never command-line flags. A reference to a parameter
+of a gflkit function is its Python name in backticks, alone or with a value:
+`k_shot`, `run_dir=runs/gfl-2`, `force=True`, `on_small=skip`
+(:data:`PARAMETER` matches one). A Python caller reads the parameter to pass;
+the command line rewrites each reference to the invoked command's option
+(--k-shot, --run-dir runs/gfl-2, --force, --on-small skip). This holds for
+errors, warnings and log messages alike.
 """
+import re
+
+#: A parameter reference in a message: a Python name in backticks, with an optional ``=value``.
+PARAMETER = re.compile(r"`([a-z][a-z0-9_]*)(?:=([^`]*))?`")
 
 
 def one_line(text: str) -> str:
@@ -57,8 +69,8 @@ class SettingError(GFLError):
     """A setting (a parameter of a gflkit function) that does not fit the data.
 
     The message is ``"<setting>=<value>: <reason>"``; ``setting``, ``value`` and
-    ``reason`` are kept apart, so the command line can name its own flag for the
-    setting instead (``--val-from-train 3: ...``).
+    ``reason`` are kept apart, so the command line can name its own option for
+    the setting instead. ``reason`` may name other settings (see :data:`PARAMETER`).
     """
 
     def __init__(self, setting: str, value: object, reason: str) -> None:

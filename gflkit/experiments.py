@@ -49,7 +49,7 @@ from .progress import RunCounter
 from .refine import REFINE_METHODS, RefineConfig
 from .results import PAIRED_COLUMNS, RESULT_COLUMNS, SEED_STD, to_frame
 
-__all__ = ["compare", "ablate", "sweep", "SWEEP_PARAMS", "ABLATION_NAMES", "MAJORITY", "DEFAULT_SEEDS"]
+__all__ = ["compare", "ablate", "sweep"]
 
 log = logging.getLogger(__name__)
 
@@ -199,7 +199,7 @@ def _find(entries: list[_Entry], name: str | None, what: str) -> _Entry:
     for e in entries:
         if name in (e.label, e.row.get("model")):
             return e
-    raise GFLError(f"--reference {name!r} is none of the {what}: choose one of "
+    raise GFLError(f"`reference={name!r}` is none of the {what}: choose one of "
                    f"{', '.join(dict.fromkeys(e.label for e in entries))}")
 
 
@@ -347,7 +347,7 @@ def _compare_reference(entries: list[_Entry], reference: str | None, methods: li
     if reference is not None and reference.startswith("+"):
         method = reference[1:]
         if method not in methods:
-            raise GFLError(f"--reference +{method}: give {method} in --refine ({', '.join(REFINE_METHODS)}) "
+            raise GFLError(f"`reference=+{method}`: give {method} in `refine` ({', '.join(REFINE_METHODS)}) "
                            f"to pair the rows with it")
         by_key = {(e.base, e.refine): e for e in entries}
         return lambda e: by_key.get((e.base, method), e)  # rows that are never refined pair with themselves
@@ -403,7 +403,7 @@ def ablate(
     drop = list(dict.fromkeys(drop))
     unknown = [d for d in drop if d not in ABLATIONS]
     if unknown or not drop:
-        raise GFLError(f"--drop takes {', '.join(ABLATIONS)} (got {', '.join(unknown) or 'nothing'})")
+        raise GFLError(f"`drop` takes {', '.join(ABLATIONS)} (got {', '.join(unknown) or 'nothing'})")
     resolve_device(device)  # a device this machine lacks fails before any work
     seeds = _seed_list(seeds)
     collection = load_collection(data, root)
@@ -466,16 +466,16 @@ def sweep(
     rows).
     """
     if param not in SWEEP_PARAMS:
-        raise GFLError(f"--param {param!r} is not sweepable: choose one of {', '.join(SWEEP_PARAMS)}")
+        raise GFLError(f"`param={param!r}` is not sweepable: choose one of {', '.join(SWEEP_PARAMS)}")
     kind, field, parse = SWEEP_PARAMS[param]
     try:
         values = [parse(v) for v in values]
     except ValueError:
-        raise GFLError(f"--values for {param} must be of type {parse.__name__}: got {list(values)}") from None
+        raise GFLError(f"`values` for {param} must be of type {parse.__name__}: got {list(values)}") from None
     if models is None:
         models = ["gfl", "protonet"] + (["maml"] if "maml" in model_names() else []) if kind == "episode" else ["gfl"]
     if kind == "model" and any(m not in ("gfl", "protonet") for m in models):
-        raise GFLError(f"--param {param} changes the GFL model: use --model gfl and/or protonet")
+        raise GFLError(f"`param={param}` changes the GFL model: use `model=gfl` and/or protonet")
     models = list(models)
     resolve_device(device)  # a device this machine lacks fails before any work
     seeds = _seed_list(seeds)
@@ -522,6 +522,6 @@ def _sweep_reference(entries: list[_Entry], models: list[str], values: list[Any]
     except ValueError:
         value = None
     if value not in values:
-        raise GFLError(f"--reference {reference!r} is neither a swept model ({', '.join(models)}) "
+        raise GFLError(f"`reference={reference!r}` is neither a swept model ({', '.join(models)}) "
                        f"nor a swept value ({', '.join(map(str, values))})")
     return lambda e: by_key[(e.row["model"], value)]

@@ -56,8 +56,7 @@ import pandas as pd
 from .errors import OneSeedWarning
 from .results import CI_METHODS
 
-__all__ = ["LEVEL", "Estimate", "unit_table", "two_level_half", "estimate", "record_estimate", "paired_estimate",
-           "prob_improvement", "warn_one_seed"]
+__all__ = []
 
 #: Confidence level of every interval.
 LEVEL = 0.95

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .errors import GFLError
 
-__all__ = ["FolderLock", "lock_path"]
+__all__ = []
 
 
 def lock_path(folder: str | os.PathLike) -> Path:
@@ -33,7 +33,7 @@ class FolderLock:
     """
 
     def __init__(self, path: Path, run: Path, what: str = "run",
-                 advice: str = "wait for it to end or choose another --run-dir") -> None:
+                 advice: str = "wait for it to end or choose another `run_dir`") -> None:
         self.path, self.run, self.fd = path, run, None
         self.what, self.advice = what, advice
 

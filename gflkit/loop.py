@@ -33,8 +33,7 @@ from .states import check_state, load_state
 if TYPE_CHECKING:
     from .distributed import DistContext
 
-__all__ = ["fit_loop", "step_graph_ids", "LoopState", "RESUME_FORMAT", "RESUME_SOURCE", "rng_state",
-           "restore_rng_state", "default_optimizer", "OptimizerFactory"]
+__all__ = []
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +167,7 @@ def _train_step(module, optimizer, step_loss, cache, sampler, train_ids, train_c
     value = float(loss.detach())
     if not math.isfinite(value):
         raise GFLError(
-            f"the training loss became {value} at step {step}; lower --lr, set --grad-clip, "
+            f"the training loss became {value} at step {step}; lower `lr`, set `grad_clip`, "
             f"or check the collection's features for extreme values"
         )
     optimizer.zero_grad()

@@ -29,11 +29,7 @@ from .progress import progress_bar
 from .refine import RefineConfig, refine_scores
 from .inference import paired_estimate, record_estimate, unit_table
 
-__all__ = [
-    "RECORD_COLUMNS", "episode_scores", "graph_records", "transfer_records", "baseline_records",
-    "majority_records", "per_graph", "graph_accuracies", "baseline_accuracies", "transfer_accuracies",
-    "summarise", "paired",
-]
+__all__ = ["graph_accuracies"]
 
 #: Columns of a records frame (metrics are fractions).
 RECORD_COLUMNS = ["graph_id", "episode", "correct", "n", "accuracy", "balanced_accuracy", "macro_f1"]

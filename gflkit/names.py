@@ -6,15 +6,7 @@ every choice in a fraction of a second.
 """
 from __future__ import annotations
 
-__all__ = [
-    "PER_GRAPH_MODELS", "TRANSFER_MODELS", "SAMPLING_METHODS", "REFINE_METHODS", "FIGURE_FORMATS",
-    "SWEEP_PARAM_NAMES", "CHECKPOINT_EVERY", "DEFAULT_COLLECTION", "FEATURE_KEYS", "REFINE_ALPHA", "REFINE_STEPS",
-    "GATE_MODES", "PGNN_NORMS", "DEFAULT_TIMEOUT", "ENCODERS", "DEVICES", "DEFAULT_SEEDS",
-    "trainable_names", "model_names", "encoder_names", "REGISTERED_ENCODERS",
-    "MODEL_DISPLAY_NAMES", "VARIANT_DISPLAY_NAMES", "VARIANT_SHORT_NAMES", "REFINE_DISPLAY_NAMES", "display_name",
-    "ESTIMATE_FOLDS", "ESTIMATE_REPEATS", "MEAN_SHIFT_LIMIT", "SCALE_LIMIT", "ZERO_ROWS_LIMIT", "COLLAPSE_SHARE",
-    "COLLAPSE_FACTOR",
-]
+__all__ = []
 
 #: Baselines fitted on each test graph alone (``gflkit.models.baselines.PER_GRAPH``).
 PER_GRAPH_MODELS = ("lp", "planetoid", "deepwalk", "node2vec", "gcn")

@@ -33,7 +33,7 @@ from .data import GraphCollection
 from .errors import GFLError
 from .utils import remove_inside
 
-__all__ = ["run_jobs", "launch", "default_threads", "portable", "shared_collection"]
+__all__ = []
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ def run_jobs(fn: Callable[[T], R], tasks: Iterable[T], jobs: int = 1, *, threads
         return [f.result() for f in futures]
     except BrokenProcessPool:
         _terminate(pool)
-        raise GFLError("a --jobs worker process died (killed, or out of memory?): rerun with fewer --jobs") from None
+        raise GFLError("a worker process died (killed, or out of memory?): rerun with fewer `jobs`") from None
     except BaseException:
         _terminate(pool)
         raise

@@ -40,10 +40,7 @@ from .names import (MODEL_DISPLAY_NAMES, REFINE_METHODS, VARIANT_DISPLAY_NAMES, 
 from .results import mean_ci
 from .utils import atomic_write_with
 
-__all__ = [
-    "require", "read_results", "series_key", "series_label", "plot_shots", "plot_bars", "bars_figure", "save_figure",
-    "figure_format", "color_of", "new_figure", "FORMATS", "MODEL_NAMES", "VARIANT_NAMES", "COLORS",
-]
+__all__ = ["plot_shots", "plot_bars"]
 
 _EXTRA = "pip install 'gflkit[plot]'"
 _SHOT_PARAMS = ("k-shot", "k_shot")
@@ -105,12 +102,12 @@ def figure_format(path: str | os.PathLike, fmt: str | None = None) -> str:
     suffix = Path(path).suffix.lower().lstrip(".")
     if fmt is None:
         if suffix not in FORMATS:
-            raise GFLError(f"{path}: give a file name ending in .png, .pdf or .svg, or choose --format")
+            raise GFLError(f"{path}: give a file name ending in .png, .pdf or .svg, or choose `fmt`")
         return suffix
     if fmt not in FORMATS:
         raise GFLError(f"figure format {fmt!r}: choose one of {', '.join(FORMATS)}")
     if suffix and suffix != fmt:
-        raise GFLError(f"{path}: the name ends in .{suffix} but --format is {fmt}; make them agree")
+        raise GFLError(f"{path}: the name ends in .{suffix} but `fmt={fmt}`; make them agree")
     return fmt
 
 
@@ -327,7 +324,7 @@ def plot_shots(path, output: str | os.PathLike, *, fmt: str | None = None, dpi: 
     if "param" in df.columns:
         df = df[df["param"].isin(_SHOT_PARAMS)]
         if df.empty:
-            raise GFLError(f"{_source(path)}: no rows with param k-shot; plot a sweep over --param k-shot")
+            raise GFLError(f"{_source(path)}: no rows with param k-shot; plot a sweep over `param=k-shot`")
     keys = ["k_shot", "dataset"] if "dataset" in df.columns else ["k_shot"]
     df, note = _aggregate(df, _source(path), keys)
     datasets = _datasets(df)

@@ -50,10 +50,7 @@ from .refine import RefineConfig, refine_nodes
 from .runs import load_checkpoint, training_collection
 from .scoring import class_scores, embeddings, shared_embeddings
 
-__all__ = [
-    "Predictor", "load", "predict", "embed", "read_graph", "read_labels", "graph_from_collection",
-    "support_from_labels", "export_tables", "Estimate", "PredictionReport",
-]
+__all__ = ["Predictor", "load", "predict", "embed"]
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +110,7 @@ class Predictor:
             hint = ""
             if self.transform is None and (self.fingerprint or {}).get("transform", "none") != "none":
                 hint = (f" (the run's collection {self.meta.get('dataset')!r}, whose feature transform turns raw "
-                        f"features into these, was not found: pass --data-root)")
+                        f"features into these, was not found: pass `data_root`)")
             raise GFLError(f"the run expects {self.in_feats} features per node{raw}; {what} has {width}{hint}")
         feat = torch.as_tensor(np.asarray(feat), dtype=torch.float32)
         check_finite(feat, what)
@@ -397,11 +394,11 @@ def graph_from_collection(spec: str, root=None) -> tuple[dgl.DGLGraph, dict[str,
 
     name, sep, gid = str(spec).rpartition(":")
     if not sep or not name or not gid.strip().isdigit():
-        raise GFLError(f"--graph {spec!r}: expected COLLECTION:GRAPH_ID, e.g. facebook:25")
+        raise GFLError(f"`graph={spec!r}`: expected COLLECTION:GRAPH_ID, e.g. facebook:25")
     collection = load_collection(name, root)
     gid = int(gid)
     if not 0 <= gid < len(collection):
-        raise GFLError(f"--graph {spec}: collection {collection.name!r} has graphs 0..{len(collection) - 1}")
+        raise GFLError(f"`graph={spec}`: collection {collection.name!r} has graphs 0..{len(collection) - 1}")
     return collection.graphs[gid], feature_fingerprint(collection), f"{collection.name}:{gid}"
 
 
@@ -417,7 +414,7 @@ def read_labels(path: str | os.PathLike, node_ids: np.ndarray, *, node_col: str 
     from .data.sources.tables import unlabelled_mask
     from .data.validate import ID_OUT_OF_RANGE, parse_ids
 
-    path = existing_file(path, "labels table", "give a CSV/TSV/Parquet file with columns node,label (--labels)")
+    path = existing_file(path, "labels table", "give a CSV/TSV/Parquet file with columns node,label (`labels`)")
     report = BadInputReport()
     df, lines = read_table(path, report)
     if report:
@@ -460,7 +457,7 @@ def support_from_labels(labels: Mapping[Hashable, Sequence[int]], classes: Seque
     out = {str(c): list(labels.get(str(c), [])) for c in classes}
     extra = sorted(set(map(str, labels)) - set(out))
     if extra:
-        raise GFLError(f"{what}: labels {', '.join(map(repr, extra[:5]))} are not among --classes")
+        raise GFLError(f"{what}: labels {', '.join(map(repr, extra[:5]))} are not among `classes`")
     return out
 
 
@@ -480,13 +477,13 @@ def read_graph(predictor: Predictor, *, edges=None, nodes=None, features=None, g
 
     if graph is not None:
         if edges is not None or nodes is not None or features is not None:
-            raise GFLError("give either --graph COLLECTION:GRAPH_ID or tables (--edges ...), not both")
+            raise GFLError("give either `graph=COLLECTION:GRAPH_ID` or tables (`edges`, ...), not both")
         g, fingerprint, what = graph_from_collection(graph, root)
         check_fingerprint(predictor.fingerprint, fingerprint, f"collection graph {what}", force)
         ids = g.ndata["orig_id"].numpy() if "orig_id" in g.ndata else np.arange(g.num_nodes(), dtype=np.int64)
         return g, ids, what
     if edges is None:
-        raise GFLError("give the graph: --edges FILE [--nodes FILE] [--features FILE], or --graph COLLECTION:ID")
+        raise GFLError("give the graph: `edges=FILE` (with `nodes`, `features`), or `graph=COLLECTION:ID`")
     columns = columns or TableColumns(label=None)
     source = read_table_graph(edges, nodes, features=features, columns=columns, transform=predictor.transform,
                               fit=False, optional_transform=True)

@@ -20,8 +20,7 @@ import sys
 import time
 from typing import Any, Callable, Iterable, Iterator, TextIO
 
-__all__ = ["RunCounter", "ProgressLines", "progress_bar", "progress_enabled", "counters_enabled", "set_progress",
-           "draws_bars"]
+__all__ = []
 
 _state = {"bars": True, "counters": True}
 

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from .errors import GFLError
 from .nn.conv import propagate
 
-__all__ = ["REFINE_METHODS", "RefineConfig", "refine_scores", "refine_nodes", "label_propagation", "correct_and_smooth"]
+__all__ = ["RefineConfig", "label_propagation", "correct_and_smooth"]
 
 REFINE_METHODS = ("none", "lp", "cs")
 
@@ -49,11 +49,11 @@ class RefineConfig:
 
     def __post_init__(self) -> None:
         if self.method not in REFINE_METHODS:
-            raise GFLError(f"--refine {self.method!r}: choose one of {', '.join(REFINE_METHODS)}")
+            raise GFLError(f"`refine={self.method!r}`: choose one of {', '.join(REFINE_METHODS)}")
         if not 0 <= self.alpha < 1:
-            raise GFLError(f"--refine-alpha {self.alpha}: give a value in [0, 1)")
+            raise GFLError(f"`refine_alpha={self.alpha}`: give a value in [0, 1)")
         if self.steps < 0:
-            raise GFLError(f"--refine-steps {self.steps}: give a non-negative number of steps")
+            raise GFLError(f"`refine_steps={self.steps}`: give a non-negative number of steps")
 
     @property
     def active(self) -> bool:

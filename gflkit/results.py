@@ -20,8 +20,7 @@ from typing import IO, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["RESULT_COLUMNS", "SEED_STD", "PAIRED_COLUMNS", "CI_METHODS", "to_frame", "write_table", "mean_ci",
-           "paired_difference"]
+__all__ = ["mean_ci", "paired_difference"]
 
 RESULT_COLUMNS = [
     "model", "aggregator", "dataset", "split", "n_seeds", "n_graphs", "k_shot", "episodes", "refine",

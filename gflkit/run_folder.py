@@ -32,11 +32,7 @@ from .locks import FolderLock as _Lock, lock_path as _lock_path
 from .paths import check_inside
 from .utils import atomic_torch_save, atomic_write_text, atomic_write_with, remove_inside, replace_inside
 
-__all__ = [
-    "RunFolder", "CONFIG_FILE", "METRICS_FILE", "BEST_FILE", "LAST_FILE", "HASHES", "HASHED_FILES",
-    "final_run_path", "partial_path", "next_free_path", "file_sha256", "recorded_hashes", "read_verified",
-    "clear_stale_lock",
-]
+__all__ = []
 
 log = logging.getLogger(__name__)
 
@@ -211,14 +207,14 @@ class RunFolder:
             return
         if (self.path.exists() or self.path.is_symlink()) and not self.force:
             raise GFLError(
-                f"{self.path} exists: pass --force to replace it, or --run-dir {next_free_path(self.path)}"
+                f"{self.path} exists: pass `force=True` to replace it, or `run_dir={next_free_path(self.path)}`"
             )
         if self.path.exists() and not (self.path.is_dir() and ((self.path / CONFIG_FILE).is_file()
                                                                 or not any(self.path.iterdir()))):
-            raise GFLError(f"{self.path} exists and is not a gflkit run (no {CONFIG_FILE}); --force replaces only a "
-                           f"run or an empty folder: choose another --run-dir")
+            raise GFLError(f"{self.path} exists and is not a gflkit run (no {CONFIG_FILE}); `force=True` replaces only a "
+                           f"run or an empty folder: choose another `run_dir`")
         if self.work.exists():
-            log.warning("removing %s, left by an interrupted run (--resume continues such a run)", self.work)
+            log.warning("removing %s, left by an interrupted run (`resume` continues such a run)", self.work)
             _remove(self.work)
         self.work.mkdir()
 
@@ -260,9 +256,9 @@ class RunFolder:
             ckpt = torch.load(path, map_location="cpu", weights_only=True)
         except Exception as err:  # unpickling errors have no common base
             raise GFLError(f"{path}: not a loadable resume checkpoint ({type(err).__name__}); "
-                           f"start the run again with --force") from None
+                           f"start the run again with `force=True`") from None
         if not isinstance(ckpt, dict) or ckpt.get("format") != RESUME_FORMAT:
-            raise GFLError(f"{path}: not a gflkit resume checkpoint; start the run again with --force")
+            raise GFLError(f"{path}: not a gflkit resume checkpoint; start the run again with `force=True`")
         return {**ckpt, RESUME_SOURCE: str(path)}
 
     def finish(self, best: dict[str, Any], meta: dict[str, Any], history: pd.DataFrame) -> Path:

@@ -36,11 +36,7 @@ from .utils import atomic_torch_save
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = [
-    "CHECKPOINT_FORMAT", "checkpoint_dict", "save_checkpoint", "load_checkpoint", "load_metrics", "training_collection",
-    "find_training_collection", "run_name", "settings_hash", "collection_hash", "provenance", "now",
-    "list_runs", "read_run_config", "RUN_RECORD_KEYS",
-]
+__all__ = ["load_checkpoint", "list_runs"]
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +70,7 @@ def _checkpoint_file(path: Path) -> Path:
         unfinished, final = True, path
     if unfinished:
         raise GFLError(
-            f"{path}: the run did not finish (no {METRICS_FILE}); resume it with 'gflkit train --resume {final}' "
+            f"{path}: the run did not finish (no {METRICS_FILE}); resume its training (`resume={final}`) "
             f"or train it again"
         )
     return path / BEST_FILE if path.is_dir() else path
@@ -180,7 +176,7 @@ def find_training_collection(meta: dict, root=None, run: str | os.PathLike | Non
         raise GFLError(f"{where}no collection is recorded with the model; give the collection to use")
     raise GFLError(
         f"{where}its collection {name!r} is neither at {path} nor under the data root {data_root(root)}; "
-        f"pass --data-root with the root that holds processed/{name}, or give the collection folder"
+        f"pass `data_root` with the root that holds processed/{name}, or give the collection folder"
     )
 
 

@@ -21,7 +21,7 @@ from .errors import GFLError
 from .models.baselines import AllGraphFinetune, KNearestNeighbours, MAML, MatchingNetwork
 from .models.gfl import GFL
 
-__all__ = ["CHUNK", "class_scores", "embeddings", "gfl_prototypes", "shared_embeddings"]
+__all__ = []
 
 #: Query nodes scored at a time.
 CHUNK = 1 << 18

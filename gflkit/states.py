@@ -15,7 +15,7 @@ import torch
 
 from .errors import GFLError
 
-__all__ = ["state_mismatch", "check_state", "load_state"]
+__all__ = []
 
 
 def _shape(value: Any) -> str:

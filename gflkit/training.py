@@ -48,7 +48,7 @@ from .validation import validation_plan
 if TYPE_CHECKING:
     from .distributed import DistContext
 
-__all__ = ["TrainResult", "meta_train", "fit_transfer", "CHECKPOINT_EVERY"]
+__all__ = ["TrainResult", "meta_train", "fit_transfer"]
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ def _same_settings(recorded: dict[str, Any], meta: dict[str, Any], where: Path) 
                != json.loads(json.dumps(meta.get(k), default=str))]
     if changed:
         raise GFLError(f"{where}: the interrupted run has other settings ({', '.join(changed)}); "
-                       f"resume it with its own settings ('gflkit train --resume RUN' reads them)")
+                       f"resume it with its own settings (`resume=RUN` reads them)")
     if recorded.get("data_sha256") not in (None, meta.get("data_sha256")):
         raise GFLError(f"{where}: the interrupted run started on other data than collection "
                        f"{meta.get('dataset')!r} at {meta.get('data_path')} (content hash differs); give its collection")

@@ -15,7 +15,7 @@ import numpy as np
 from .errors import GFLError
 from .plotting import MODEL_NAMES, figure_format, new_figure, require, save_figure
 
-__all__ = ["tsne_panels", "plot_tsne"]
+__all__ = ["plot_tsne"]
 
 
 def tsne_panels(z: np.ndarray, label: np.ndarray, num_classes: int, negatives: int = 1000,
@@ -118,10 +118,10 @@ def plot_tsne(run: str | os.PathLike, output: str | os.PathLike, data=None, *,
     if graph_id is None:
         test = collection.graph_ids("test")
         if not test:
-            raise GFLError(f"collection {collection.name!r} has no test graphs; choose one with --graph-id")
+            raise GFLError(f"collection {collection.name!r} has no test graphs; choose one with `graph_id`")
         graph_id = test[0]
     if not 0 <= graph_id < len(collection):
-        raise GFLError(f"--graph-id {graph_id}: collection {collection.name!r} has graphs 0..{len(collection) - 1}")
+        raise GFLError(f"`graph_id={graph_id}`: collection {collection.name!r} has graphs 0..{len(collection) - 1}")
     label = collection.graphs[graph_id].ndata["label"].numpy()
     rows = []
     for r, (model, meta) in zip(runs, models):

@@ -25,11 +25,7 @@ import torch
 from .errors import GFLError
 from .paths import check_inside
 
-__all__ = [
-    "atomic_write_text", "atomic_torch_save", "atomic_write_with", "seed_everything", "make_temp",
-    "remove_stale_temps", "apply_umask", "unwritable", "available_memory", "require_memory", "human_bytes",
-    "remove_inside", "replace_inside",
-]
+__all__ = ["seed_everything"]
 
 
 def _umask() -> int:

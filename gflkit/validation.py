@@ -29,15 +29,15 @@ from .data import GraphCollection
 from .episodes import usable_graph_ids
 from .errors import SettingError
 
-__all__ = ["validation_plan", "NO_VAL_WARNING"]
+__all__ = []
 
 log = logging.getLogger(__name__)
 
 #: The warning of a run whose collection has no usable val graphs (``{why}``: which collection, and why).
 NO_VAL_WARNING = (
     "{why}: model selection and early stopping are off, every step is taken and the last weights are kept; give the "
-    "collection val graphs (preprocess --graphs TRAIN,VAL,TEST, --val-graphs or a split column) or move some train "
-    "graphs to validation (val_from_train=N, gflkit train --val-from-train N)"
+    "collection val graphs (when preprocessing: `n_graphs=TRAIN,VAL,TEST`, `val_graphs` or a split column) or move "
+    "some train graphs to validation (`val_from_train=N`)"
 )
 
 

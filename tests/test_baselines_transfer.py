@@ -100,7 +100,7 @@ def test_cli_trains_and_evaluates_maml(small_family_dir, tmp_path):
     runner = CliRunner()
     run = tmp_path / "maml"
     table = _csv(runner.invoke(cli, ["train", str(small_family_dir), "--model", "maml", "--steps", "5",
-                                     "--eval-every", "5", "--out", str(run)]))
+                                     "--eval-every", "5", "--run-dir", str(run)]))
     assert table.loc[0, "model"] == "maml" and table.loc[0, "n_graphs"] == 8
     again = _csv(runner.invoke(cli, ["evaluate", str(run), str(small_family_dir)]))
     assert again.loc[0, "model"] == "maml"
@@ -108,6 +108,6 @@ def test_cli_trains_and_evaluates_maml(small_family_dir, tmp_path):
 
 
 def test_cli_evaluates_label_propagation(small_family_dir):
-    table = _csv(CliRunner().invoke(cli, ["evaluate", "--model", "lp", str(small_family_dir)]))
+    table = _csv(CliRunner().invoke(cli, ["evaluate", "--baseline", "lp", str(small_family_dir)]))
     assert table.loc[0, "model"] == "lp" and table.loc[0, "split"] == "test"
     assert 32 < table.loc[0, "accuracy"] <= 100

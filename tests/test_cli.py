@@ -15,7 +15,7 @@ FAST = ["--steps", "5", "--eval-every", "5", "--k-shot", "5"]
 def trained(root, tmp_path_factory):
     """A run folder and the CSV that ``gflkit train`` printed."""
     run = tmp_path_factory.mktemp("runs") / "gfl"
-    result = invoke("train", *FAST, "--out", run, "--data-root", root, "tiny")
+    result = invoke("train", *FAST, "--run-dir", run, "--data-root", root, "tiny")
     assert "run written to" in result.stderr
     return run, csv_table(result)
 
@@ -40,18 +40,18 @@ def test_run_folder(trained):
 
 
 def test_train_with_attention_aggregator(root, tmp_path):
-    table = csv_table(invoke("train", *FAST, "--aggregator", "att", "--out", tmp_path / "att", "--data-root", root, "tiny"))
+    table = csv_table(invoke("train", *FAST, "--aggregator", "att", "--run-dir", tmp_path / "att", "--data-root", root, "tiny"))
     assert table.loc[0, "aggregator"] == "att"
 
 
 def test_train_json_and_output_file(root, tmp_path):
-    result = invoke("train", *FAST, "--model", "protonet", "--format", "json", "--out", tmp_path / "p",
+    result = invoke("train", *FAST, "--model", "protonet", "--format", "json", "--run-dir", tmp_path / "p",
                     "--data-root", root, "tiny")
     assert result.exit_code == 0, result.output
     records = json.loads(result.stdout)
     assert len(records) == 1 and records[0]["model"] == "protonet" and records[0]["aggregator"] == ""
     out = tmp_path / "table.csv"
-    result = invoke("train", *FAST, "--model", "protonet", "-o", out, "--out", tmp_path / "p2", "--data-root", root,
+    result = invoke("train", *FAST, "--model", "protonet", "-o", out, "--run-dir", tmp_path / "p2", "--data-root", root,
                     "tiny")
     assert result.exit_code == 0, result.output
     assert result.stdout == "" and f"wrote {out}" in result.stderr
@@ -71,7 +71,7 @@ def test_evaluate_run(trained, root):
 
 
 def test_evaluate_per_graph_baseline(root):
-    table = csv_table(invoke("evaluate", "--model", "gcn", "--k-shot", "5", "--data-root", root, "tiny"))
+    table = csv_table(invoke("evaluate", "--baseline", "gcn", "--k-shot", "5", "--data-root", root, "tiny"))
     row = table.iloc[0]
     assert (row["model"], row["dataset"], row["n_graphs"], row["k_shot"]) == ("gcn", "tiny", 2, 5)
 
@@ -84,13 +84,13 @@ def test_missing_collection_is_a_one_line_error(tmp_path):
 def test_missing_run_is_a_one_line_error(root, tmp_path):
     line = one_line_error(invoke("evaluate", tmp_path / "no-run", "tiny", "--data-root", root), code=1)
     assert "no such checkpoint" in line
-    assert len(one_line_error(invoke("evaluate", "--data-root", root), code=2)) > 0  # neither RUN nor --model
+    assert len(one_line_error(invoke("evaluate", "--data-root", root), code=2)) > 0  # neither RUN nor --baseline
 
 
 @pytest.mark.parametrize("args", [
     ["train", "--aggregator", "sum"],
     ["train", "--steps", "0"],
-    ["evaluate", "--model", "nope", "tiny"],
+    ["evaluate", "--baseline", "nope", "tiny"],
     ["evaluate", "run", "--format", "xml"],
 ])
 def test_bad_option_value_exits_2(args):

@@ -1,4 +1,4 @@
-"""One option scheme across commands: new spellings, deprecated aliases, help from the configs, --config."""
+"""One option scheme across commands: one spelling per option, help from the configs, --config."""
 from __future__ import annotations
 
 import inspect
@@ -11,39 +11,11 @@ import pandas as pd
 import pytest
 from cli_helpers import csv_table, invoke
 from click.testing import CliRunner
-from gflkit_cli.options import deprecated_alias
 from gflkit_cli.run import train
 
 from gflkit.config import EpisodeConfig, GFLConfig, TrainConfig, field_help
 
 FAST = ["--steps", "5", "--eval-every", "5", "--k-shot", "5"]
-
-
-# -- the deprecated-alias helper --------------------------------------------------------------------
-
-@click.command()
-@click.option("--run-dir", default=None)
-@deprecated_alias("--out", "--run-dir", "run_dir")
-def _echo(run_dir):
-    click.echo(f"run_dir={run_dir}")
-
-
-def test_alias_warns_on_stderr_and_passes_its_value():
-    result = CliRunner().invoke(_echo, ["--out", "x"])
-    assert result.exit_code == 0
-    assert result.stdout == "run_dir=x\n"
-    assert "--out is deprecated" in result.stderr and "use --run-dir" in result.stderr
-
-
-def test_new_spelling_gives_no_warning_and_the_alias_is_hidden():
-    result = CliRunner().invoke(_echo, ["--run-dir", "y"])
-    assert (result.exit_code, result.stdout, result.stderr) == (0, "run_dir=y\n", "")
-    assert "--out" not in CliRunner().invoke(_echo, ["--help"]).stdout
-
-
-def test_both_spellings_are_a_usage_error():
-    result = CliRunner().invoke(_echo, ["--out", "x", "--run-dir", "y"])
-    assert result.exit_code == 2 and "give --run-dir only" in result.stderr
 
 
 # -- help and defaults from the config dataclasses -----------------------------------------------------
@@ -122,12 +94,31 @@ def test_protonet_keeps_its_preset_when_flags_are_left_at_their_defaults(root, t
 
 # -- new spellings and old ones on the real commands ------------------------------------------------------
 
-def test_train_run_dir_and_deprecated_out(root, tmp_path):
+#: The spellings of 0.1.0 removed in the release after it: each is now an unknown option.
+REMOVED_SPELLINGS = [
+    ("train", "--out"),
+    ("evaluate", "--model"),
+    ("compare", "--models"), ("compare", "--seeds"), ("compare", "--runs"),
+    ("ablate", "--seeds"), ("ablate", "--runs"),
+    ("sweep", "--models"), ("sweep", "--seeds"), ("sweep", "--runs"),
+    ("preprocess synthetic", "--out"), ("preprocess aminer", "--out"), ("preprocess reddit", "--out"),
+    ("preprocess pubmed", "--out"), ("preprocess pubmed", "--name"), ("preprocess tables", "--out"),
+    ("preprocess gfl-release", "--out"),
+]
+
+
+@pytest.mark.parametrize("command, spelling", REMOVED_SPELLINGS)
+def test_removed_spellings_are_usage_errors(command, spelling, tmp_path):
+    result = invoke(*command.split(), spelling, tmp_path / "x")
+    assert result.exit_code == 2, result.output
+    assert f"No such option: {spelling}" in result.stderr or f"No such option '{spelling}'" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_train_run_dir(root, tmp_path):
     new = invoke("train", *FAST, "--run-dir", tmp_path / "new", "--data-root", root, "tiny")
-    old = invoke("train", *FAST, "--out", tmp_path / "old", "--data-root", root, "tiny")
-    assert csv_table(new).accuracy[0] == csv_table(old).accuracy[0]
-    assert (tmp_path / "new" / "best.pt").is_file() and (tmp_path / "old" / "best.pt").is_file()
-    assert "deprecated" not in new.stderr and "--out is deprecated" in old.stderr
+    assert new.exit_code == 0, new.output
+    assert (tmp_path / "new" / "best.pt").is_file() and "deprecated" not in new.stderr
 
 
 def test_train_no_eval_and_deprecated_split_none(root, tmp_path):
@@ -140,32 +131,25 @@ def test_train_no_eval_and_deprecated_split_none(root, tmp_path):
     assert bad.exit_code == 2 and "--split" in bad.stderr
 
 
-def test_evaluate_baseline_and_its_old_spellings(root):
+def test_evaluate_baseline_and_its_old_spelling(root):
     new = invoke("evaluate", "--baseline", "lp", "--k-shot", "5", "--data-root", root, "tiny")
-    old = invoke("evaluate", "--model", "lp", "--k-shot", "5", "--data-root", root, "tiny")
     bare = invoke("evaluate", "lp", "tiny", "--k-shot", "5", "--data-root", root)
-    assert csv_table(new).equals(csv_table(old)) and csv_table(new).equals(csv_table(bare))
-    assert "deprecated" not in new.stderr
-    assert "--model is deprecated" in old.stderr and "--baseline lp" in bare.stderr
+    assert csv_table(new).equals(csv_table(bare))
+    assert "deprecated" not in new.stderr and "--baseline lp" in bare.stderr
 
 
-def test_preprocess_out_dir_and_deprecated_out(tmp_path):
-    args = ["preprocess", "synthetic", "--small", "--graphs", "2,1,1", "--nodes", "60,80"]
-    new = invoke(*args, "--out-dir", tmp_path / "new")
-    old = invoke(*args, "--out", tmp_path / "old")
-    assert new.exit_code == 0 and old.exit_code == 0, old.output
-    assert (tmp_path / "new" / "manifest.json").is_file() and (tmp_path / "old" / "manifest.json").is_file()
-    assert "--out is deprecated" in old.stderr and "use --out-dir" in old.stderr
+def test_preprocess_out_dir(tmp_path):
+    new = invoke("preprocess", "synthetic", "--small", "--graphs", "2,1,1", "--nodes", "60,80",
+                 "--out-dir", tmp_path / "new")
+    assert new.exit_code == 0, new.output
+    assert (tmp_path / "new" / "manifest.json").is_file() and "deprecated" not in new.stderr
 
 
-def test_compare_model_seed_runs_root_and_their_old_spellings(root, tmp_path):
+def test_compare_model_seed_runs_root(root, tmp_path):
     new = invoke("compare", "tiny", "--model", "lp", "--seed", "0,1", "--no-majority", "--runs-root", tmp_path / "r",
                  "--k-shot", "5", "--data-root", root)
-    old = invoke("compare", "tiny", "--models", "lp", "--seeds", "0,1", "--no-majority", "--runs", tmp_path / "s",
-                 "--k-shot", "5", "--data-root", root)
-    assert csv_table(new).equals(csv_table(old)) and csv_table(new).seed[0] == "0,1"
-    for spelling in ("--models", "--seeds", "--runs"):
-        assert f"{spelling} is deprecated" in old.stderr
+    assert new.exit_code == 0, new.output
+    assert csv_table(new).seed[0] == "0,1" and "deprecated" not in new.stderr
 
 
 @pytest.mark.parametrize("command", ["compare", "ablate", "sweep"])

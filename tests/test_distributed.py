@@ -91,9 +91,9 @@ def test_two_ranks_match_one_process(small_family, tmp_path, meta_batch, one_thr
 
 
 def test_meta_batch_smaller_than_ranks_is_a_user_error(small_family):
-    with pytest.raises(GFLError, match="--meta-batch 1 is smaller than the 2 processes"):
+    with pytest.raises(GFLError, match="`meta_batch=1` is smaller than the 2 processes"):
         gflkit.train(small_family, train_cfg=replace(TINY, meta_batch=1), nproc=2, progress=False, run_dir=False)
-    with pytest.raises(GFLError, match="--nproc trains GFL models"):
+    with pytest.raises(GFLError, match="`nproc` trains GFL models"):
         gflkit.train(small_family, train_cfg=TINY, model="agf", nproc=2, progress=False, run_dir=False)
 
 
@@ -167,7 +167,7 @@ def test_ctrl_c_stops_every_rank(small_family_dir, tmp_path):
 def test_existing_run_needs_force(small_family, tmp_path):
     out = tmp_path / "run"
     out.mkdir()
-    with pytest.raises(GFLError, match="exists: pass --force"):
+    with pytest.raises(GFLError, match=r"exists: pass `force=True`"):
         gflkit.train(small_family, train_cfg=TINY, run_dir=out, nproc=2, progress=False)
 
 

@@ -91,7 +91,7 @@ def test_sampler_error_names_the_graph(uneven):
     with pytest.raises(GFLError) as err:
         EpisodeSampler(uneven, "train", EpisodeConfig(k_shot=3, on_small="error"))
     message = str(err.value)
-    assert "graphs 1 " in message and "--on-small skip" in message and "\n" not in message
+    assert "graphs 1 " in message and "`on_small=skip`" in message and "\n" not in message
     EpisodeSampler(uneven, "train", EpisodeConfig(k_shot=1, on_small="error"))  # fine with k_shot = 1
 
 

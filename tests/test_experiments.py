@@ -62,7 +62,7 @@ def test_ablate_drop_gate_rows(root):
 
 
 def test_ablate_all_with_seeds(root):
-    df = _csv("ablate", "tiny", "--all", "--seeds", "0,1", "--episodes", "2", *FAST, "--data-root", root)
+    df = _csv("ablate", "tiny", "--all", "--seed", "0,1", "--episodes", "2", *FAST, "--data-root", root)
     assert len(df) == 5 and list(df.variant) == ["full", "structure", "gate", "hierarchy", "recon"]
     assert set(df.seed) == {"0,1"} and set(df.n_seeds) == {2} and (df.seed_std >= 0).all()
     # the units are (seed, graph): 2 seeds x 2 graphs, each the mean over its 2 episodes
@@ -74,7 +74,7 @@ def test_sweep_mu_and_k_shot(root):
     assert list(df.columns) == ["param", "value"] + RESULT + PAIRED + ["seed"]
     assert list(df.value) == [0.5, 0.9] and set(df.model) == {"gfl"}
     assert list(df.reference) == ["", "gfl@0.5"] and _is_reference(df.iloc[0])  # one model: the first value
-    df = _csv("sweep", "tiny", "--param", "k-shot", "--values", "1,3", "--models", "gfl,protonet", "--seed", "0",
+    df = _csv("sweep", "tiny", "--param", "k-shot", "--values", "1,3", "--model", "gfl,protonet", "--seed", "0",
               "--steps", "2", "--eval-every", "2", "--data-root", root)
     assert list(df.k_shot) == [1, 1, 3, 3] and list(df.model) == ["gfl", "protonet"] * 2
     assert list(df.reference) == ["", "gfl@1", "", "gfl@3"]  # several models: the first, same value
@@ -82,7 +82,7 @@ def test_sweep_mu_and_k_shot(root):
 
 
 def test_compare_rows(root):
-    df = _csv("compare", "tiny", "--models", "gfl,protonet,lp", *FAST, "--data-root", root)
+    df = _csv("compare", "tiny", "--model", "gfl,protonet,lp", *FAST, "--data-root", root)
     assert list(df.columns) == RESULT + PAIRED + ["seed"]
     assert list(zip(df.model, df.aggregator)) == [("gfl", "mean"), ("gfl", "att"), ("protonet", ""), ("lp", ""),
                                                   ("majority", "")]
@@ -94,8 +94,8 @@ def test_compare_rows(root):
 
 
 def test_compare_refine_seeds_and_reference(root):
-    df = _csv("compare", "tiny", "--models", "protonet,transfer-head,lp", "--refine", "none,lp,cs",
-              "--seeds", "0,1", "--reference", "lp", "--no-majority", "--ci", "paper", *FAST, "--data-root", root)
+    df = _csv("compare", "tiny", "--model", "protonet,transfer-head,lp", "--refine", "none,lp,cs",
+              "--seed", "0,1", "--reference", "lp", "--no-majority", "--ci", "paper", *FAST, "--data-root", root)
     assert list(zip(df.model, df.refine)) == [("protonet", "none"), ("protonet", "lp"), ("protonet", "cs"),
                                               ("transfer-head", "none"), ("transfer-head", "lp"),
                                               ("transfer-head", "cs"), ("lp", "none")]
@@ -104,7 +104,7 @@ def test_compare_refine_seeds_and_reference(root):
     assert _is_reference(df.iloc[-1]) and (df.seed_std >= 0).all()
     # paper: over graphs, seeds averaged
     assert set(df.ci_over) == {"graphs"} and _counts(df.n_pairs) == [2] * 6 + [None]
-    by_refine = _csv("compare", "tiny", "--models", "protonet,lp", "--refine", "none,cs", "--reference", "+none",
+    by_refine = _csv("compare", "tiny", "--model", "protonet,lp", "--refine", "none,cs", "--reference", "+none",
                      *FAST, "--data-root", root)
     assert list(by_refine.reference) == ["", "protonet", "", ""]
     assert float(by_refine.delta[1]) == pytest.approx(by_refine.accuracy[1] - by_refine.accuracy[0], abs=1e-3)
@@ -167,11 +167,11 @@ def test_bad_experiment_options_exit_cleanly(root):
     assert result.exit_code == 1 and "Traceback" not in result.output
     result = runner.invoke(cli, ["compare", "tiny", "--seed", "0,1,0", "--data-root", str(root)])
     assert result.exit_code == 2 and "--seed" in result.stderr and "once" in result.stderr
-    result = runner.invoke(cli, ["compare", "tiny", "--models", "nope", "--data-root", str(root)])
+    result = runner.invoke(cli, ["compare", "tiny", "--model", "nope", "--data-root", str(root)])
     assert result.exit_code == 1 and "unknown models" in result.output
-    result = runner.invoke(cli, ["compare", "tiny", "--models", "lp", "--reference", "gfl", "--data-root", str(root)])
+    result = runner.invoke(cli, ["compare", "tiny", "--model", "lp", "--reference", "gfl", "--data-root", str(root)])
     assert result.exit_code == 1 and "--reference 'gfl'" in result.output and "Traceback" not in result.output
-    result = runner.invoke(cli, ["compare", "tiny", "--models", "lp", "--refine", "none,xx", "--data-root", str(root)])
+    result = runner.invoke(cli, ["compare", "tiny", "--model", "lp", "--refine", "none,xx", "--data-root", str(root)])
     assert result.exit_code == 2 and "--refine" in result.output
 
 
@@ -217,7 +217,7 @@ def test_no_model_beats_majority_without_label_signal():
 
 def test_train_and_evaluate_with_refinement_and_paper_interval(root, tmp_path):
     run = tmp_path / "run"
-    df = _csv("train", "tiny", "--model", "protonet", *FAST, "--out", run, "--refine", "cs", "--ci", "paper",
+    df = _csv("train", "tiny", "--model", "protonet", *FAST, "--run-dir", run, "--refine", "cs", "--ci", "paper",
               "--data-root", root)
     assert (df.refine[0], df.ci_over[0]) == ("cs", "graphs")
     # the paper's interval over 2 graphs is 1.96 * std(ddof=0) / sqrt(2)
@@ -238,9 +238,9 @@ def test_train_and_evaluate_with_refinement_and_paper_interval(root, tmp_path):
 def test_one_test_graph_gives_an_interval_over_episodes(tmp_path):
     sample = Path(__file__).resolve().parents[1] / "data" / "samples" / "tables"
     result = CliRunner().invoke(cli, ["preprocess", "tables", str(sample), "--graph-col", "graph", "--feature-cols",
-                                      "f0,f1,f2", "--graphs", "4,1,1", "--out", str(tmp_path / "one")])
+                                      "f0,f1,f2", "--graphs", "4,1,1", "--out-dir", str(tmp_path / "one")])
     assert result.exit_code == 0, result.output
-    args = ["compare", tmp_path / "one", "--models", "protonet,lp", "--k-shot", "2", "--episodes", "6", "--steps",
+    args = ["compare", tmp_path / "one", "--model", "protonet,lp", "--k-shot", "2", "--episodes", "6", "--steps",
             "2", "--eval-every", "2"]
     df = _csv(*args, "--seed", "0")
     assert set(df.n_graphs) == {1} and set(df.ci_over) == {"episodes"}

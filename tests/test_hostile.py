@@ -157,11 +157,11 @@ Case = tuple[str, Callable[[Path], list], int, str]
 
 
 def _synthetic(*args: str) -> Callable[[Path], list]:
-    return lambda tmp: ["preprocess", "synthetic", "--small", "--out", tmp / OUT, *args]
+    return lambda tmp: ["preprocess", "synthetic", "--small", "--out-dir", tmp / OUT, *args]
 
 
 def _train(*args: str) -> Callable[[Path], list]:
-    return lambda tmp: ["train", "--out", tmp / OUT, "-o", tmp / "out.csv", *args]
+    return lambda tmp: ["train", "--run-dir", tmp / OUT, "-o", tmp / "out.csv", *args]
 
 
 OPTION_CASES: list[Case] = [
@@ -205,36 +205,36 @@ OPTION_CASES: list[Case] = [
      "--values"),
     ("sweep-values-commas", lambda tmp: ["sweep", "--param", "mu", "--values", ",,", "-o", tmp / "out.csv"], 2,
      "--values"),
-    ("ablate-seeds-negative", lambda tmp: ["ablate", "--all", "--seeds", "0,-1", "-o", tmp / "out.csv"], 2,
-     "--seeds"),
+    ("ablate-seeds-negative", lambda tmp: ["ablate", "--all", "--seed", "0,-1", "-o", tmp / "out.csv"], 2,
+     "--seed"),
     ("compare-seed-huge", lambda tmp: ["compare", "--seed", "1" + "0" * 30, "-o", tmp / "out.csv"], 2, "--seed"),
-    ("pubmed-graphs-negative", lambda tmp: ["preprocess", "pubmed", planetoid(tmp), "--name", "cora", "--graphs",
-                                            "-1,2,3", "--out", tmp / OUT], 2, "--graphs"),
-    ("reddit-walk-zero", lambda tmp: ["preprocess", "reddit", graphsage(tmp), "--walk-length", "0,5", "--out",
+    ("pubmed-graphs-negative", lambda tmp: ["preprocess", "pubmed", planetoid(tmp), "--dataset", "cora", "--graphs",
+                                            "-1,2,3", "--out-dir", tmp / OUT], 2, "--graphs"),
+    ("reddit-walk-zero", lambda tmp: ["preprocess", "reddit", graphsage(tmp), "--walk-length", "0,5", "--out-dir",
                                       tmp / OUT], 2, "--walk-length"),
     ("aminer-feat-size-huge", lambda tmp: ["preprocess", "aminer", _write(tmp / "d.txt", "#index 1\n"), "--feat-size",
-                                           "1000000000", "--out", tmp / OUT], 2, "--feat-size"),
+                                           "1000000000", "--out-dir", tmp / OUT], 2, "--feat-size"),
     ("tables-graphs-zero", lambda tmp: ["preprocess", "tables", tables(tmp), "--feature-cols", "f", "--graphs",
-                                        "0,1,1", "--out", tmp / OUT], 2, "--graphs"),
+                                        "0,1,1", "--out-dir", tmp / OUT], 2, "--graphs"),
 ]
 
 
 def _tables_with(tmp: Path, features: str, data: bytes, **kw) -> list:
     folder = tables(tmp, **kw)
     path = _write(folder / features, data)
-    return ["preprocess", "tables", folder, "--features", path, "--graph-col", "g", "--out", tmp / OUT]
+    return ["preprocess", "tables", folder, "--features", path, "--graph-col", "g", "--out-dir", tmp / OUT]
 
 
 def _tables_cols(tmp: Path, **kw) -> list:
-    return ["preprocess", "tables", tables(tmp, **kw), "--feature-cols", "f", "--out", tmp / OUT]
+    return ["preprocess", "tables", tables(tmp, **kw), "--feature-cols", "f", "--out-dir", tmp / OUT]
 
 
 def _pubmed(tmp: Path, **override) -> list:
-    return ["preprocess", "pubmed", planetoid(tmp, **override), "--name", "cora", "--out", tmp / OUT]
+    return ["preprocess", "pubmed", planetoid(tmp, **override), "--dataset", "cora", "--out-dir", tmp / OUT]
 
 
 def _reddit(tmp: Path, **files) -> list:
-    return ["preprocess", "reddit", graphsage(tmp, **files), "--out", tmp / OUT]
+    return ["preprocess", "reddit", graphsage(tmp, **files), "--out-dir", tmp / OUT]
 
 
 def _dgl_reddit(tmp: Path, data: bytes, graph: bytes | None = None) -> list:
@@ -245,15 +245,15 @@ def _dgl_reddit(tmp: Path, data: bytes, graph: bytes | None = None) -> list:
         sp.save_npz(buf, sp.coo_matrix(np.ones((3, 3))))
         graph = buf.getvalue()
     _write(folder / "reddit_graph.npz", graph)
-    return ["preprocess", "reddit", folder, "--out", tmp / OUT]
+    return ["preprocess", "reddit", folder, "--out-dir", tmp / OUT]
 
 
 def _release(tmp: Path, **kw) -> list:
-    return ["preprocess", "gfl-release", gfl_release(tmp, **kw), "--out", tmp / OUT]
+    return ["preprocess", "gfl-release", gfl_release(tmp, **kw), "--out-dir", tmp / OUT]
 
 
 def _aminer(tmp: Path, dump: str | bytes, *extra) -> list:
-    return ["preprocess", "aminer", _write(tmp / "dump" / "AMiner-Paper.txt", dump), "--out", tmp / OUT, *extra]
+    return ["preprocess", "aminer", _write(tmp / "dump" / "AMiner-Paper.txt", dump), "--out-dir", tmp / OUT, *extra]
 
 
 GARBAGE = bytes(range(256)) * 8
@@ -297,11 +297,11 @@ FILE_CASES: list[Case] = [
     ("edges-no-dst", lambda t: _tables_cols(t, edges="src,to\n1,2\n"), 1, "edges.csv"),
     ("parquet-corrupt", lambda t: ["preprocess", "tables", tables(t), "--nodes",
                                    _write(t / "tables" / "nodes.parquet", b"PAR1" + GARBAGE + b"PAR1"),
-                                   "--feature-cols", "f", "--out", t / OUT], 1, "nodes.parquet"),
+                                   "--feature-cols", "f", "--out-dir", t / OUT], 1, "nodes.parquet"),
     ("parquet-text", lambda t: ["preprocess", "tables", tables(t), "--nodes",
                                 _write(t / "tables" / "nodes.parquet", NODES), "--feature-cols", "f",
-                                "--out", t / OUT], 1, "nodes.parquet"),
-    ("tables-missing", lambda t: ["preprocess", "tables", t / "nowhere", "--out", t / OUT], 1, "nowhere"),
+                                "--out-dir", t / OUT], 1, "nodes.parquet"),
+    ("tables-missing", lambda t: ["preprocess", "tables", t / "nowhere", "--out-dir", t / OUT], 1, "nowhere"),
     # GraphSAGE layout
     ("sage-feats-object", lambda t: _reddit(t, **{"feats.npy": _npy(np.array([None] * 6, dtype=object))}), 1,
      "toy-feats.npy"),
@@ -339,16 +339,16 @@ FILE_CASES: list[Case] = [
     ("test-index-overwrites", lambda t: _pubmed(t, **{"test.index": "0\n7\n"}), 1, "ind.cora.test.index"),
     ("test-index-huge", lambda t: _pubmed(t, **{"test.index": "6\n99999999999\n"}), 1, "ind.cora.test.index"),
     ("test-index-twice", lambda t: _pubmed(t, **{"test.index": "7\n7\n"}), 1, "ind.cora.test.index"),
-    ("linqs-empty", lambda t: ["preprocess", "pubmed", linqs(t, ""), "--out", t / OUT], 1,
+    ("linqs-empty", lambda t: ["preprocess", "pubmed", linqs(t, ""), "--out-dir", t / OUT], 1,
      "Pubmed-Diabetes.NODE.paper.tab"),
-    ("linqs-binary", lambda t: ["preprocess", "pubmed", linqs(t, GARBAGE), "--out", t / OUT], 1,
+    ("linqs-binary", lambda t: ["preprocess", "pubmed", linqs(t, GARBAGE), "--out-dir", t / OUT], 1,
      "Pubmed-Diabetes.NODE.paper.tab"),
     # the authors' release
     ("release-feature-empty", lambda t: _release(t, feature=""), 1, "feature.txt"),
     ("release-feature-binary", lambda t: _release(t, feature=GARBAGE), 1, "feature.txt"),
     ("release-feature-ids-only", lambda t: _release(t, feature="1\n2\n3\n"), 1, "feature.txt"),
     ("release-no-graphs", lambda t: ["preprocess", "gfl-release", _write(t / "rel" / "feature.txt", "1 1\n").parent,
-                                     "--out", t / OUT], 1, "rel"),
+                                     "--out-dir", t / OUT], 1, "rel"),
     # AMiner
     ("aminer-empty", lambda t: _aminer(t, ""), 1, "AMiner-Paper.txt"),
     ("aminer-binary", lambda t: _aminer(t, GARBAGE), 1, "AMiner-Paper.txt"),
@@ -364,7 +364,7 @@ FILE_CASES: list[Case] = [
     ("graphs-garbage", "graphs-garbage", 1, "graphs.bin"),
     ("stats-output-under-a-file", "stats-output-under-a-file", 1, "out.csv"),
     ("preprocess-out-under-a-file", lambda t: ["preprocess", "synthetic", "--small", "--graphs", "1,0,1",
-                                               "--nodes", "20,30", "--out", _write(t / "afile", "x") / "coll"], 1,
+                                               "--nodes", "20,30", "--out-dir", _write(t / "afile", "x") / "coll"], 1,
      "afile/coll"),
 ]
 

@@ -58,7 +58,7 @@ _HOOKED = textwrap.dedent("""
 
         collection.shutil.rmtree = rmtree
     from gflkit_cli.main import cli
-    cli(%r + ["--out", target, "--seed", seed])
+    cli(%r + ["--out-dir", target, "--seed", seed])
 """ % ARGS)
 
 
@@ -83,7 +83,7 @@ def _hidden(folder: Path) -> list[str]:
 def previous(tmp_path_factory) -> Path:
     """A complete collection written with seed 1, copied into each case."""
     path = tmp_path_factory.mktemp("prev") / "coll"
-    proc = _run(["-m", "gflkit_cli.main", *ARGS, "--out", str(path), "--seed", "1"])
+    proc = _run(["-m", "gflkit_cli.main", *ARGS, "--out-dir", str(path), "--seed", "1"])
     assert proc.returncode == 0, proc.stderr
     return path
 
@@ -124,7 +124,7 @@ def test_sigkill_from_outside_while_writing(tmp_path):
     """Kill the real command as soon as its temporary folder appears (no hook)."""
     target = tmp_path / "coll"
     args = [sys.executable, "-m", "gflkit_cli.main", "preprocess", "synthetic", "--small", "--graphs", "10,2,2",
-            "--nodes", "3000,4000", "--feat-size", "512", "--out", str(target)]  # ~100 MB to write
+            "--nodes", "3000,4000", "--feat-size", "512", "--out-dir", str(target)]  # ~100 MB to write
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 240

@@ -87,9 +87,9 @@ def test_no_refinement_is_identity_and_bad_settings_are_user_errors():
     g = _blocks(sizes=(5, 5))
     scores = torch.randn(10, 2)
     assert refine_scores(g, scores, torch.tensor([[0], [5]]), RefineConfig()) is scores
-    with pytest.raises(GFLError, match="--refine-alpha"):
+    with pytest.raises(GFLError, match="`refine_alpha="):
         RefineConfig("lp", alpha=1.0)
-    with pytest.raises(GFLError, match="--refine 'xx'"):
+    with pytest.raises(GFLError, match="`refine='xx'`"):
         RefineConfig("xx")
 
 

@@ -52,13 +52,13 @@ def test_default_name_hashes_the_settings(root, tmp_path, monkeypatch):
 
 def test_existing_run_is_never_overwritten_without_force(root, tmp_path):
     run = tmp_path / "run"
-    first = train(root, "--out", run)
+    first = train(root, "--run-dir", run)
     assert first.exit_code == 0
     before = (run / "best.pt").read_bytes()
-    line = one_line_error(train(root, "--out", run, "--seed", "1"))
+    line = one_line_error(train(root, "--run-dir", run, "--seed", "1"))
     assert "--force" in line and str(tmp_path / "run-2") in line
     assert (run / "best.pt").read_bytes() == before and not partial_path(run).exists()
-    forced = train(root, "--out", run, "--seed", "1", "--force")
+    forced = train(root, "--run-dir", run, "--seed", "1", "--force")
     assert forced.exit_code == 0, forced.output
     assert json.loads((run / "config.json").read_text())["seed"] == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
@@ -67,14 +67,14 @@ def test_existing_run_is_never_overwritten_without_force(root, tmp_path):
 def test_second_writer_gets_a_one_line_error(root, tmp_path):
     run = tmp_path / "run"
     with RunFolder(run):  # another process writing this run holds the lock
-        line = one_line_error(train(root, "--out", run))
+        line = one_line_error(train(root, "--run-dir", run))
         assert "another gflkit process is writing" in line
-    assert train(root, "--out", run).exit_code == 0
+    assert train(root, "--run-dir", run).exit_code == 0
 
 
 def test_config_records_provenance(root, tmp_path):
     run = tmp_path / "run"
-    assert train(root, "--out", run).exit_code == 0
+    assert train(root, "--run-dir", run).exit_code == 0
     config = json.loads((run / "config.json").read_text())
     prov = config["provenance"]
     assert prov["gflkit"] == gflkit.__version__ and prov["torch"] == str(torch.__version__)
@@ -115,8 +115,8 @@ def test_the_remembered_content_hash_follows_every_change(small_family, tmp_path
 
 
 def test_runs_lists_complete_and_interrupted_runs(root, tmp_path):
-    assert train(root, "--out", tmp_path / "a").exit_code == 0
-    assert train(root, "--out", tmp_path / "b", "--model", "protonet").exit_code == 0
+    assert train(root, "--run-dir", tmp_path / "a").exit_code == 0
+    assert train(root, "--run-dir", tmp_path / "b", "--model", "protonet").exit_code == 0
     shutil.copytree(tmp_path / "b", partial_path(tmp_path / "c"))  # a run interrupted before last.pt
     (partial_path(tmp_path / "c") / "metrics.csv").unlink()
     result = invoke("runs", tmp_path)
@@ -134,7 +134,7 @@ def test_runs_lists_complete_and_interrupted_runs(root, tmp_path):
 
 def test_evaluate_refuses_unfinished_runs(root, tmp_path):
     run = tmp_path / "run"
-    assert train(root, "--out", run).exit_code == 0
+    assert train(root, "--run-dir", run).exit_code == 0
     half = tmp_path / "half"
     shutil.copytree(run, half)
     (half / "metrics.csv").unlink()
@@ -167,7 +167,7 @@ def _edit_checkpoint(path: Path, edit) -> None:
 ])
 def test_damaged_checkpoint_is_a_one_line_error_naming_it(root, tmp_path, edit, expected):
     run = tmp_path / "run"
-    assert train(root, "--out", run).exit_code == 0
+    assert train(root, "--run-dir", run).exit_code == 0
     _edit_checkpoint(run / "best.pt", edit)
     line = one_line_error(invoke("evaluate", run, "--data-root", root))
     assert str(run / "best.pt") in line and expected in line
@@ -177,7 +177,7 @@ def test_missing_collection_names_the_recorded_path_and_data_root(root, tmp_path
     data = tmp_path / "data"
     shutil.copytree(root, data)
     run = tmp_path / "run"
-    assert invoke("train", *FAST, "--data-root", data, "tiny", "--out", run).exit_code == 0
+    assert invoke("train", *FAST, "--data-root", data, "tiny", "--run-dir", run).exit_code == 0
     shutil.rmtree(data)
     line = one_line_error(invoke("evaluate", run, "--data-root", tmp_path / "elsewhere"))
     assert str(data / "processed" / "tiny") in line and "--data-root" in line
@@ -186,7 +186,7 @@ def test_missing_collection_names_the_recorded_path_and_data_root(root, tmp_path
 
 def test_evaluate_reuses_the_runs_seed(root, tmp_path):
     run = tmp_path / "run"
-    trained = train(root, "--out", run, "--seed", "3")
+    trained = train(root, "--run-dir", run, "--seed", "3")
     again = invoke("evaluate", run, "--data-root", root)
     assert again.exit_code == 0, again.output
     assert "seed 3" in again.stderr
@@ -218,7 +218,7 @@ def test_failed_run_leaves_nothing(root, tmp_path, monkeypatch):
         return step_loss
 
     monkeypatch.setattr(training, "_gfl_step", nan_step)
-    line = one_line_error(train(root, "--out", tmp_path / "run"))
+    line = one_line_error(train(root, "--run-dir", tmp_path / "run"))
     assert "at step 1" in line
     assert list(tmp_path.iterdir()) == []
 
@@ -250,7 +250,7 @@ def _kill_when(run: Path, ready, root: Path, sig: int = signal.SIGKILL) -> tuple
     Returns the exit status and stderr.
     """
     cmd = [sys.executable, "-m", "gflkit_cli.main", "-q", "train", *KILLABLE, "--data-root", str(root), "tiny",
-           "--out", str(run)]
+           "--run-dir", str(run)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env())
     try:
         deadline = time.monotonic() + 240
@@ -276,7 +276,7 @@ def _state(run: Path) -> tuple[dict[str, torch.Tensor], dict]:
 @pytest.fixture(scope="module")
 def uninterrupted(root, tmp_path_factory):
     run = tmp_path_factory.mktemp("whole") / "run"
-    done = _gflkit("train", *KILLABLE, "--data-root", root, "tiny", "--out", run)
+    done = _gflkit("train", *KILLABLE, "--data-root", root, "tiny", "--run-dir", run)
     assert done.returncode == 0, done.stderr
     return run, done.stdout
 
@@ -339,7 +339,7 @@ def test_resume_continues_from_last_checkpoint_in_process(small_family):
 
 def test_resume_of_finished_run_scores_it(root, tmp_path):
     run = tmp_path / "run"
-    trained = train(root, "--out", run)
+    trained = train(root, "--run-dir", run)
     assert trained.exit_code == 0
     again = invoke("train", "--resume", run, "--data-root", root)
     assert again.exit_code == 0, again.output
@@ -353,7 +353,7 @@ def test_resume_of_finished_run_scores_it(root, tmp_path):
 
 def test_resume_removes_stale_temp_files_and_refuses_settings(root, tmp_path):
     run = tmp_path / "run"
-    assert train(root, "--out", run).exit_code == 0
+    assert train(root, "--run-dir", run).exit_code == 0
     shutil.move(str(run), partial_path(run))
     (partial_path(run) / "metrics.csv").unlink()
     (partial_path(run) / ".last.pt.abc123.tmp").write_bytes(b"half a checkpoint")
@@ -371,7 +371,7 @@ def test_new_run_of_the_same_name_removes_an_interrupted_one(root, tmp_path):
     run = tmp_path / "run"
     partial_path(run).mkdir()
     (partial_path(run) / "config.json").write_text("{}")
-    assert train(root, "--out", run).exit_code == 0
+    assert train(root, "--run-dir", run).exit_code == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
 
 
@@ -381,7 +381,7 @@ def test_python_api_mirrors_the_cli(root, tmp_path):
     result, table = gflkit.train("tiny", episode_cfg=ep, train_cfg=tr, run_dir=run, root=root, progress=False,
                                  return_result=True)
     assert result.run_dir == run and (run / "metrics.csv").is_file()
-    with pytest.raises(GFLError, match="--force"):
+    with pytest.raises(GFLError, match="`force=True`"):
         gflkit.train("tiny", episode_cfg=ep, train_cfg=tr, run_dir=run, root=root, progress=False)
     forced = gflkit.train("tiny", episode_cfg=ep, train_cfg=tr, run_dir=run, force=True, root=root, progress=False)
     pd.testing.assert_frame_equal(forced, table)

@@ -116,7 +116,7 @@ def test_metis_parts_are_disjoint_induced_subgraphs(source):
         seen |= nodes
         assert _edge_set(g) == {(u, v) for u, v in full if u in nodes and v in nodes}
     assert c.meta["node_overlap"]["test"] == 0.0
-    with pytest.raises(GFLError, match="--parts"):
+    with pytest.raises(GFLError, match="`parts="):
         sample_family(source, method="metis", n_graphs=(4, 1, 1), parts=3)
 
 
@@ -129,7 +129,7 @@ def test_ego_nets(source):
 
 
 def test_errors(source):
-    with pytest.raises(GFLError, match="--min-degree"):
+    with pytest.raises(GFLError, match="`min_degree`"):
         sample_family(source, n_graphs=(1, 1, 1), walk_length=(5, 10), min_degree=10_000)
     with pytest.raises(GFLError, match="method"):
         sample_family(source, method="bfs")

@@ -56,7 +56,7 @@ def test_validation_hold_out_is_seeded(tmp_path):
     b, _ = read_gfl_release(root, n_val=1, seed=4)
     assert a.splits == ["train", "val", "test"]
     assert a.graph_extra == b.graph_extra
-    with pytest.raises(GFLError, match="--val 3"):
+    with pytest.raises(GFLError, match="`n_val=3`"):
         read_gfl_release(root, n_val=3)
 
 

@@ -65,7 +65,7 @@ def test_missing_file_is_one_line(tmp_path, tiny):
     with pytest.raises(GFLError) as err:
         read_table_graph(tmp_path / "nope.csv", tiny[1], columns=FEATS)
     assert "nope.csv" in str(err.value) and "\n" not in str(err.value)
-    with pytest.raises(GFLError, match="--id-col"):
+    with pytest.raises(GFLError, match="`id_col`"):
         read_table_graph(*tiny, columns=TableColumns(id="node", features="f"))
 
 
@@ -176,7 +176,7 @@ def test_id_keyed_features_with_per_graph_ids_are_refused(per_graph):
     with pytest.raises(GFLError) as err:
         read_table_collection(edges, nodes, features=feat, columns=TableColumns(graph="graph", feature_key="node"))
     message = str(err.value)
-    assert "ambiguous" in message and "--feature-key row" in message and "\n" not in message
+    assert "ambiguous" in message and "`feature_key=row`" in message and "\n" not in message
 
 
 def test_features_keyed_by_graph_and_node(per_graph, tmp_path):
@@ -204,7 +204,7 @@ def test_row_aligned_features_stay_aligned_past_a_skipped_row(tmp_path):
     assert s.g.ndata["orig_id"].tolist() == [2, 5, 9]
     assert s.g.ndata["feat"][:, 0].tolist() == [3.0, 0.0, 2.0]
     np.save(tmp_path / "short.npy", np.zeros((3, 2), np.float32))
-    with pytest.raises(GFLError, match="--feature-key node"):
+    with pytest.raises(GFLError, match="`feature_key=node`"):
         read_table_graph(edges, nodes, features=tmp_path / "short.npy")
 
 

@@ -57,7 +57,7 @@ def test_tables_sampled_then_stats(run, tmp_path):
 
 def test_tables_many_graphs_and_json_output(run, tmp_path):
     r = run("preprocess", "tables", SAMPLE, "--graph-col", "graph", "--feature-cols", "f0,f1,f2",
-            "--graphs", "4,1,1", "--out", tmp_path / "many")
+            "--graphs", "4,1,1", "--out-dir", tmp_path / "many")
     assert r.exit_code == 0, r.output
     out = tmp_path / "stats.json"
     r = run("stats", tmp_path / "many", "-o", out, "--format", "json")

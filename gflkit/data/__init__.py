@@ -6,19 +6,10 @@ import os
 
 from ..errors import GFLError
 from ..paths import is_name, processed_dir, resolve_collection
-from .collection import SPLITS, GraphCollection, build_graph
+from .collection import SPLITS, GraphCollection, build_graph  # noqa: F401 - importable here, not public
 from .synthetic import SMALL_SPEC, SyntheticSpec, make_synthetic_family
 
-__all__ = [
-    "GraphCollection",
-    "build_graph",
-    "SPLITS",
-    "SyntheticSpec",
-    "SMALL_SPEC",
-    "make_synthetic_family",
-    "load_collection",
-    "DEFAULT_COLLECTION",
-]
+__all__ = ["GraphCollection", "SyntheticSpec", "SMALL_SPEC", "make_synthetic_family", "load_collection"]
 
 log = logging.getLogger(__name__)
 

@@ -60,8 +60,7 @@ from ..paths import check_inside, check_name
 from ..utils import apply_umask, make_temp, remove_inside, replace_inside, unwritable
 from .validate import reading
 
-__all__ = ["GraphCollection", "build_graph", "undirected_edges", "lock_collection", "read_manifest", "SPLITS", "FORMAT",
-           "FORMAT_VERSION"]
+__all__ = ["GraphCollection", "read_manifest"]
 
 SPLITS = ("train", "val", "test")
 FORMAT = "gflkit.collection"

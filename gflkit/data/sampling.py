@@ -49,8 +49,7 @@ from ..errors import GFLError
 from .collection import SPLITS, GraphCollection, build_graph
 from .sources.base import SourceGraph
 
-__all__ = ["FAMILY_DEFAULTS", "METHODS", "JACCARD_WARN", "JACCARD_GRAPHS", "sample_family", "sample_networks",
-           "node_overlap", "pairwise_jaccard", "record_overlap", "random_walk"]
+__all__ = ["sample_family", "sample_networks"]
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +115,7 @@ class _Structure:
     def start(self, rng, min_degree: int, what: str) -> int:
         if self.candidates.size == 0:
             raise GFLError(
-                f"no node has degree >= {min_degree} {what}; lower --min-degree "
+                f"no node has degree >= {min_degree} {what}; lower `min_degree` "
                 f"(max degree is {int(np.diff(self.indptr).max(initial=0))})"
             )
         return int(self.candidates[rng.integers(self.candidates.size)])
@@ -151,7 +150,7 @@ def _one_graph(source, part, method, rng, walk_length, min_degree, induced, ego_
 def _metis_graphs(source, n_total, parts, seed):
     parts = parts or n_total
     if parts < n_total:
-        raise GFLError(f"--parts {parts} is less than the {n_total} graphs asked for; raise --parts")
+        raise GFLError(f"`parts={parts}` is less than the {n_total} graphs asked for; raise `parts`")
     with contextlib.redirect_stdout(sys.stderr):  # DGL prints METIS timings; stdout carries results
         assign = dgl.metis_partition_assignment(source.g, parts).numpy()
     chosen = np.random.default_rng([seed, 3]).permutation(parts)[:n_total]
@@ -340,7 +339,7 @@ def sample_networks(
     _check_roles(names, roles)
     counts = [int(n) for n in n_graphs]
     if len(counts) != 3 or min(counts) < 0 or counts[0] < 1 or counts[2] < 1:
-        raise GFLError(f"graphs per split (--graphs) must be three counts TRAIN,VAL,TEST with TRAIN and TEST >= 1, "
+        raise GFLError(f"graphs per split (`n_graphs`) must be three counts TRAIN,VAL,TEST with TRAIN and TEST >= 1, "
                        f"got {n_graphs}")
     if counts[1] and not roles.get("val"):
         raise GFLError(f"{counts[1]} val graphs asked for but no val network given; name val networks (or the "

@@ -24,7 +24,7 @@ import pandas as pd
 from .collection import SPLITS, GraphCollection
 from .sampling import node_overlap, split_jaccard
 
-__all__ = ["STATS_COLUMNS", "collection_stats", "stats_table"]
+__all__ = ["collection_stats"]
 
 STATS_COLUMNS = [
     "dataset", "source", "method", "avg_nodes", "avg_edges", "avg_walk_steps", "feat_size", "num_classes",

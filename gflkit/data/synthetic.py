@@ -33,7 +33,7 @@ from ..utils import require_memory
 from .collection import GraphCollection, build_graph
 from ..progress import progress_bar, progress_enabled
 
-__all__ = ["SyntheticSpec", "make_synthetic_family", "SMALL_SPEC", "check_memory"]
+__all__ = ["SyntheticSpec", "make_synthetic_family", "SMALL_SPEC"]
 
 
 @dataclass(frozen=True)

@@ -31,10 +31,7 @@ from ..errors import DataFormatError, GFLError
 from ..utils import atomic_write_with
 from .collection import TRANSFORM_FILE, read_manifest
 
-__all__ = [
-    "FeatureTransform", "TRANSFORM_FILE", "NO_TRANSFORM", "feature_fingerprint", "load_transform",
-    "attach_transform", "check_fingerprint", "collection_folder", "fitted_on", "FITTED_ON",
-]
+__all__ = ["FeatureTransform", "feature_fingerprint", "load_transform"]
 
 NO_TRANSFORM = "none"
 KINDS = ("svd", "tfidf-svd")
@@ -179,7 +176,7 @@ def check_fingerprint(expected: Mapping[str, Any] | None, actual: Mapping[str, A
     if expected.get("transform") != actual.get("transform"):
         raise GFLError(
             f"{what} was built with feature transform {actual.get('transform')} but the run with "
-            f"{expected.get('transform')}; rebuild it with --features-from <the run's collection>, or pass --force"
+            f"{expected.get('transform')}; rebuild it with `features_from=<the run's collection>`, or pass `force=True`"
         )
 
 
@@ -194,7 +191,7 @@ def collection_folder(data, root=None) -> Path:
     if named is not None and (named / "manifest.json").is_file():
         return named
     nor = f" (nor {named})" if named is not None else ""
-    raise GFLError(f"no collection at {data!r}{nor}; give a collection folder or name (--data-root)")
+    raise GFLError(f"no collection at {data!r}{nor}; give a collection folder or name (`data_root`)")
 
 
 def load_transform(data) -> FeatureTransform | None:

@@ -36,10 +36,7 @@ import pandas as pd
 from ..errors import DataFormatError, GFLError
 from ..utils import human_bytes
 
-__all__ = [
-    "INT64_MAX", "ID_OUT_OF_RANGE", "finite_features", "int_ids", "parse_ids", "dense_class_ids", "reading",
-    "guard_reader", "ArrayInfo", "SparseInfo", "npy_info", "npz_info", "sparse_npz_info", "check_edges",
-]
+__all__ = []
 
 INT64_MAX = 2**63 - 1
 #: How every reader names an integer id outside ``0 .. 2**63 - 1`` (negative, or too large for int64).

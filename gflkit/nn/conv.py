@@ -30,8 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["NORM_SRC", "NORM_DST", "add_gcn_norm", "gcn_norm", "propagate", "neighbour_sum", "neighbour_sum_t",
-           "graph_facts", "is_symmetric", "set_symmetric", "parts_matmul", "GCNLayer"]
+__all__ = ["GCNLayer"]
 
 NORM_SRC, NORM_DST = "gcn_norm_src", "gcn_norm_dst"
 

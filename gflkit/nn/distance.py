@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 from .segment import block_rows_mm, block_tmm
 
-__all__ = ["logits", "block_logits", "cross_entropy", "Distance"]
+__all__ = ["logits", "Distance"]
 
 
 def logits(z: torch.Tensor, protos: torch.Tensor, distance: str = "inner", cosine_scale: float = 10.0) -> torch.Tensor:

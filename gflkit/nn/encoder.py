@@ -17,7 +17,7 @@ from torch import nn
 from ..names import ENCODERS, REGISTERED_ENCODERS, encoder_names
 from .conv import GCNLayer
 
-__all__ = ["NodeEncoder", "GCNEncoder", "make_encoder", "register_encoder", "ENCODERS"]
+__all__ = ["NodeEncoder", "GCNEncoder", "make_encoder", "register_encoder"]
 
 
 class NodeEncoder(nn.Module):

@@ -25,7 +25,7 @@ from torch import nn
 from .conv import GCNLayer, is_symmetric, neighbour_sum, neighbour_sum_t, propagate
 from .segment import segment_mean
 
-__all__ = ["HierarchicalGraphRepresentation", "dense_gcn_norm"]
+__all__ = ["HierarchicalGraphRepresentation"]
 
 
 def dense_gcn_norm(adj: torch.Tensor) -> torch.Tensor:

@@ -46,7 +46,7 @@ from .common import missing_file, select_classes
 from .text_features import fit_text_transform
 from .venues import VenueMap
 
-__all__ = ["read_aminer", "find_aminer_dump", "TASKS", "DUMP_NAMES"]
+__all__ = ["read_aminer"]
 
 log = logging.getLogger(__name__)
 

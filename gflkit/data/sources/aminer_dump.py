@@ -18,7 +18,7 @@ from .common import byte_lines
 from .text_features import HashedText
 from .venues import VenueMap
 
-__all__ = ["DumpParser"]
+__all__ = []
 
 _ID = re.compile(r"[0-9]+|[0-9a-fA-F]{24}")
 _TAGS = ("#index", "#*", "#@", "#t", "#c", "#%", "#!")

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...errors import GFLError
 
-__all__ = ["DOWNLOADS", "missing_file", "require_file", "select_classes", "byte_lines"]
+__all__ = []
 
 #: Where each source's raw files are published (nothing is downloaded at run time).
 DOWNLOADS = {

@@ -35,12 +35,12 @@ from .common import select_classes
 from .tables import (GraphSlices, TableColumns, _assign_splits, _finish_features, _read, _Tables, graph_rows,
                      small_classes, table_subgraph)
 
-__all__ = ["ROLE_OPTIONS", "network_roles", "read_cross_network"]
+__all__ = ["read_cross_network"]
 
 log = logging.getLogger(__name__)
 
 #: The option that names each split's networks, for messages.
-ROLE_OPTIONS = {"train": "--train-graphs", "val": "--val-graphs", "test": "--test-graphs"}
+ROLE_OPTIONS = {"train": "`train_graphs`", "val": "`val_graphs`", "test": "`test_graphs`"}
 _SHOWN = 12  # network names listed in a message at most
 
 
@@ -113,7 +113,7 @@ def _roles_from_column(t: _Tables, slices: GraphSlices, split_col: str, carve_va
     roles = {s: [n for n, v in zip(t.graph_names, splits) if v == s] for s in SPLITS}
     for split in ("train", "test"):
         if not roles[split]:
-            raise GFLError(f"--split-col {split_col!r}: no network marked {split!r}; a cross-network collection "
+            raise GFLError(f"`split_col={split_col!r}`: no network marked {split!r}; a cross-network collection "
                            f"needs source (train) and target (test) networks")
     if not roles["val"] and carve_val:
         roles["val"] = list(roles["train"])
@@ -162,19 +162,19 @@ def read_cross_network(edges, nodes, *, columns: TableColumns, train: Sequence[s
         report of malformed input.
     """
     if not columns.graph:
-        raise GFLError("a cross-network collection needs a graph column (--graph-col) naming each node's network")
+        raise GFLError("a cross-network collection needs a graph column (`graph_col`) naming each node's network")
     t = _read(edges, nodes, features, columns, classes)
     slices = GraphSlices.of(t)
     where = f"column {columns.graph!r} of {nodes}"
     carve = sampler is not None
     if train is None and test is None and val is None:
         if not columns.split:
-            raise GFLError(f"name the target networks (--test-graphs) or give a split column (--split-col); "
+            raise GFLError(f"name the target networks (`test_graphs`) or give a split column (`split_col`); "
                            f"networks: {_listing(t.graph_names)}")
         roles = _roles_from_column(t, slices, columns.split, carve)
     else:
         if columns.split:
-            raise GFLError("give the networks' roles either by --split-col or by --train-graphs/--test-graphs, "
+            raise GFLError("give the networks' roles either by `split_col` or by `train_graphs`/`test_graphs`, "
                            "not both")
         roles = network_roles(t.graph_names, train=train, val=val, test=test, carve_val=carve, where=where)
     codes = {n: i for i, n in enumerate(t.graph_names)}
@@ -213,8 +213,8 @@ def _whole(t: _Tables, slices: GraphSlices, feat: torch.Tensor, roles, codes, na
     """Every network with a role as one graph; ``orig_id`` is a node's position among the tables' nodes."""
     both = [n for n in roles["val"] if n in set(roles["train"])]
     if both:
-        raise GFLError(f"--val-graphs and --train-graphs both name {both[0]!r}, but a network kept whole has one "
-                       f"split; drop --keep-whole to carve val graphs from it")
+        raise GFLError(f"`val_graphs` and `train_graphs` both name {both[0]!r}, but a network kept whole has one "
+                       f"split; sample the networks (`sample=True`) to carve val graphs from it")
     graphs, splits, extras = [], [], []
     for split in SPLITS:
         for net in roles[split]:

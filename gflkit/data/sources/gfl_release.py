@@ -29,7 +29,7 @@ from ..validate import ID_OUT_OF_RANGE, INT64_MAX, finite_features, guard_reader
 from .base import BadInputReport
 from .table_io import existing_file, sorted_classes
 
-__all__ = ["read_gfl_release", "GET_RELEASE"]
+__all__ = ["read_gfl_release"]
 
 GET_RELEASE = ("get the authors' data from https://github.com/huaxiuyao/GFL and put graph/ and feature.txt "
                "in {root} (or pass the folder)")
@@ -196,6 +196,6 @@ def _count_edges(pairs: np.ndarray, file: str, report: BadInputReport) -> None:
 def _hold_out(splits: list[str], n_val: int, seed: int) -> None:
     train = [i for i, s in enumerate(splits) if s == "train"]
     if n_val > len(train):
-        raise GFLError(f"--val {n_val} is more than the {len(train)} meta-train graphs of the release")
+        raise GFLError(f"`n_val={n_val}` is more than the {len(train)} meta-train graphs of the release")
     for j in np.random.default_rng([seed, 6]).permutation(len(train))[:n_val]:
         splits[train[j]] = "val"

@@ -24,7 +24,7 @@ from typing import Any, Callable, Mapping
 from ...errors import DataFormatError
 from ...utils import require_memory
 
-__all__ = ["read_json", "stream_object", "JSON_BYTES_PER_BYTE"]
+__all__ = []
 
 #: Memory of the Python objects a JSON text becomes, per byte of the file (measured: 8-12x for
 #: maps of lists of integers), with a margin.

@@ -34,7 +34,7 @@ from .base import BadInputReport, SourceGraph
 from .common import DOWNLOADS, missing_file, require_file, select_classes
 from .safe_pickle import load_planetoid_pickle
 
-__all__ = ["read_planetoid", "read_linqs_pubmed", "read_pubmed", "PLANETOID_NAMES", "LINQS_FILES"]
+__all__ = ["read_planetoid", "read_linqs_pubmed", "read_pubmed"]
 
 log = logging.getLogger(__name__)
 

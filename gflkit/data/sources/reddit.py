@@ -46,7 +46,7 @@ from .base import BadInputReport, SourceGraph
 from .common import missing_file, require_file, select_classes
 from .json_io import read_json, stream_object
 
-__all__ = ["read_reddit", "read_graphsage", "read_dgl_reddit", "find_prefix", "source_name"]
+__all__ = ["read_reddit", "read_graphsage", "read_dgl_reddit"]
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ def find_prefix(folder: str | os.PathLike) -> str:
     if not found:
         raise missing_file(Path(folder) / "reddit-G.json", "reddit", folder)
     if len(found) > 1:
-        raise GFLError(f"{folder}: several <prefix>-G.json files ({', '.join(found)}); give the prefix with --prefix")
+        raise GFLError(f"{folder}: several <prefix>-G.json files ({', '.join(found)}); give the prefix with `prefix`")
     return found[0]
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from ...errors import DataFormatError
 
-__all__ = ["ALLOWED_GLOBALS", "load_planetoid_pickle"]
+__all__ = []
 
 _SPARSE = ("csr_matrix", "csc_matrix", "coo_matrix", "lil_matrix", "dok_matrix")
 _BUILTINS = ("list", "dict", "int", "float", "tuple", "set", "object")

@@ -31,10 +31,7 @@ from ..validate import (ID_OUT_OF_RANGE, ArrayInfo, SparseInfo, finite_features,
 from .base import BadInputReport
 from .json_io import read_json
 
-__all__ = [
-    "existing_file", "read_table", "column", "add_lines", "int_column", "sorted_classes", "read_feature_file",
-    "reduce_features", "fit_svd", "read_graph_feature_file", "feature_file", "FeatureFile", "MEMORY_HINT",
-]
+__all__ = []
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 MEMORY_HINT = "use a smaller file or a machine with more memory"
@@ -172,7 +169,7 @@ def int_column(values: pd.Series, lines: np.ndarray, kind: str, report: BadInput
 
 # -- feature files -------------------------------------------------------------------------------------------------
 _NPY_HINT = "it must be a 2-D numeric array saved with numpy.save"
-_NPZ_HINT = ("write it with scipy.sparse.save_npz (or use --feature-key graph-node for one array per graph)")
+_NPZ_HINT = ("write it with scipy.sparse.save_npz (or use `feature_key=graph-node` for one array per graph)")
 _BAG_HINT = "it must be a JSON object mapping node id -> list of feature ids"
 #: Largest feature id of a JSON bag of features (+1): the matrix has one column per id.
 _MAX_BAG_ID = 1 << 26
@@ -289,7 +286,7 @@ def read_graph_feature_file(path: Path, graphs: Sequence[str], ids: np.ndarray, 
         graphs, ids: ``(n,)``; returns ``(n, d)`` float32.
     """
     if path.suffix.lower() != ".npz":
-        raise GFLError(f"{path}: --feature-key graph-node needs an .npz archive with one array per graph "
+        raise GFLError(f"{path}: `feature_key=graph-node` needs an .npz archive with one array per graph "
                        f"(numpy.savez(path, **{{graph_name: features}}))")
     hint = "it must be an .npz archive of one 2-D numeric array per graph (numpy.savez)"
     arrays = npz_info(path, hint)

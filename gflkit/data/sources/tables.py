@@ -48,7 +48,7 @@ from .base import BadInputReport, SourceGraph
 from .table_io import (MEMORY_HINT, add_lines, column, existing_file, fit_svd, int_column, read_feature_file,
                        read_graph_feature_file, read_table, sorted_classes)
 
-__all__ = ["TableColumns", "FEATURE_KEYS", "read_table_graph", "read_table_collection", "small_classes"]
+__all__ = ["TableColumns", "read_table_graph", "read_table_collection"]
 
 log = logging.getLogger(__name__)
 
@@ -137,11 +137,11 @@ def unlabelled_mask(raw: np.ndarray, markers: Sequence[str]) -> np.ndarray:
 def _node_table(nodes: Path, cols: TableColumns, report) -> _Nodes:
     """The rows of the node table."""
     ndf, nlines = read_table(nodes, report)
-    ids = int_column(column(ndf, cols.id, nodes, "--id-col"), nlines, "non-numeric node id", report, nodes.name)
+    ids = int_column(column(ndf, cols.id, nodes, "`id_col`"), nlines, "non-numeric node id", report, nodes.name)
     record = np.asarray(ndf.index, dtype=np.int64)
     records = int(ndf.attrs.get("records", len(ndf)))
     if cols.graph:
-        ngraph = column(ndf, cols.graph, nodes, "--graph-col").str.strip().to_numpy()
+        ngraph = column(ndf, cols.graph, nodes, "`graph_col`").str.strip().to_numpy()
         names = sorted(set(ngraph[ids >= 0]))
         index = {g: i for i, g in enumerate(names)}
         code = np.array([index.get(g, -1) for g in ngraph], dtype=np.int64)
@@ -157,7 +157,7 @@ def _implicit_nodes(src, dst, cols: TableColumns, features, report, edges: Path)
     size is allocated (a file may declare 10^9 rows for a few edges).
     """
     if cols.graph:
-        raise GFLError("reading many graphs needs a node table (--nodes) with the graph column")
+        raise GFLError("reading many graphs needs a node table (`nodes`) with the graph column")
     n = _feature_rows(features, report) if features is not None else None
     if n is not None:
         if n > 2 * len(src) + _SPARE_IDS:
@@ -168,7 +168,7 @@ def _implicit_nodes(src, dst, cols: TableColumns, features, report, edges: Path)
         n = int(max(src.max(initial=-1), dst.max(initial=-1))) + 1
         if n > 2 * len(src) + _SPARE_IDS:
             raise GFLError(f"{edges}: node ids run up to {n - 1} for {len(src)} edges: without a node table the "
-                           f"nodes are 0..n-1; pass a node table (--nodes) or renumber the ids")
+                           f"nodes are 0..n-1; pass a node table (`nodes`) or renumber the ids")
     ids = np.arange(n, dtype=np.int64)
     return _Nodes(ids, np.zeros(n, np.int64), ids, ids + 1, [""], None, None, n)
 
@@ -180,23 +180,23 @@ def _feature_rows(path: Path, report) -> int | None:
 
 
 def _read(edges, nodes, features, cols: TableColumns, classes) -> _Tables:
-    edges = existing_file(edges, "edge table", f"put your edges (columns {cols.src},{cols.dst}) there or pass --edges")
+    edges = existing_file(edges, "edge table", f"put your edges (columns {cols.src},{cols.dst}) there or pass `edges`")
     if nodes is not None:
         nodes = existing_file(nodes, "node table",
-                              f"put your nodes (columns {cols.id},{cols.label},...) there or pass --nodes")
+                              f"put your nodes (columns {cols.id},{cols.label},...) there or pass `nodes`")
     if features is not None:
-        features = existing_file(features, "feature file", "check --features")
+        features = existing_file(features, "feature file", "check `features`")
     report = BadInputReport()
     nd = None
     if nodes is not None:
         with reading(nodes):  # whatever fails in there is the node table's
             nd = _node_table(nodes, cols, report)
     edf, elines = read_table(edges, report)
-    src = int_column(column(edf, cols.src, edges, "--src-col"), elines, "non-numeric node id", report, edges.name)
-    dst = int_column(column(edf, cols.dst, edges, "--dst-col"), elines, "non-numeric node id", report, edges.name)
+    src = int_column(column(edf, cols.src, edges, "`src_col`"), elines, "non-numeric node id", report, edges.name)
+    dst = int_column(column(edf, cols.dst, edges, "`dst_col`"), elines, "non-numeric node id", report, edges.name)
     nd = nd or _implicit_nodes(src, dst, cols, features, report, edges)
     if cols.graph:
-        egraph = column(edf, cols.graph, edges, "--graph-col").str.strip().to_numpy()
+        egraph = column(edf, cols.graph, edges, "`graph_col`").str.strip().to_numpy()
         index = {g: i for i, g in enumerate(nd.names)}
         ecode = np.array([index.get(g, -1) for g in egraph], dtype=np.int64)
     else:
@@ -218,7 +218,7 @@ def _read(edges, nodes, features, cols: TableColumns, classes) -> _Tables:
     add_lines(report, "self-loop (dropped)", edges.name, elines[known & (pos[0] == pos[1])])
     check_edges(edges, int((known & (pos[0] != pos[1])).sum()), int(edf.attrs.get("records", len(edf))), log=log,
                 unit="data rows")
-    split = column(nd.frame, cols.split, nodes, "--split-col").str.strip().to_numpy()[rows] if cols.split else []
+    split = column(nd.frame, cols.split, nodes, "`split_col`").str.strip().to_numpy()[rows] if cols.split else []
     return _Tables(code, node_id, nd.names, feat, torch.from_numpy(label), class_list,
                    pos[0][known], pos[1][known], list(split), report)
 
@@ -260,14 +260,14 @@ def _labels(nd: _Nodes, rows, cols: TableColumns, classes, report) -> tuple[np.n
     """Class index per node (``-1`` unlabelled) and the class names."""
     if nd.frame is None or cols.label is None:
         return np.full(len(rows), -1, dtype=np.int64), [str(c) for c in classes or []]
-    raw = column(nd.frame, cols.label, nd.path, "--label-col").str.strip().to_numpy()[rows]
+    raw = column(nd.frame, cols.label, nd.path, "`label_col`").str.strip().to_numpy()[rows]
     raw = np.where(unlabelled_mask(raw, cols.unlabelled), "", raw)
     class_list = sorted_classes(raw, classes)
     index = {c: i for i, c in enumerate(class_list)}
     label = np.array([index.get(v, -1) if v else -1 for v in raw], dtype=np.int64)
     add_lines(report, "label outside class set", nd.path.name, nd.lines[rows][(label < 0) & (raw != "")])
     if not class_list:
-        raise GFLError(f"{nd.path}: no labelled node in column {cols.label!r}; set --label-col")
+        raise GFLError(f"{nd.path}: no labelled node in column {cols.label!r}; set `label_col`")
     return label, class_list
 
 
@@ -276,17 +276,17 @@ def _feature_key(nd: _Nodes, features: Path, cols: TableColumns) -> str:
     if key is None:
         key = "row" if nd.frame is not None and features.suffix.lower() != ".json" else "node"
     if key not in FEATURE_KEYS:
-        raise GFLError(f"unknown feature key {key!r}: choose one of {', '.join(FEATURE_KEYS)} (--feature-key)")
+        raise GFLError(f"unknown feature key {key!r}: choose one of {', '.join(FEATURE_KEYS)} (`feature_key`)")
     if key == "node" and cols.graph:
         valid = nd.ids >= 0
         if len(np.unique(nd.ids[valid])) < int(valid.sum()):
             raise GFLError(
                 f"{features}: features keyed by node id are ambiguous because node ids repeat across graphs "
-                f"({cols.graph!r}); use --feature-key row (row i = node-table row i) or --feature-key graph-node "
+                f"({cols.graph!r}); use `feature_key=row` (row i = node-table row i) or `feature_key=graph-node` "
                 f"(an .npz with one array per graph)"
             )
     if key == "row" and nd.frame is None:
-        raise GFLError(f"{features}: --feature-key row needs a node table (--nodes); use --feature-key node")
+        raise GFLError(f"{features}: `feature_key=row` needs a node table (`nodes`); use `feature_key=node`")
     return key
 
 
@@ -300,21 +300,21 @@ def _features(nd: _Nodes, rows, features, cols: TableColumns, report):
             if n_rows is not None and n_rows != nd.records:
                 raise GFLError(
                     f"{features}: {n_rows} feature rows but {nd.path.name} has {nd.records} data rows; with "
-                    f"--feature-key row (the default with a node table) row i holds the node of table row i; "
-                    f"pass --feature-key node if rows are node ids"
+                    f"`feature_key=row` (the default with a node table) row i holds the node of table row i; "
+                    f"pass `feature_key=node` if rows are node ids"
                 )
             return read_feature_file(features, nd.record[rows], report)
         return read_feature_file(features, nd.ids[rows], report)
     if cols.features is None or nd.frame is None:
-        raise GFLError(f"{nd.path or 'the graph'}: no node features; pass feature columns (--feature-cols) "
-                       f"of a node table or a file (--features)")
+        raise GFLError(f"{nd.path or 'the graph'}: no node features; pass feature columns (`feature_cols`) "
+                       f"of a node table or a file (`features`)")
     ndf, nodes = nd.frame, nd.path
     names = [cols.features] if isinstance(cols.features, str) else list(cols.features)
     chosen = [c for c in ndf.columns if c in names] or [c for c in ndf.columns if str(c).startswith(names[0])]
     if len(names) > 1 and len(chosen) != len(names):
         raise GFLError(f"{nodes}: feature columns {sorted(set(names) - set(chosen))} not found")
     if not chosen:
-        raise GFLError(f"{nodes}: no column named or starting with {names[0]!r}; check --feature-cols")
+        raise GFLError(f"{nodes}: no column named or starting with {names[0]!r}; check `feature_cols`")
     import pandas as pd
 
     block = ndf[chosen].iloc[rows].apply(lambda c: pd.to_numeric(c.str.strip(), errors="coerce"))
@@ -406,7 +406,7 @@ def small_classes(collection: GraphCollection, k_shot: int = 10) -> str | None:
     if not few:
         return None
     return (f"class(es) {', '.join(few)} have fewer than k_shot + 1 = {k_shot + 1} labelled nodes in every graph: "
-            f"episodes with --k-shot {k_shot} skip every graph for them; lower --k-shot or drop them with --classes")
+            f"episodes with `k_shot={k_shot}` skip every graph for them; lower `k_shot` or drop them with `classes`")
 
 
 @guard_reader
@@ -428,7 +428,7 @@ def read_table_collection(edges, nodes, *, features=None, columns: TableColumns,
     every graph are named in one logged warning (:func:`small_classes`).
     """
     if not columns.graph:
-        raise GFLError("reading many graphs needs a graph column (--graph-col)")
+        raise GFLError("reading many graphs needs a graph column (`graph_col`)")
     t = _read(edges, nodes, features, columns, classes)
     slices = GraphSlices.of(t)
     bounds = slices.bounds
@@ -449,7 +449,7 @@ def read_table_collection(edges, nodes, *, features=None, columns: TableColumns,
         graphs.append(g)
         extras.append({"graph_name": t.graph_names[i]})
     if not graphs:
-        raise GFLError(f"{nodes}: no graph left to keep; check --graph-col and --graphs")
+        raise GFLError(f"{nodes}: no graph left to keep; check `graph_col` and `n_graphs`")
     collection = GraphCollection(graphs, [s for s, _ in order], t.classes, name=name, source="tables", seed=seed,
                                  graph_extra=extras, meta={"files": [str(f) for f in (edges, nodes, features) if f]},
                                  sampler={"method": "given", "split_col": columns.split, "seed": seed})
@@ -505,7 +505,7 @@ def _assign_splits(t: _Tables, bounds, n_graphs, seed, split_col) -> list[str | 
         n_val, n_test = max(1, round(0.1 * n)), max(1, round(0.2 * n))
         n_graphs = (max(n - n_val - n_test, 0), n_val, n_test)
     if sum(n_graphs) > n:
-        raise GFLError(f"--graphs asks for {sum(n_graphs)} graphs but the tables hold {n}")
+        raise GFLError(f"`n_graphs` asks for {sum(n_graphs)} graphs but the tables hold {n}")
     perm = np.random.default_rng([seed, 5]).permutation(n)
     out: list[str | None] = [None] * n
     for j, s in enumerate(s for s, k in zip(SPLITS, n_graphs) for _ in range(k)):

@@ -23,7 +23,7 @@ from array import array
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["HashedText", "tokenize", "tfidf", "truncated_svd", "randomized_svd", "embed_counts", "fit_text_transform"]
+__all__ = []
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ...errors import DataFormatError, GFLError
 
-__all__ = ["VenueMap", "normalise_venue"]
+__all__ = []
 
 _NON_WORD = re.compile(r"[^a-z0-9]+")
 _PAREN = re.compile(r"\(([^()]*)\)")

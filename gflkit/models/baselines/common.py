@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 from ...episodes import Episode
 
-__all__ = ["episode_seed", "support_targets", "undirected", "standardise", "fit_predict_linear", "dgl_walks"]
+__all__ = []
 
 
 def episode_seed(seed: int, graph_id: int, stream: int = 0) -> int:

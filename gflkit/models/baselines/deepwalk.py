@@ -14,7 +14,7 @@ from ...episodes import Episode
 from .common import dgl_walks, episode_seed, fit_predict_linear, standardise, support_targets, undirected
 from .skipgram import train_skipgram
 
-__all__ = ["fit_predict_deepwalk", "deepwalk_embedding", "classify_embedding", "classify_with_walks"]
+__all__ = ["fit_predict_deepwalk"]
 
 
 def classify_embedding(g: dgl.DGLGraph, episode: Episode, emb: torch.Tensor, *, num_classes: int,

@@ -15,7 +15,7 @@ from ...episodes import Episode
 from .agf import GCNClassifier
 from .common import support_targets
 
-__all__ = ["KNearestNeighbours", "knn_predict"]
+__all__ = ["KNearestNeighbours"]
 
 
 def knn_predict(query: torch.Tensor, support: torch.Tensor, support_label: torch.Tensor, num_classes: int,

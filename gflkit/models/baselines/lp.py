@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from ...episodes import Episode
 from .common import support_targets, undirected
 
-__all__ = ["fit_predict_lp", "propagation_matrix", "propagate_labels"]
+__all__ = ["fit_predict_lp"]
 
 
 def propagation_matrix(g: dgl.DGLGraph, norm: str = "rw") -> sp.csr_matrix:

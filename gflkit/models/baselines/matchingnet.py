@@ -21,7 +21,7 @@ from ...nn import GCNEncoder
 from ...batching import batch_episodes
 from .base import TransferBaseline
 
-__all__ = ["MatchingNetwork", "matching_log_probs", "nearest_support"]
+__all__ = ["MatchingNetwork"]
 
 
 def _cosine(query: torch.Tensor, support: torch.Tensor) -> torch.Tensor:

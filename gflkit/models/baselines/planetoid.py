@@ -23,7 +23,7 @@ from ...episodes import Episode
 from .common import dgl_walks, episode_seed, standardise, support_targets, undirected
 from .skipgram import context_pairs, negative_table, sgns_loss
 
-__all__ = ["fit_predict_planetoid", "label_context_loss"]
+__all__ = ["fit_predict_planetoid"]
 
 
 def label_context_loss(emb: torch.Tensor, ctx: torch.Tensor, support: torch.Tensor,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-__all__ = ["context_pairs", "negative_table", "sgns_loss", "train_skipgram"]
+__all__ = []
 
 
 def context_pairs(traces: torch.Tensor, window: int) -> tuple[torch.Tensor, torch.Tensor]:
