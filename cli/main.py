@@ -166,7 +166,7 @@ def cli(verbose: int, quiet: bool, no_progress: bool) -> None:
 
     Every option's default can be set in the environment as
     GFLKIT_<COMMAND>_<OPTION> (GFLKIT_TRAIN_STEPS=50, GFLKIT_COMPARE_SEED=0);
-    an option on the command line wins.
+    an option on the command line wins over it, and it over --config.
 
     Progress goes to stderr: bars on a terminal; in a log file or pipe a line
     every 10% of a task (at most one per 30 s) and one when it ends.
