@@ -160,7 +160,7 @@ class GFLGroup(click.Group):
             _set_sigint(signal.default_int_handler)
 
 
-@click.group(cls=GFLGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=GFLGroup, context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "GFLKIT"})
 @click.version_option(gflkit.__version__, prog_name="gflkit")
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
 @click.option("-q", "--quiet", is_flag=True,
@@ -173,6 +173,10 @@ def cli(verbose: int, quiet: bool, no_progress: bool) -> None:
     Data lives under the data root: --data-root, else $GFLKIT_DATA, else ./data
     when it exists, else ~/.gflkit/data. Raw files go in <root>/raw/<source>/,
     collections are written to <root>/processed/<name>/, runs to ./runs/.
+
+    Every option's default can be set in the environment as
+    GFLKIT_<COMMAND>_<OPTION> (GFLKIT_TRAIN_STEPS=50, GFLKIT_COMPARE_SEED=0);
+    an option on the command line wins over it, and it over --config.
 
     Progress goes to stderr: bars on a terminal; in a log file or pipe a line
     every 10% of a task (at most one per 30 s) and one when it ends.
