@@ -201,7 +201,9 @@ _SETTINGS = [*_MODEL_KEYS, "model", "k_shot", "n_query", "on_small", "steps", "m
 
 def _check_resume(ctx: click.Context) -> None:
     flags = {param.name: param.opts[0] for param in ctx.command.params}
-    given = [flags[name] for name in _SETTINGS if ctx.get_parameter_source(name).name not in ("DEFAULT", "DEFAULT_MAP")]
+    # A default from the environment (GFLKIT_TRAIN_STEPS, ...) is a default, not a setting the user typed.
+    defaults = ("DEFAULT", "DEFAULT_MAP", "ENVIRONMENT")
+    given = [flags[name] for name in _SETTINGS if ctx.get_parameter_source(name).name not in defaults]
     if given:
         raise click.UsageError(f"--resume continues a run with its own settings; drop {', '.join(given)}")
 

@@ -604,3 +604,10 @@ def test_random_bytes_last_pt_is_listed_damaged(interrupted, root):
     line = one_line_error(invoke("train", "--resume", interrupted, "--data-root", root),
                           str(partial_path(interrupted) / "last.pt"))
     _no_escaped_text(line)
+
+
+def test_an_option_default_from_the_environment_does_not_block_resume(finished, root, tmp_path, monkeypatch):
+    run = _copy(finished, tmp_path)
+    monkeypatch.setenv("GFLKIT_TRAIN_STEPS", "6")  # a default, not a setting typed with --resume
+    assert invoke("train", "--resume", run, "--data-root", root).exit_code == 0
+    one_line_error(invoke("train", "--resume", run, "--steps", "6", "--data-root", root), "drop --steps", code=2)
