@@ -168,6 +168,8 @@ def train(
             Transfer baselines train on the CPU.
         return_result: return ``(TrainResult, table)`` instead of the table.
         out: the old name of ``run_dir`` (deprecated; the same values).
+        (``run_dir`` to ``device``, the launch of the run, are checked together, before any work:
+        :class:`~gflkit.config.RunSettings`.)
         **model_settings: fields of :class:`~gflkit.config.GFLConfig`,
             :class:`~gflkit.config.EpisodeConfig` or
             :class:`~gflkit.config.TrainConfig`, as the command line's flags
