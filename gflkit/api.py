@@ -27,7 +27,8 @@ import pandas as pd
 import torch
 
 from . import distributed
-from .config import PRESETS, EpisodeConfig, GFLConfig, TrainConfig, config_from_dict, hashed_dict, to_dict
+from .config import (PRESETS, EpisodeConfig, GFLConfig, RunSettings, TrainConfig, config_from_dict, hashed_dict,
+                     to_dict)
 from .data import GraphCollection, load_collection
 from .data.transform import check_fingerprint, feature_fingerprint
 from .episodes import EpisodeSampler
@@ -37,6 +38,7 @@ from .inference import warn_one_seed
 from .metrics import baseline_records, graph_records, summarise, transfer_records
 from .models.baselines import PER_GRAPH, TRANSFER
 from .models.gfl import GFL
+from .names import model_names, trainable_names  # noqa: F401 - the registry's, re-exported
 from .refine import RefineConfig
 from .results import to_frame
 from .paths import runs_dir
@@ -48,16 +50,6 @@ from .training import CHECKPOINT_EVERY, TrainResult, fit_transfer, meta_train
 __all__ = ["train", "evaluate", "evaluate_baseline", "model_config"]
 
 log = logging.getLogger(__name__)
-
-
-def trainable_names() -> tuple[str, ...]:
-    """Models that learn from the meta-training graphs (``train --model``)."""
-    return tuple(PRESETS) + tuple(TRANSFER)
-
-
-def model_names() -> tuple[str, ...]:
-    """Every model name: trainable ones and per-graph baselines."""
-    return trainable_names() + tuple(PER_GRAPH)
 
 
 def model_config(model: str = "gfl", **overrides: Any) -> GFLConfig:
@@ -173,6 +165,8 @@ def train(
             Transfer baselines train on the CPU.
         return_result: return ``(TrainResult, table)`` instead of the table.
         out: the old name of ``run_dir`` (deprecated; the same values).
+        (``run_dir`` to ``device``, the launch of the run, are checked together, before any work:
+        :class:`~gflkit.config.RunSettings`.)
         **model_settings: fields of :class:`~gflkit.config.GFLConfig`,
             :class:`~gflkit.config.EpisodeConfig` or
             :class:`~gflkit.config.TrainConfig`, as the command line's flags
@@ -187,16 +181,20 @@ def train(
         The one-row result DataFrame (empty when not evaluated), or
         ``(TrainResult, DataFrame)`` with ``return_result=True``.
     """
-    run_dir = _run_dir_argument(run_dir, out)
+    run = RunSettings(run_dir=_run_dir_argument(run_dir, out), force=force, resume=resume,
+                      checkpoint_every=checkpoint_every, progress=progress, nproc=nproc,
+                      threads_per_proc=threads_per_proc, timeout=timeout, device=device)
     if model_settings:
         model_cfg, episode_cfg, train_cfg = _with_settings(model, model_cfg, episode_cfg, train_cfg, model_settings)
-    result, table = _train(data, model_cfg, episode_cfg, train_cfg, model, options, run_dir, force, resume,
-                           checkpoint_every, root, eval_split, episodes, progress, nproc, threads_per_proc, timeout,
-                           refine, ci, device)
+    if run.resume is not None:
+        _refuse_settings_on_resume(run, model_cfg=model_cfg, episode_cfg=episode_cfg, train_cfg=train_cfg,
+                                   model=model, options=options)
+    result, table = _train(data, model_cfg, episode_cfg, train_cfg, model=model, options=options, run=run, root=root,
+                           eval_split=eval_split, episodes=episodes, refine=refine, ci=ci)
     return (result, table) if return_result else table
 
 
-def _run_dir_argument(run_dir: Any, out: Any) -> str | os.PathLike | bool | None:
+def _run_dir_argument(run_dir: Any, out: Any) -> Any:
     """:func:`train`'s ``run_dir``, given as ``run_dir`` or by its old name ``out`` (with a DeprecationWarning)."""
     if out is not None:
         if run_dir is not None:
@@ -204,9 +202,17 @@ def _run_dir_argument(run_dir: Any, out: Any) -> str | os.PathLike | bool | None
         warnings.warn("train(out=...) is deprecated and will be removed in the next release; use run_dir=... "
                       "(run_dir=False keeps no run folder)", DeprecationWarning, stacklevel=3)
         run_dir = out
-    if run_dir is True or not (run_dir is None or run_dir is False or isinstance(run_dir, (str, os.PathLike))):
-        raise GFLError(f"run_dir={run_dir!r}: give a folder, None (./runs/<name>) or False (keep no run folder)")
     return run_dir
+
+
+def _refuse_settings_on_resume(run: RunSettings, **settings: Any) -> None:
+    """A resumed run keeps its own settings: a GFLError naming each one given all the same."""
+    defaults = dict(model_cfg=None, episode_cfg=EpisodeConfig(), train_cfg=TrainConfig(), model="gfl", options=None)
+    given = [name for name, value in settings.items() if (value or None if name == "options" else value) != defaults[name]]
+    if run.run_dir not in (None, False) and final_run_path(run.run_dir) != final_run_path(run.resume):
+        given.append("run_dir")
+    if given:
+        raise GFLError(f"resume continues {run.resume} with its own settings: do not give {', '.join(given)}")
 
 
 def _with_settings(model: str, model_cfg: GFLConfig | None, episode_cfg: EpisodeConfig, train_cfg: TrainConfig,
@@ -231,24 +237,16 @@ def _with_settings(model: str, model_cfg: GFLConfig | None, episode_cfg: Episode
     return model_cfg, episode_cfg, train_cfg
 
 
-def _train(data, model_cfg, episode_cfg, train_cfg, model, options, run_dir, force, resume, checkpoint_every, root,
-           eval_split, episodes, progress, nproc, threads_per_proc, timeout, refine,
-           ci, device=None) -> tuple[TrainResult, pd.DataFrame]:
-    """:func:`train`'s work: the training result and the result table."""
-    device = resolve_device(device)
+def _train(data, model_cfg: GFLConfig | None, episode_cfg: EpisodeConfig, train_cfg: TrainConfig, *, model: str,
+           options: dict[str, Any] | None, run: RunSettings, root, eval_split: str | None, episodes: int,
+           refine: RefineConfig, ci: str) -> tuple[TrainResult, pd.DataFrame]:
+    """:func:`train`'s work, with its settings checked: the training result and the result table."""
+    device, run_dir, common = run.device, run.run_dir, dict(progress=run.progress, checkpoint_every=run.checkpoint_every)
     spread = None
-    if nproc > 1 or distributed.env_context() is not None:  # one run over several processes
-        spread = dict(nproc=nproc, threads=threads_per_proc, timeout=timeout)
-    if resume is not None:
-        given = [name for name, value, default in (
-            ("model_cfg", model_cfg, None), ("episode_cfg", episode_cfg, EpisodeConfig()),
-            ("train_cfg", train_cfg, TrainConfig()), ("model", model, "gfl"), ("options", options or None, None),
-        ) if value != default]
-        if run_dir not in (None, False) and final_run_path(run_dir) != final_run_path(resume):
-            given.append("run_dir")
-        if given:
-            raise GFLError(f"resume continues {resume} with its own settings: do not give {', '.join(given)}")
-        result, collection = _resume(resume, data, root, checkpoint_every, progress, spread, device)
+    if run.nproc > 1 or distributed.env_context() is not None:  # one run over several processes
+        spread = dict(nproc=run.nproc, threads=run.threads_per_proc, timeout=run.timeout)
+    if run.resume is not None:
+        result, collection = _resume(run.resume, data, root, spread=spread, device=device, **common)
         episode_cfg, seed, model = result_configs(result.meta)[1], int(result.meta.get("seed", 0)), result.meta["model"]
     else:
         collection = load_collection(data, root)
@@ -261,10 +259,10 @@ def _train(data, model_cfg, episode_cfg, train_cfg, model, options, run_dir, for
             _single_process(model, spread)
             require_cpu(model, device)
             result = fit_transfer(model, collection, episode_cfg, train_cfg, options=options, run_dir=out,
-                                  progress=progress, force=force, checkpoint_every=checkpoint_every)
+                                  force=run.force, **common)
         else:
             result = _fit_gfl(collection, cfg, episode_cfg, train_cfg, spread, model_name=model, run_dir=out,
-                              progress=progress, force=force, checkpoint_every=checkpoint_every, device=device)
+                              force=run.force, device=device, **common)
     if eval_split is None or not distributed.is_main_process():  # under torchrun rank 0 scores the run
         return result, to_frame([])
     row = _score(result.model, model, collection, eval_split, episode_cfg, episodes, seed, refine, ci)
@@ -298,7 +296,7 @@ def _fit_gfl(collection: GraphCollection, cfg: GFLConfig, episode_cfg: EpisodeCo
     return distributed.train(collection, cfg, episode_cfg, train_cfg, **kwargs, **spread)
 
 
-def _resume(run: str | os.PathLike, data, root, checkpoint_every: int, progress: bool,
+def _resume(run: str | os.PathLike, data, root, *, checkpoint_every: int, progress: bool,
             spread: dict[str, Any] | None = None,
             device: torch.device = torch.device("cpu")) -> tuple[TrainResult, GraphCollection]:
     """Continue the interrupted run ``run`` (or just load it when it has finished)."""

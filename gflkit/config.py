@@ -15,9 +15,10 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
 from .errors import GFLError
-from .names import ENCODERS, GATE_MODES, PGNN_NORMS, encoder_names  # noqa: F401 - ENCODERS stays importable here
+from .names import (CHECKPOINT_EVERY, DEFAULT_TIMEOUT, ENCODERS, GATE_MODES, PGNN_NORMS,  # noqa: F401 - ENCODERS
+                    encoder_names)  # stays importable here
 
-__all__ = ["GFLConfig", "EpisodeConfig", "TrainConfig"]
+__all__ = ["GFLConfig", "EpisodeConfig", "TrainConfig", "RunSettings"]
 
 SIMILARITIES = ("khop-cn", "jaccard", "adamic-adar", "pagerank")
 DISTANCES = ("inner", "cosine", "euclidean")
@@ -269,3 +270,53 @@ def to_dict(cfg) -> dict[str, Any]:
     """A JSON-friendly dict of a config (tuples become lists)."""
     return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(cfg).items()}
 
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How one training run is launched and kept: its folder, resuming, checkpoints, processes, device.
+
+    :func:`gflkit.train` builds one from its keywords; each value is checked here,
+    once, and the device is resolved here, once (``device`` then holds a
+    :class:`torch.device`).
+
+    Attributes:
+        run_dir: the run folder; ``None``: ``./runs/<name>``; ``False``: keep no run folder.
+        force: replace an existing run folder.
+        resume: the interrupted run folder to continue (with its own settings), or ``None``.
+        checkpoint_every: steps between resume checkpoints (``last.pt``).
+        progress: show a progress bar on stderr.
+        nproc: processes to train one GFL model with.
+        threads_per_proc: threads of each process (``None``: cores / nproc).
+        timeout: seconds after which a rank waiting for a dead peer gives up.
+        device: ``cpu``, ``cuda`` or ``cuda:N`` (:func:`gflkit.devices.resolve_device`; ``None``: ``cpu``).
+    """
+
+    run_dir: Any = None
+    force: bool = False
+    resume: Any = None
+    checkpoint_every: int = CHECKPOINT_EVERY
+    progress: bool = True
+    nproc: int = 1
+    threads_per_proc: int | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    device: Any = None
+
+    def __post_init__(self) -> None:
+        import os
+
+        from .devices import resolve_device
+
+        run_dir = self.run_dir
+        if run_dir is True or not (run_dir is None or run_dir is False or isinstance(run_dir, (str, os.PathLike))):
+            raise GFLError(f"run_dir={run_dir!r}: give a folder, None (./runs/<name>) or False (keep no run folder)")
+        if not (self.resume is None or isinstance(self.resume, (str, os.PathLike))):
+            raise GFLError(f"resume={self.resume!r}: give the run folder to continue, or None")
+        for name in ("checkpoint_every", "nproc") + (("threads_per_proc",) if self.threads_per_proc is not None else ()):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+                raise GFLError(f"{name}={value!r} must be a whole number of at least 1")
+        if isinstance(self.timeout, bool) or not isinstance(self.timeout, numbers.Real) or not (
+                math.isfinite(self.timeout) and self.timeout > 0):
+            raise GFLError(f"timeout={self.timeout!r} must be a positive number of seconds")
+        object.__setattr__(self, "device", resolve_device(self.device))

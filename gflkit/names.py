@@ -1,17 +1,36 @@
 """Names the command line offers as choices, without importing torch or DGL.
 
-The modules that implement these names build their registries from the tuples
-here (or are checked against them by the tests), so ``gflkit --help`` can list
-every choice in a fraction of a second.
+Each name and default is written here once; the modules that implement them
+import it from here, so ``gflkit --help`` can list every choice in a fraction
+of a second.
 """
 from __future__ import annotations
 
 __all__ = []
 
-#: Baselines fitted on each test graph alone (``gflkit.models.baselines.PER_GRAPH``).
-PER_GRAPH_MODELS = ("lp", "planetoid", "deepwalk", "node2vec", "gcn")
-#: Baselines trained on the train graphs, then adapted (``gflkit.models.baselines.TRANSFER``).
-TRANSFER_MODELS = ("agf", "knn", "matchingnet", "maml", "transfer-head")
+#: The registry of baselines: model name -> ``"module:attribute"`` of what implements it, the
+#: module relative to :mod:`gflkit.models.baselines` (``".lp"``) or absolute. A new baseline is its
+#: module plus one line here; ``gflkit.models.baselines.PER_GRAPH`` / ``TRANSFER`` and
+#: :func:`model_names` read these tables. Baselines fitted on each test graph alone:
+#: ``fit_predict(g, episode, *, num_classes, seed)``.
+PER_GRAPH_BASELINES: dict[str, str] = {
+    "lp": ".lp:fit_predict_lp",
+    "planetoid": ".planetoid:fit_predict_planetoid",
+    "deepwalk": ".deepwalk:fit_predict_deepwalk",
+    "node2vec": ".node2vec:fit_predict_node2vec",
+    "gcn": ".gcn:fit_predict_gcn",
+}
+#: Baselines trained on the train graphs, then adapted: ``TransferBaseline`` subclasses.
+TRANSFER_BASELINES: dict[str, str] = {
+    "agf": ".agf:AllGraphFinetune",
+    "knn": ".knn:KNearestNeighbours",
+    "matchingnet": ".matchingnet:MatchingNetwork",
+    "maml": ".maml:MAML",
+    "transfer-head": ".transfer_head:TransferHead",
+}
+#: Their names when this module was imported (choices of the command line).
+PER_GRAPH_MODELS = tuple(PER_GRAPH_BASELINES)
+TRANSFER_MODELS = tuple(TRANSFER_BASELINES)
 #: How a large graph is cut into a family (``gflkit.data.sampling.METHODS``).
 SAMPLING_METHODS = ("walk", "metis", "ego")
 #: Refinements of the scores (``gflkit.refine.REFINE_METHODS``).
@@ -102,9 +121,9 @@ def trainable_names() -> tuple[str, ...]:
     """Models that learn from the meta-training graphs (``train --model``)."""
     from .config import PRESETS
 
-    return tuple(PRESETS) + TRANSFER_MODELS
+    return tuple(PRESETS) + tuple(TRANSFER_BASELINES)
 
 
 def model_names() -> tuple[str, ...]:
     """Every model name: trainable ones and per-graph baselines."""
-    return trainable_names() + PER_GRAPH_MODELS
+    return trainable_names() + tuple(PER_GRAPH_BASELINES)

@@ -33,6 +33,7 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
+from gflkit.names import FIGURE_FORMATS as FORMATS  # figure file formats: --format or the output's suffix
 
 from .errors import GFLError
 from .names import (MODEL_DISPLAY_NAMES, REFINE_METHODS, VARIANT_DISPLAY_NAMES, VARIANT_SHORT_NAMES,
@@ -44,9 +45,6 @@ __all__ = ["plot_shots", "plot_bars"]
 
 _EXTRA = "pip install 'gflkit[plot]'"
 _SHOT_PARAMS = ("k-shot", "k_shot")
-
-#: Figure file formats, chosen by ``--format`` or the output's suffix.
-FORMATS = ("png", "pdf", "svg")
 
 #: The paper's names of the models (Table 2), by series key (:data:`gflkit.names.MODEL_DISPLAY_NAMES`).
 MODEL_NAMES = MODEL_DISPLAY_NAMES

@@ -26,11 +26,10 @@ import torch
 import torch.nn.functional as F
 
 from .errors import GFLError
+from .names import REFINE_ALPHA, REFINE_METHODS, REFINE_STEPS
 from .nn.conv import propagate
 
 __all__ = ["RefineConfig", "label_propagation", "correct_and_smooth"]
-
-REFINE_METHODS = ("none", "lp", "cs")
 
 
 @dataclass(frozen=True)
@@ -44,8 +43,8 @@ class RefineConfig:
     """
 
     method: str = "none"
-    alpha: float = 0.8
-    steps: int = 10
+    alpha: float = REFINE_ALPHA
+    steps: int = REFINE_STEPS
 
     def __post_init__(self) -> None:
         if self.method not in REFINE_METHODS:
@@ -73,7 +72,7 @@ def _smooth(g: dgl.DGLGraph, y0: torch.Tensor, nodes: torch.Tensor, clamp: torch
 
 
 def label_propagation(g: dgl.DGLGraph, probs: torch.Tensor, support: torch.Tensor, target: torch.Tensor,
-                      alpha: float = 0.8, steps: int = 10) -> torch.Tensor:
+                      alpha: float = REFINE_ALPHA, steps: int = REFINE_STEPS) -> torch.Tensor:
     """Propagate soft predictions with the support labels clamped.
 
     Args:
@@ -89,7 +88,7 @@ def label_propagation(g: dgl.DGLGraph, probs: torch.Tensor, support: torch.Tenso
 
 
 def correct_and_smooth(g: dgl.DGLGraph, probs: torch.Tensor, support: torch.Tensor, target: torch.Tensor,
-                       alpha: float = 0.8, steps: int = 10) -> torch.Tensor:
+                       alpha: float = REFINE_ALPHA, steps: int = REFINE_STEPS) -> torch.Tensor:
     """Correct the predictions with propagated support residuals, then smooth them.
 
     The propagated residual is added at the scale of the support residuals

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import pandas as pd
 import torch
+from gflkit.names import CHECKPOINT_EVERY  # steps between resume checkpoints (last.pt)
 
 from . import __version__
 from ._step_engine import StepLoss
@@ -51,9 +52,6 @@ if TYPE_CHECKING:
 __all__ = ["TrainResult", "meta_train", "fit_transfer"]
 
 log = logging.getLogger(__name__)
-
-#: Default number of steps between resume checkpoints (``last.pt``).
-CHECKPOINT_EVERY = 50
 
 
 @dataclass

@@ -10,7 +10,6 @@ import click
 import pandas as pd
 import pytest
 from cli_helpers import csv_table, invoke
-from click.testing import CliRunner
 from gflkit_cli.run import train
 
 from gflkit.config import EpisodeConfig, GFLConfig, TrainConfig, field_help

@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 import os
 
+from .. import names
 from ..errors import GFLError
 from ..paths import is_name, processed_dir, resolve_collection
 from .collection import SPLITS, GraphCollection, build_graph  # noqa: F401 - importable here, not public
@@ -13,8 +14,8 @@ __all__ = ["GraphCollection", "SyntheticSpec", "SMALL_SPEC", "make_synthetic_fam
 
 log = logging.getLogger(__name__)
 
-#: The collection used when a command is given no data.
-DEFAULT_COLLECTION = "synthetic"
+#: The collection used when a command is given no data (:data:`gflkit.names.DEFAULT_COLLECTION`).
+DEFAULT_COLLECTION = names.DEFAULT_COLLECTION
 
 
 def load_collection(

@@ -46,6 +46,7 @@ import numpy as np
 import torch
 
 from ..errors import GFLError
+from ..names import SAMPLING_METHODS
 from .collection import SPLITS, GraphCollection, build_graph
 from .sources.base import SourceGraph
 
@@ -53,7 +54,8 @@ __all__ = ["sample_family", "sample_networks"]
 
 log = logging.getLogger(__name__)
 
-METHODS = ("walk", "metis", "ego")
+#: Sampling methods (:data:`gflkit.names.SAMPLING_METHODS`).
+METHODS = SAMPLING_METHODS
 
 #: A mean pairwise Jaccard index of a split's node sets above this gets a warning: the graphs
 #: then share much of their nodes, and an interval over them (one accuracy per graph) is optimistic.

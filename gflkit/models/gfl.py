@@ -24,6 +24,7 @@ from ..nn import (
 )
 from ..nn.conv import propagate
 from ..nn.distance import cross_entropy
+from .support_sets import chunked
 
 __all__ = ["GFL", "GFLOutput", "upgrade_state_dict"]
 
@@ -167,6 +168,47 @@ class GFL(nn.Module):
         prepare = getattr(self.prototype, "prepare", None)
         if prepare is not None:
             prepare(g, support)
+
+    @torch.no_grad()
+    def class_prototypes(self, g: dgl.DGLGraph, z: torch.Tensor, support: Sequence[torch.Tensor]) -> torch.Tensor:
+        """One prototype per class of a new graph, from support sets of any sizes.
+
+        Classes are independent in the PGNN (each has its own relation graph) and
+        share the gate, which is computed once; classes with equally many support
+        nodes are scored in one call.
+
+        Shapes:
+            z: ``(N, d)``; support: ``C`` tensors of ``(K_c,)`` ids; returns ``(C, d)``.
+        """
+        if self.pgnn is None:
+            return torch.stack([z[s].mean(0) for s in support])
+        gate = self.graph_gate(g, z)  # (1, |phi|) or None
+        protos: list[torch.Tensor | None] = [None] * len(support)
+        for k in sorted({len(s) for s in support}):
+            classes = [c for c, s in enumerate(support) if len(s) == k]
+            ids = torch.stack([support[c] for c in classes]).unsqueeze(0).to(z.device)  # (1, C_k, K)
+            out = self.prototype(g, z, ids, gate)[0]  # (C_k, d)
+            for j, c in enumerate(classes):
+                protos[c] = out[j]
+        return torch.stack(protos)
+
+    @torch.no_grad()
+    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor],
+                     z: torch.Tensor | None = None) -> torch.Tensor:
+        """Scores of every node of a new graph for each class (any classes, any support sizes):
+        the distance to each class prototype. ``z``: :meth:`embed` of ``g`` when already computed.
+
+        Shapes:
+            support: ``C`` tensors of ``(K_c,)`` ids; returns ``(N, C)``.
+        """
+        z = self.embed(g) if z is None else z
+        protos = self.class_prototypes(g, z, support)
+        return chunked(g.num_nodes(), lambda s: self.distance(z[s], protos))
+
+    @torch.no_grad()
+    def shared_embeddings(self, g: dgl.DGLGraph) -> torch.Tensor:
+        """The ``z`` :meth:`class_scores` takes for every support set of ``g``."""
+        return self.embed(g)
 
     @torch.no_grad()
     def score_episodes(self, g: dgl.DGLGraph, episodes: Sequence[Episode],

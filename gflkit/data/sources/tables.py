@@ -38,6 +38,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from ... import names
 from ...errors import GFLError
 from ...utils import require_memory
 from ..collection import SPLITS, GraphCollection, build_graph
@@ -59,8 +60,8 @@ _SPARE_IDS = 1 << 20
 
 #: Features are reduced to this many dimensions when they come as a sparse bag.
 SPARSE_FEAT_SIZE = 128
-#: How rows of a feature file map to nodes (see the module docstring).
-FEATURE_KEYS = ("row", "node", "graph-node")
+#: How rows of a feature file map to nodes (see the module docstring; :data:`gflkit.names.FEATURE_KEYS`).
+FEATURE_KEYS = names.FEATURE_KEYS
 
 
 @dataclass(frozen=True)

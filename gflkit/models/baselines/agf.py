@@ -19,6 +19,7 @@ from torch import nn
 
 from ...episodes import Episode
 from ...nn import GCNEncoder
+from ..support_sets import check_head_classes, flat_support
 from .base import TransferBaseline
 from .common import support_targets
 
@@ -103,15 +104,34 @@ class AllGraphFinetune(GCNClassifier):
         Shapes:
             returns ``(N, num_classes)``.
         """
+        support, target = support_targets(episode)
+        return self._finetuned_logits(g, support, target)
+
+    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor],
+                     z: torch.Tensor | None = None) -> torch.Tensor:
+        """Class logits of every node of a new graph after fine-tuning a copy on its support set
+        (at most :attr:`num_classes` classes: the head's first ``C`` outputs). ``z`` is ignored:
+        the encoder is fine-tuned too.
+
+        Shapes:
+            support: ``C`` tensors of ``(K_c,)`` ids; returns ``(N, C)``.
+        """
+        check_head_classes(self, support)
+        ids, target = flat_support(support)
+        return self._finetuned_logits(g, ids, target, len(support))
+
+    def _finetuned_logits(self, g: dgl.DGLGraph, ids: torch.Tensor, target: torch.Tensor,
+                          width: int | None = None) -> torch.Tensor:
+        """``finetune_steps`` Adam steps of a copy on the nodes ``ids`` (cross-entropy over the head's
+        first ``width`` outputs, all by default), then its logits ``(N, width)`` of every node."""
         tuned = copy.deepcopy(self)
         tuned.train()
         opt = torch.optim.Adam(tuned.parameters(), lr=self.options["finetune_lr"])
-        support, target = support_targets(episode)
         for _ in range(self.options["finetune_steps"]):
-            loss = F.cross_entropy(tuned(g)[support], target)
+            loss = F.cross_entropy(tuned(g)[ids][:, :width], target)
             opt.zero_grad()
             loss.backward()
             opt.step()
         tuned.eval()
         with torch.no_grad():
-            return tuned(g)
+            return tuned(g)[:, :width]

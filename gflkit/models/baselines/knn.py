@@ -7,11 +7,14 @@ majority class of its ``k`` nearest support nodes in the embedding.
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 import dgl
 import torch
 import torch.nn.functional as F
 
 from ...episodes import Episode
+from ..support_sets import chunked, flat_support
 from .agf import GCNClassifier
 from .common import support_targets
 
@@ -71,3 +74,35 @@ class KNearestNeighbours(GCNClassifier):
         support, target = support_targets(episode)
         return knn_predict(z[episode.query], z[support], target, self.num_classes, self.options["k"],
                            self.options["metric"])
+
+    @torch.no_grad()
+    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor],
+                     z: torch.Tensor | None = None) -> torch.Tensor:
+        """Vote shares among the ``k`` nearest supports of every node of a new graph (log, so a
+        softmax returns them); the :meth:`predict` rule's winner gets the largest. ``z``: :meth:`embed`
+        of ``g`` when already computed.
+
+        Shapes:
+            support: ``C`` tensors of ``(K_c,)`` ids; returns ``(N, C)``.
+        """
+        z = self.embed(g) if z is None else z
+        ids, target = flat_support(support)
+        k, metric, c = min(self.options["k"], len(ids)), self.options["metric"], len(support)
+
+        def score(s):
+            if metric == "cosine":
+                dist = -F.normalize(z[s], dim=1) @ F.normalize(z[ids], dim=1).T
+            else:
+                dist = torch.cdist(z[s], z[ids])
+            order = torch.sort(dist, dim=1, stable=True).indices[:, :k]
+            votes = F.one_hot(target[order], c).sum(1).float() / k  # (Q, C)
+            winner = knn_predict(z[s], z[ids], target, c, k, metric)
+            votes[torch.arange(len(winner)), winner] += 1e-6  # the model's own tie-break decides the label
+            return votes.clamp_min(1e-12).log()
+
+        return chunked(g.num_nodes(), score)
+
+    @torch.no_grad()
+    def shared_embeddings(self, g: dgl.DGLGraph) -> torch.Tensor:
+        """The ``z`` :meth:`class_scores` takes for every support set of ``g``."""
+        return self.embed(g)

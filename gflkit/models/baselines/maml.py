@@ -20,6 +20,7 @@ from torch.func import functional_call
 
 from ...episodes import Episode
 from ...nn import GCNEncoder
+from ..support_sets import check_head_classes, flat_support
 from .base import TransferBaseline
 from .common import support_targets
 
@@ -78,17 +79,24 @@ class MAML(TransferBaseline):
             The adapted parameters ``theta'`` (differentiable with respect to
             ``theta``) and the support loss before each step and after the last.
         """
-        steps = self.options["test_steps"] if steps is None else steps
         support, target = support_targets(episode)
+        return self._adapt(g, support, target, steps, create_graph)
+
+    def _adapt(self, g: dgl.DGLGraph, ids: torch.Tensor, target: torch.Tensor, steps: int | None = None,
+               create_graph: bool = False, final_loss: bool = True) -> tuple[Params, list[float]]:
+        """:meth:`adapt` on the nodes ``ids`` of classes ``target``; ``final_loss=False`` skips the
+        loss after the last step."""
+        steps = self.options["test_steps"] if steps is None else steps
         params: Params = dict(self.named_parameters())
         losses = []
         for _ in range(steps):
-            loss = F.cross_entropy(functional_call(self, params, (g,))[support], target)
+            loss = F.cross_entropy(functional_call(self, params, (g,))[ids], target)
             grads = torch.autograd.grad(loss, list(params.values()), create_graph=create_graph)
             params = {name: p - self.options["inner_lr"] * d for (name, p), d in zip(params.items(), grads)}
             losses.append(float(loss.detach()))
-        with torch.no_grad():
-            losses.append(float(F.cross_entropy(functional_call(self, params, (g,))[support], target)))
+        if final_loss:
+            with torch.no_grad():
+                losses.append(float(F.cross_entropy(functional_call(self, params, (g,))[ids], target)))
         return params, losses
 
     def step_loss(self, graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode],
@@ -110,3 +118,17 @@ class MAML(TransferBaseline):
         params, _ = self.adapt(g, episode)
         with torch.no_grad():
             return functional_call(self, params, (g,))
+
+    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor],
+                     z: torch.Tensor | None = None) -> torch.Tensor:
+        """Adapt on a new graph's support set (``test_steps`` steps); the head's first ``C`` logits of
+        every node (at most :attr:`num_classes` classes). ``z`` is ignored: ``theta`` adapts as a whole.
+
+        Shapes:
+            support: ``C`` tensors of ``(K_c,)`` ids; returns ``(N, C)``.
+        """
+        check_head_classes(self, support)
+        ids, target = flat_support(support)
+        params, _ = self._adapt(g, ids, target, final_loss=False)
+        with torch.no_grad():
+            return functional_call(self, params, (g,))[:, : len(support)]

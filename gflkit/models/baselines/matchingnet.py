@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from ...episodes import Episode
 from ...nn import GCNEncoder
 from ...batching import batch_episodes
+from ..support_sets import chunked, flat_support
 from .base import TransferBaseline
 
 __all__ = ["MatchingNetwork"]
@@ -103,6 +104,37 @@ class MatchingNetwork(TransferBaseline):
             c, k, _ = support.shape
             return self.options["scale"] * _cosine(z, support).view(-1, c, k).amax(2)
         return matching_log_probs(z, support, self.options["scale"])
+
+    @torch.no_grad()
+    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor],
+                     z: torch.Tensor | None = None) -> torch.Tensor:
+        """``log P(y | v)`` of every node of a new graph: the attention mass on each class's supports
+        (any support sizes); with ``predict="nearest"`` the nearest support's class is raised above the
+        rest. ``z``: :meth:`embed` of ``g`` when already computed.
+
+        Shapes:
+            support: ``C`` tensors of ``(K_c,)`` ids; returns ``(N, C)``.
+        """
+        z = self.embed(g) if z is None else z
+        ids, target = flat_support(support)
+        sup = F.normalize(z[ids], dim=1)
+        onehot = F.one_hot(target, len(support)).bool()  # (S, C)
+        scale = self.options["scale"]
+
+        def score(s):
+            att = scale * F.normalize(z[s], dim=1) @ sup.T  # (Q, S)
+            per_class = att.unsqueeze(2).masked_fill(~onehot, float("-inf")).logsumexp(1)  # (Q, C)
+            out = per_class - att.logsumexp(1, keepdim=True)
+            if self.options["predict"] == "nearest":  # the paper's rule: the nearest support's class wins
+                out[torch.arange(len(out)), target[att.argmax(1)]] += 1e3
+            return out
+
+        return chunked(g.num_nodes(), score)
+
+    @torch.no_grad()
+    def shared_embeddings(self, g: dgl.DGLGraph) -> torch.Tensor:
+        """The ``z`` :meth:`class_scores` takes for every support set of ``g``."""
+        return self.embed(g)
 
     @torch.no_grad()
     def predict(self, g: dgl.DGLGraph, episode: Episode) -> torch.Tensor:

@@ -1,0 +1,43 @@
+"""Support sets of a new graph as the models' ``class_scores`` take them, and scoring in chunks.
+
+A support set is a sequence of ``C`` id tensors, one per class, of any sizes.
+Scores of all nodes are computed :data:`CHUNK` query nodes at a time; nothing
+is ``n x n``.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import torch
+
+from ..errors import GFLError
+
+__all__ = ["CHUNK", "flat_support", "chunked", "check_head_classes", "cannot_predict"]
+
+#: Query nodes scored at a time.
+CHUNK = 1 << 18
+
+
+def flat_support(support: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Support ids of all classes in one vector, and their classes. Shapes: ``(S,)``, ``(S,)``."""
+    ids = torch.cat(list(support))
+    target = torch.cat([torch.full((len(s),), c, dtype=torch.int64) for c, s in enumerate(support)])
+    return ids, target
+
+
+def chunked(n: int, score: Callable[[slice], torch.Tensor]) -> torch.Tensor:
+    """``score(nodes)`` of ``n`` nodes, :data:`CHUNK` at a time, concatenated."""
+    return torch.cat([score(slice(lo, min(lo + CHUNK, n))) for lo in range(0, n, CHUNK)])
+
+
+def check_head_classes(model, support: Sequence[torch.Tensor]) -> None:
+    """A model with a classifier head scores at most as many classes as it was trained with."""
+    if len(support) > model.num_classes:
+        raise GFLError(f"the {model.name} run was trained with a {model.num_classes}-class head; it cannot predict "
+                       f"{len(support)} classes (GFL, protonet, knn and matchingnet can)")
+
+
+def cannot_predict(model) -> GFLError:
+    """The error for a model without ``class_scores``."""
+    return GFLError(f"{getattr(model, 'name', type(model).__name__)} cannot predict on a new graph: only GFL, "
+                    f"protonet, knn, matchingnet, maml and agf runs can")

@@ -1,0 +1,49 @@
+"""The launch settings of a training run: checked once, in one object, each bad value named in one line."""
+from __future__ import annotations
+
+import inspect
+
+import pytest
+import torch
+
+import gflkit
+from gflkit.config import RunSettings
+from gflkit.errors import GFLError
+
+
+@pytest.mark.parametrize("bad, named", [
+    (dict(checkpoint_every=0), "checkpoint_every=0"),
+    (dict(nproc=1.5), "nproc=1.5"),
+    (dict(nproc=True), "nproc=True"),
+    (dict(threads_per_proc=0), "threads_per_proc=0"),
+    (dict(timeout=float("nan")), "timeout=nan"),
+    (dict(timeout=-1), "timeout=-1"),
+    (dict(run_dir=True), "run_dir=True"),
+    (dict(resume=3), "resume=3"),
+    (dict(device="tpu"), "'tpu'"),
+])
+def test_a_bad_run_setting_is_refused_in_one_line_naming_it(bad, named):
+    with pytest.raises(GFLError) as err:
+        RunSettings(**bad)
+    message = str(err.value)
+    assert named in message and "\n" not in message
+
+
+def test_the_device_is_resolved_once_into_the_settings():
+    run = RunSettings(device="cpu", run_dir=False)
+    assert run.device == torch.device("cpu") and RunSettings().device == torch.device("cpu")
+    with pytest.raises(Exception):
+        run.nproc = 2  # frozen: checked values stay checked
+
+
+def test_train_keeps_its_keywords_and_checks_them_before_any_work(tmp_path):
+    params = inspect.signature(gflkit.train).parameters
+    for name in ("run_dir", "force", "resume", "checkpoint_every", "progress", "nproc", "threads_per_proc",
+                 "timeout", "device", "root", "eval_split", "episodes", "refine", "ci", "return_result", "out"):
+        assert params[name].kind is inspect.Parameter.KEYWORD_ONLY
+    missing = tmp_path / "no-such-collection"
+    with pytest.raises(GFLError, match="checkpoint_every=0"):  # before the (missing) data is read
+        gflkit.train(missing, checkpoint_every=0, run_dir=False, progress=False)
+    with pytest.raises(GFLError, match=r"do not give model, run_dir"):
+        gflkit.train(resume=tmp_path / "run", model="protonet", run_dir=tmp_path / "other", progress=False)
+    assert not any(tmp_path.iterdir())
