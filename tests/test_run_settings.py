@@ -20,7 +20,7 @@ from gflkit.errors import GFLError
     (dict(timeout=-1), "timeout=-1"),
     (dict(run_dir=True), "run_dir=True"),
     (dict(resume=3), "resume=3"),
-    (dict(device="tpu"), "'tpu'"),
+    (dict(device="tpu"), "device=tpu"),
 ])
 def test_a_bad_run_setting_is_refused_in_one_line_naming_it(bad, named):
     with pytest.raises(GFLError) as err:
