@@ -35,7 +35,7 @@ SWEEP_PARAM_NAMES = ("mu", "mu0", "similarity", "distance", "aggregator", "level
 FEATURE_KEYS = ("row", "node", "graph-node")
 #: Name of the built-in synthetic family (``gflkit.data.DEFAULT_COLLECTION``).
 DEFAULT_COLLECTION = "synthetic"
-#: Steps between resume checkpoints (``gflkit.training.CHECKPOINT_EVERY``).
+#: Steps between resume checkpoints (``gflkit.training.meta.CHECKPOINT_EVERY``).
 CHECKPOINT_EVERY = 50
 #: Forms of the hierarchical gate (``gflkit.config.GFLConfig.gate_mode``).
 GATE_MODES = ("open", "centered", "paper")
@@ -56,12 +56,12 @@ def encoder_names() -> tuple[str, ...]:
 DEVICES = ("cpu", "cuda")
 #: Training seeds of compare, ablate and sweep by default (``gflkit.experiments.DEFAULT_SEEDS``).
 DEFAULT_SEEDS = (0, 1, 2)
-#: Seconds a rank waits for a dead or stuck peer (``gflkit.distributed.DEFAULT_TIMEOUT``).
+#: Seconds a rank waits for a dead or stuck peer (``gflkit.training.distributed.DEFAULT_TIMEOUT``).
 DEFAULT_TIMEOUT = 300.0
-#: Folds and repeats of predict's accuracy estimate (``gflkit.diagnostics``).
+#: Folds and repeats of predict's accuracy estimate (``gflkit.prediction.diagnostics``).
 ESTIMATE_FOLDS = 5
 ESTIMATE_REPEATS = 3
-#: Thresholds of predict's feature-shift warnings (``gflkit.diagnostics``): mean shift in training
+#: Thresholds of predict's feature-shift warnings (``gflkit.prediction.diagnostics``): mean shift in training
 #: standard deviations, typical factor of the spread, all-zero rows above the training share.
 MEAN_SHIFT_LIMIT = 0.5
 SCALE_LIMIT = 1.5

@@ -9,7 +9,7 @@ import gflkit  # noqa: F401  (DGL compat shim first)
 import dgl
 from gflkit.config import EpisodeConfig
 from gflkit.episodes import Episode, EpisodeSampler
-from gflkit.metrics import baseline_accuracies
+from gflkit.evaluation.scoring import baseline_accuracies
 from gflkit.models.baselines import PER_GRAPH
 from gflkit.models.baselines.knn import knn_predict
 from gflkit.models.baselines.lp import fit_predict_lp, propagate_labels, propagation_matrix

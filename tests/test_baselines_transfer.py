@@ -12,11 +12,11 @@ from click.testing import CliRunner
 import gflkit  # noqa: F401  (DGL compat shim first)
 from gflkit.config import EpisodeConfig, TrainConfig
 from gflkit.episodes import EpisodeSampler
-from gflkit.batching import GraphCache
-from gflkit.metrics import transfer_accuracies
+from gflkit.graphs import GraphCache
+from gflkit.evaluation.scoring import transfer_accuracies
 from gflkit.models.baselines import TRANSFER
-from gflkit.runs import load_checkpoint
-from gflkit.training import fit_transfer
+from gflkit.runs.checkpoints import load_checkpoint
+from gflkit.training.meta import fit_transfer
 from gflkit_cli.main import cli
 
 EPISODES = EpisodeConfig(k_shot=10)

@@ -11,7 +11,7 @@ from torch import nn
 from cli_helpers import invoke, one_line_error
 
 from gflkit.api import default_run_dir
-from gflkit.batching import batch_episodes, prepare_graph
+from gflkit.graphs import batch_episodes, prepare_graph
 from gflkit.config import EpisodeConfig, GFLConfig, TrainConfig, hashed_dict, to_dict
 from gflkit.devices import module_device, resolve_device
 from gflkit.episodes import Episode
@@ -20,7 +20,7 @@ from gflkit.models.gfl import GFL, upgrade_state_dict
 from gflkit.refine import RefineConfig, refine_scores
 from gflkit.nn import (Distance, GraphPrototype, HierarchicalGraphRepresentation, HierarchyGate, MeanPrototype,
                        NodeEncoder, PrototypeGNN, make_encoder)
-from gflkit.runs import load_checkpoint
+from gflkit.runs.checkpoints import load_checkpoint
 
 OLD_CHECKPOINT = Path(__file__).parent / "data" / "checkpoint_0.1.0.pt"
 
@@ -142,7 +142,7 @@ def test_run_names_of_default_settings_did_not_change(tiny_collection):
     sage = default_run_dir(tiny_collection, "gfl", GFLConfig(encoder="sage"), *args)
     carved = default_run_dir(tiny_collection, "gfl", GFLConfig(), EpisodeConfig(), TrainConfig(val_from_train=1))
     assert len({gcn, sage, carved}) == 3
-    assert gcn.name.endswith("-" + __import__("gflkit.runs", fromlist=["settings_hash"]).settings_hash({
+    assert gcn.name.endswith("-" + __import__("gflkit.runs.checkpoints", fromlist=["settings_hash"]).settings_hash({
         "model": "gfl", "model_config": {k: v for k, v in to_dict(GFLConfig()).items() if k != "encoder"},
         "options": {}, "episode_config": to_dict(EpisodeConfig()),
         "train_config": {k: v for k, v in to_dict(TrainConfig()).items()
@@ -237,7 +237,7 @@ def test_device_cuda_on_this_machine_is_one_line_before_any_work(tmp_path):
 
 
 def test_training_keeps_the_model_on_the_device(small_family):
-    from gflkit.training import meta_train
+    from gflkit.training.meta import meta_train
 
     result = meta_train(small_family, GFLConfig(), EpisodeConfig(k_shot=3), TrainConfig(steps=2, eval_every=2),
                         progress=False, device="cpu")
@@ -248,7 +248,7 @@ def test_training_keeps_the_model_on_the_device(small_family):
 def test_distributed_backend_follows_the_device(monkeypatch):
     import torch.distributed as tdist
 
-    from gflkit.distributed import backend_for, rank_device
+    from gflkit.training.distributed import backend_for, rank_device
 
     assert backend_for(torch.device("cpu")) == "gloo"
     assert rank_device(torch.device("cuda"), 3) == torch.device("cuda", 3)

@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gflkit.config import EpisodeConfig, GFLConfig, TrainConfig
-from gflkit.runs import RUN_RECORD_KEYS
+from gflkit.runs.checkpoints import RUN_RECORD_KEYS
 
 
 def _file(folder: Path, name: str, data: str | bytes) -> Path:

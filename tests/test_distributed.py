@@ -21,10 +21,10 @@ import torch
 
 import gflkit
 from gflkit.config import EpisodeConfig, TrainConfig
-from gflkit.distributed import DistContext
+from gflkit.training.distributed import DistContext
 from gflkit.errors import GFLError
-from gflkit.parallel import run_jobs
-from gflkit.run_folder import LAST_FILE, RunFolder, partial_path
+from gflkit.training.parallel import run_jobs
+from gflkit.runs.folder import LAST_FILE, RunFolder, partial_path
 
 TIMEOUT = 120  # seconds: process-group timeout of the runs below, and the bound on each subprocess
 TINY = TrainConfig(steps=5, meta_batch=4, eval_every=2, patience=8)
@@ -251,7 +251,7 @@ def test_ablate_jobs_gives_the_same_rows(small_family_dir, one_thread):
 def test_process_and_thread_counts_above_the_cores_are_usage_errors():
     from cli_helpers import invoke, one_line_error
 
-    from gflkit.cores import usable_cores, worker_limit
+    from gflkit.devices import usable_cores, worker_limit
 
     too_many = str(worker_limit() + 1)
     cores = f"of the {usable_cores()} usable cores"
@@ -266,7 +266,7 @@ def test_process_and_thread_counts_above_the_cores_are_usage_errors():
 def test_the_most_processes_allowed_still_parse():
     from gflkit_cli.run import train
 
-    from gflkit.cores import worker_limit
+    from gflkit.devices import worker_limit
 
     limit = str(worker_limit())
     with train.make_context("train", ["--nproc", limit, "--threads-per-proc", limit]) as ctx:
@@ -274,8 +274,8 @@ def test_the_most_processes_allowed_still_parse():
 
 
 def test_the_library_refuses_too_many_processes_before_starting_any():
-    from gflkit.cores import worker_limit
-    from gflkit.parallel import launch
+    from gflkit.devices import worker_limit
+    from gflkit.training.parallel import launch
 
     too_many = worker_limit() + 1
     with pytest.raises(GFLError, match=rf"^nproc={too_many} is more than .* usable cores"):
@@ -301,8 +301,8 @@ def test_loopback_settings_go_to_the_ranks_only():
     import json
     import shutil
 
-    from gflkit.distributed import loopback_env
-    from gflkit.parallel import launch
+    from gflkit.training.distributed import loopback_env
+    from gflkit.training.parallel import launch
 
     before = dict(os.environ)
     env = loopback_env()
@@ -356,7 +356,7 @@ def test_ranks_listen_and_talk_on_loopback_only(small_family_dir, tmp_path):
     import ipaddress
     import socket
 
-    from gflkit.distributed import loopback_env
+    from gflkit.training.distributed import loopback_env
 
     lo = loopback_env()["GLOO_SOCKET_IFNAME"]
     other = next((name for _, name in socket.if_nameindex() if name != lo), None)
@@ -384,7 +384,7 @@ def test_a_stale_lock_file_does_not_stop_a_run(small_family, tmp_path):
 def test_clear_stale_lock_leaves_a_held_lock():
     import tempfile
 
-    from gflkit.run_folder import _Lock, clear_stale_lock
+    from gflkit.runs.folder import _Lock, clear_stale_lock
 
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / "run"

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 from gflkit_cli.main import GFLGroup, cli
 
-from gflkit.run_folder import LAST_FILE, partial_path
+from gflkit.runs.folder import LAST_FILE, partial_path
 
 BOUND = 240  # seconds any process of these tests may live
 

@@ -11,8 +11,8 @@ from scipy import stats
 
 from gflkit.config import EpisodeConfig
 from gflkit.episodes import EpisodeSampler
-from gflkit.metrics import episode_scores, majority_records, paired, per_graph, summarise
-from gflkit.results import mean_ci, paired_difference
+from gflkit.evaluation.scoring import episode_scores, majority_records, paired, per_graph, summarise
+from gflkit.evaluation.tables import mean_ci, paired_difference
 
 
 @pytest.mark.parametrize("n", [2, 3, 6, 20])
@@ -158,7 +158,7 @@ def _set_threads(n: int) -> int:
 
 def test_graphs_scored_side_by_side_equal_one_thread(small_family):
     from gflkit.config import GFLConfig
-    from gflkit.metrics import graph_records
+    from gflkit.evaluation.scoring import graph_records
     from gflkit.models import GFL
 
     torch.manual_seed(0)
@@ -180,7 +180,7 @@ def test_map_graphs_order_threads_and_errors():
     import threading
     import time
 
-    from gflkit.batching import map_graphs
+    from gflkit.graphs import map_graphs
 
     before = _set_threads(2)
     try:
@@ -214,7 +214,7 @@ def test_map_graphs_order_threads_and_errors():
 
 
 def test_one_thread_restores_the_threads():
-    from gflkit.batching import one_thread
+    from gflkit.graphs import one_thread
 
     before = _set_threads(2)
     try:

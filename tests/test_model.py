@@ -15,9 +15,9 @@ import gflkit
 from gflkit.config import ABLATIONS, PRESETS, EpisodeConfig, GFLConfig, TrainConfig
 from gflkit.episodes import EpisodeSampler
 from gflkit.errors import GFLError
-from gflkit.batching import batch_episodes, prepare_graph
+from gflkit.graphs import batch_episodes, prepare_graph
 from gflkit.models.gfl import GFL, upgrade_state_dict
-from gflkit.runs import load_checkpoint, save_checkpoint
+from gflkit.runs.checkpoints import load_checkpoint, save_checkpoint
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from reference_outputs import CONFIGS as REFERENCE_CONFIGS, reference_outputs  # noqa: E402
@@ -277,7 +277,7 @@ def _meta_batch(small_family, size: int = 4):
 
 @pytest.mark.parametrize("workers", [2, 3])
 def test_meta_batch_in_parts_gives_the_whole_batch_loss_and_gradients(small_family, workers):
-    from gflkit._step_engine import meta_batch_loss
+    from gflkit.training._engine import meta_batch_loss
 
     graphs, episodes = _meta_batch(small_family)
     torch.manual_seed(0)
@@ -300,7 +300,7 @@ def test_meta_batch_in_parts_gives_the_whole_batch_loss_and_gradients(small_fami
 def test_meta_batch_in_parts_on_threads_matches_the_whole_batch(small_family, model_name):
     """The default path of training: the parts on the pool's threads, each part's
     relational structure prepared on its own thread."""
-    from gflkit._step_engine import meta_batch_loss
+    from gflkit.training._engine import meta_batch_loss
 
     graphs, episodes = _meta_batch(small_family, size=5)
     torch.manual_seed(0)
@@ -364,7 +364,7 @@ def test_one_graphs_relations_are_remembered_per_support_set_and_setting(small_f
 
 
 def test_an_error_in_the_relations_computed_ahead_reaches_the_caller(small_family, monkeypatch):
-    from gflkit._step_engine import meta_batch_loss
+    from gflkit.training._engine import meta_batch_loss
     from gflkit.nn import GraphPrototype
 
     graphs, episodes = _meta_batch(small_family)
@@ -379,7 +379,7 @@ def test_an_error_in_the_relations_computed_ahead_reaches_the_caller(small_famil
 
 
 def test_parts_have_about_the_same_nodes():
-    from gflkit._step_engine import split_by_nodes
+    from gflkit.training._engine import split_by_nodes
 
     parts = split_by_nodes([6000, 3000, 5000, 3500, 4000], 2)
     assert sorted(int(i) for p in parts for i in p) == [0, 1, 2, 3, 4]
@@ -401,7 +401,7 @@ def test_parts_have_about_the_same_nodes():
 
 
 def test_meta_batch_parts_follow_the_threads_and_avoid_dropout(small_family):
-    from gflkit._step_engine import meta_batch_workers
+    from gflkit.training._engine import meta_batch_workers
 
     threads = torch.get_num_threads()
     model = GFL(small_family.feat_size)
@@ -420,7 +420,7 @@ def test_meta_batch_parts_follow_the_threads_and_avoid_dropout(small_family):
 
 def test_meta_batch_parts_may_share_a_graph(small_family):
     """A meta-batch drawn with replacement holds one graph in several parts at once."""
-    from gflkit._step_engine import meta_batch_loss
+    from gflkit.training._engine import meta_batch_loss
 
     sampler = EpisodeSampler(small_family, "train", EpisodeConfig(k_shot=3), seed=0)
     gid = sampler.graph_ids[0]
@@ -464,7 +464,7 @@ def _same_bits(a, b) -> bool:
 @pytest.mark.parametrize("model_name", ["gfl", "protonet"])
 @pytest.mark.parametrize("workers", [1, 2, 3])
 def test_a_prepared_meta_batch_gives_the_loss_computed_from_scratch(small_family, model_name, workers):
-    from gflkit._step_engine import meta_batch_loss, prepare_meta_batch
+    from gflkit.training._engine import meta_batch_loss, prepare_meta_batch
 
     graphs, episodes = _meta_batch(small_family, size=5)
     torch.manual_seed(0)
@@ -482,8 +482,8 @@ def _step_sampler(small_family):
 
 @pytest.mark.parametrize("model_name", ["gfl", "protonet"])
 def test_step_loss_prepares_the_next_step_without_changing_a_bit(small_family, model_name, monkeypatch):
-    from gflkit._step_engine import StepLoss, meta_batch_loss
-    from gflkit.batching import GraphCache
+    from gflkit.training._engine import StepLoss, meta_batch_loss
+    from gflkit.graphs import GraphCache
 
     sampler, cache = _step_sampler(small_family), GraphCache(small_family)
     ids_of = {1: [0, 1, 2, 3, 4], 2: [2, 3, 5, 5, 1], 3: [4, 0, 1, 2, 3], 4: [1, 2, 3, 4, 5], 5: [0, 1, 2, 3, 4]}
@@ -517,7 +517,7 @@ def test_jobs_after_the_parts_run_once_each_on_the_parts_threads(small_family):
     import threading
     import time
 
-    from gflkit._step_engine import meta_batch_loss
+    from gflkit.training._engine import meta_batch_loss
 
     graphs, episodes = _meta_batch(small_family, size=5)
     model = GFL(small_family.feat_size)
@@ -542,8 +542,8 @@ def test_jobs_after_the_parts_run_once_each_on_the_parts_threads(small_family):
 
 
 def test_step_loss_prepares_nothing_on_one_thread_or_without_next_ids(small_family):
-    from gflkit._step_engine import StepLoss
-    from gflkit.batching import GraphCache
+    from gflkit.training._engine import StepLoss
+    from gflkit.graphs import GraphCache
 
     sampler, cache = _step_sampler(small_family), GraphCache(small_family)
     ids = sampler.graph_ids[:4]
@@ -567,10 +567,10 @@ def test_step_loss_prepares_nothing_on_one_thread_or_without_next_ids(small_fami
 
 
 def test_step_loss_in_one_piece_when_parallel_steps_is_off(small_family, torch_threads):
-    from gflkit._step_engine import StepLoss, meta_batch_loss
-    from gflkit.batching import GraphCache
+    from gflkit.training._engine import StepLoss, meta_batch_loss
+    from gflkit.graphs import GraphCache
     from gflkit.config import hashed_dict
-    from gflkit.training import _gfl_step
+    from gflkit.training.meta import _gfl_step
 
     sampler, cache = _step_sampler(small_family), GraphCache(small_family)
     ids = sampler.graph_ids[:4]
@@ -591,8 +591,8 @@ def test_step_loss_in_one_piece_when_parallel_steps_is_off(small_family, torch_t
 
 
 def test_an_error_while_preparing_ahead_reaches_the_step_that_needs_it(small_family, monkeypatch):
-    from gflkit._step_engine import StepLoss
-    from gflkit.batching import GraphCache
+    from gflkit.training._engine import StepLoss
+    from gflkit.graphs import GraphCache
 
     sampler, cache = _step_sampler(small_family), GraphCache(small_family)
     ids = sampler.graph_ids[:4]
@@ -623,7 +623,7 @@ def test_an_error_while_preparing_ahead_reaches_the_step_that_needs_it(small_fam
 def test_graph_cache_makes_each_graph_once_when_threads_ask_together(small_family):
     from concurrent.futures import ThreadPoolExecutor
 
-    from gflkit.batching import GraphCache
+    from gflkit.graphs import GraphCache
 
     cache = GraphCache(small_family)
     ids = list(range(len(small_family.graphs))) * 8

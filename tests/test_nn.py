@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from dgl.nn import GraphConv
 
 from gflkit.data import build_graph
-from gflkit.batching import prepare_graph
+from gflkit.graphs import prepare_graph
 from gflkit.nn import (
     GCNEncoder, GCNLayer, GraphDecoder, HierarchicalGraphRepresentation, PrototypeGNN, dense_recon_loss, logits, recon_loss,
     relation_graph, relation_weights, support_similarity,

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from gflkit.config import EpisodeConfig, TrainConfig
-from gflkit.training import meta_train
+from gflkit.training.meta import meta_train
 
 EPISODES, STEPS = EpisodeConfig(k_shot=3), TrainConfig(steps=3, eval_every=3, meta_batch=2)
 
@@ -45,7 +45,7 @@ def _old_state(opt: torch.optim.Adam) -> dict:
 
 
 def test_an_older_resume_checkpoints_optimizer_state_loads_and_continues_alike(tmp_path):
-    from gflkit.loop import LoopState
+    from gflkit.training.loop import LoopState
 
     torch.manual_seed(0)
     model = torch.nn.Linear(4, 3)
@@ -76,7 +76,7 @@ def test_an_older_resume_checkpoints_optimizer_state_loads_and_continues_alike(t
 
 def test_a_resume_checkpoint_whose_optimizer_state_does_not_fit_is_one_line():
     from gflkit.errors import GFLError
-    from gflkit.loop import LoopState
+    from gflkit.training.loop import LoopState
 
     model = torch.nn.Linear(3, 2)
     opt = torch.optim.Adam(model.parameters())

@@ -194,7 +194,8 @@ def test_series_key_and_paper_label():
 
 
 def test_display_names_are_written_in_one_place():
-    from gflkit import experiments, plotting, tsne
+    from gflkit import experiments, plotting
+    from gflkit.plotting import tsne
     from gflkit.names import MODEL_DISPLAY_NAMES, VARIANT_DISPLAY_NAMES, model_names
 
     assert plotting.MODEL_NAMES is MODEL_DISPLAY_NAMES and tsne.MODEL_NAMES is MODEL_DISPLAY_NAMES
@@ -216,7 +217,7 @@ def test_several_seeds_are_averaged_with_an_interval_over_seeds():
     import pandas as pd
 
     from gflkit.plotting import _aggregate
-    from gflkit.results import mean_ci
+    from gflkit.evaluation.tables import mean_ci
 
     rows = [("gfl", "mean", s, acc) for s, acc in ((0, 60.0), (1, 64.0), (2, 65.0))] + [("protonet", "", 0, 55.0)]
     df = pd.DataFrame(rows, columns=["model", "aggregator", "seed", "accuracy"]).assign(ci95=1.0, dataset="d")
@@ -343,7 +344,7 @@ def test_plot_tsne_two_rows(plot_libraries, tiny_runs, small_family_dir, tmp_pat
 def test_tsne_panels_are_seeded(plot_libraries, small_family):
     import numpy as np
 
-    from gflkit.tsne import tsne_panels
+    from gflkit.plotting.tsne import tsne_panels
 
     g = small_family.graphs[small_family.graph_ids("test")[0]]
     label = g.ndata["label"].numpy()[:120]

@@ -10,11 +10,11 @@ import torch
 from cli_helpers import csv_table, invoke, one_line_error
 
 import gflkit
-from gflkit.batching import prepare_graph
+from gflkit.graphs import prepare_graph
 from gflkit.config import EpisodeConfig, TrainConfig
 from gflkit.data.transform import FeatureTransform, feature_fingerprint
 from gflkit.errors import GFLError
-from gflkit.scoring import gfl_prototypes
+from gflkit.prediction.class_scores import gfl_prototypes
 
 FAST = TrainConfig(steps=3, eval_every=3, seed=0)
 EPISODES = EpisodeConfig(k_shot=5)
@@ -133,7 +133,7 @@ def test_head_models_refuse_more_classes_than_trained(runs, region, tmp_path):
 
 
 def test_a_model_that_cannot_predict_says_so(region):
-    from gflkit.scoring import class_scores
+    from gflkit.prediction.class_scores import class_scores
 
     with pytest.raises(GFLError, match="cannot predict on a new graph"):
         class_scores(torch.nn.Linear(2, 2), None, [torch.tensor([0])])

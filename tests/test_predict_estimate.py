@@ -14,7 +14,7 @@ from cli_helpers import csv_table, invoke
 from test_predict import EPISODES, FAST, region  # noqa: F401  (the exported test graph of tiny, as tables)
 
 import gflkit
-from gflkit.diagnostics import (COLLAPSE_SHARE, MEAN_SHIFT_LIMIT, FeatureStats, collapse_warnings,
+from gflkit.prediction.diagnostics import (COLLAPSE_SHARE, MEAN_SHIFT_LIMIT, FeatureStats, collapse_warnings,
                                 collection_feature_stats, estimate_accuracy, feature_shift, wilson_interval)
 from gflkit.refine import RefineConfig
 
@@ -176,7 +176,7 @@ def test_report_json_and_stderr(run, region, tmp_path):  # noqa: F811
     assert shift["checked"] and shift["source"] == "the run" and shift["dims"] == 32
     assert shift["thresholds"]["mean_shift"] == MEAN_SHIFT_LIMIT
     assert data["refine"]["method"] == "none" and data["run"] == str(run)
-    warned = [line.split(" gflkit.prediction: ", 1)[1] for line in result.stderr.splitlines()
+    warned = [line.split(" gflkit.prediction.predictor: ", 1)[1] for line in result.stderr.splitlines()
               if line.startswith("WARNING")]
     assert data["warnings"] == warned  # every warning the prediction gave, in order
 
@@ -222,7 +222,7 @@ def test_shift_warning_on_shifted_features(run, region, tmp_path, change):  # no
     assert result.exit_code == 0
     lines = _lines(result.stderr, needle)
     assert len(lines) == 1 and str(tmp_path / "feat.npy") in lines[0] and "warned" in lines[0], result.stderr
-    assert lines[0].split(" gflkit.prediction: ", 1)[1] in json.loads(report.read_text())["warnings"]
+    assert lines[0].split(" gflkit.prediction.predictor: ", 1)[1] in json.loads(report.read_text())["warnings"]
 
 
 def test_shift_statistics_of_an_older_run(predictor, region, root):  # noqa: F811
@@ -297,9 +297,9 @@ def test_collapse_rules():
 
 # -- refinement ---------------------------------------------------------------------------------------------------
 def test_refine_lp_as_evaluate_refines(run, region, root, tmp_path):  # noqa: F811
-    from gflkit.batching import prepare_graph
+    from gflkit.graphs import prepare_graph
     from gflkit.refine import refine_scores
-    from gflkit.scoring import class_scores
+    from gflkit.prediction.class_scores import class_scores
 
     report = tmp_path / "report.json"
     result = _predict(run, region, "--refine", "lp", "--refine-alpha", "0.7", "--refine-steps", "5",

@@ -21,9 +21,9 @@ from cli_helpers import invoke, one_line_error
 import gflkit
 from gflkit.config import EpisodeConfig, TrainConfig
 from gflkit.errors import GFLError
-from gflkit.loop import LoopState, fit_loop, restore_rng_state, rng_state
-from gflkit.run_folder import RunFolder, partial_path
-from gflkit.runs import collection_hash, load_checkpoint
+from gflkit.training.loop import LoopState, fit_loop, restore_rng_state, rng_state
+from gflkit.runs.folder import RunFolder, partial_path
+from gflkit.runs.checkpoints import collection_hash, load_checkpoint
 
 FAST = ["--steps", "6", "--eval-every", "3", "--k-shot", "5"]
 # Long enough to be killed in the middle; dropout makes the global torch generator matter.
@@ -210,7 +210,7 @@ def test_non_finite_loss_stops_the_run_naming_the_step(small_family):
 
 
 def test_failed_run_leaves_nothing(root, tmp_path, monkeypatch):
-    from gflkit import training
+    from gflkit.training import meta as training
 
     def nan_step(model, train_cfg=None):
         def step_loss(cache, sampler, ids, step):
@@ -317,12 +317,12 @@ def test_resume_continues_from_last_checkpoint_in_process(small_family):
     """The resume checkpoint restores the loop exactly (without a subprocess)."""
     ep, tr = EpisodeConfig(k_shot=3), TrainConfig(steps=8, eval_every=2, seed=1)
     cfg = gflkit.model_config("gfl", dropout=0.3, levels=2, clusters=(4,))
-    whole = gflkit.training.meta_train(small_family, cfg, ep, tr, progress=False)
+    whole = gflkit.training.meta.meta_train(small_family, cfg, ep, tr, progress=False)
     saved = []
-    gflkit.utils.seed_everything(tr.seed)
+    gflkit.seeding.seed_everything(tr.seed)
     model = gflkit.models.gfl.GFL(small_family.feat_size, cfg)
-    from gflkit.metrics import graph_accuracies
-    from gflkit.training import _gfl_step
+    from gflkit.evaluation.scoring import graph_accuracies
+    from gflkit.training.meta import _gfl_step
 
     fit_loop(model, small_family, ep, TrainConfig(steps=5, eval_every=2, seed=1), step_loss=_gfl_step(model),
              score=graph_accuracies, name="x", progress=False, save=saved.append, checkpoint_every=4)
@@ -525,7 +525,7 @@ def test_malformed_folder_is_listed_not_skipped(finished, tmp_path, damage, reas
 
 
 def test_no_verify_hashes_nothing(finished, tmp_path, monkeypatch):
-    import gflkit.runs
+    import gflkit.runs.checkpoints
 
     run = _copy(finished, tmp_path)
     _random_bytes(run / "best.pt")
@@ -533,7 +533,7 @@ def test_no_verify_hashes_nothing(finished, tmp_path, monkeypatch):
     def hashing(path):
         raise AssertionError(f"{path} was hashed")
 
-    monkeypatch.setattr(gflkit.runs, "file_sha256", hashing)
+    monkeypatch.setattr(gflkit.runs.checkpoints, "file_sha256", hashing)
     table, stderr = _listing(run.parent, "--no-verify")
     assert (table.loc[0, "status"], table.loc[0, "verified"]) == ("complete", "skipped") and stderr == []
     (run / "metrics.csv").unlink()  # what needs no hashing is still checked

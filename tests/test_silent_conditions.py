@@ -22,7 +22,7 @@ from gflkit.data.sources.base import SourceGraph
 from gflkit.data.sources.table_io import fit_svd
 from gflkit.data.sources.tables import TableColumns, read_table_collection
 from gflkit.errors import SettingError
-from gflkit.run_folder import RunFolder, partial_path
+from gflkit.runs.folder import RunFolder, partial_path
 
 FAST = ["--steps", "6", "--eval-every", "2", "--k-shot", "3", "--n-query", "3", "--meta-batch", "2"]
 
@@ -325,7 +325,7 @@ def test_a_named_val_network_is_not_fitted_on_either(tables):
 
 def test_replace_keeps_the_carved_collection_apart(noval):
     """The carve-out works on a copy: the graphs are shared, the splits are not."""
-    from gflkit.validation import validation_plan
+    from gflkit.training.validation import validation_plan
 
     c = GraphCollection.load(noval / "processed" / "noval")
     carved, facts = validation_plan(c, 2, seed=0, k_shot=3)

@@ -91,7 +91,7 @@ def test_light_names_match_the_registries():
     from gflkit.models.baselines import PER_GRAPH, TRANSFER
     from gflkit.plotting import FORMATS
     from gflkit.refine import REFINE_METHODS, RefineConfig
-    from gflkit.training import CHECKPOINT_EVERY
+    from gflkit.training.meta import CHECKPOINT_EVERY
 
     assert names.PER_GRAPH_MODELS == tuple(PER_GRAPH)
     assert names.TRANSFER_MODELS == tuple(TRANSFER)

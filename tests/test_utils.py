@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from gflkit.errors import GFLError
-from gflkit.utils import atomic_torch_save, atomic_write_text, atomic_write_with, make_temp, remove_stale_temps
+from gflkit.io import atomic_torch_save, atomic_write_text, atomic_write_with, make_temp, remove_stale_temps
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])

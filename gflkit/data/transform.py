@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import DataFormatError, GFLError
-from ..utils import atomic_write_with
+from ..io import atomic_write_with
 from .collection import TRANSFORM_FILE, read_manifest
 
 __all__ = [

@@ -39,7 +39,7 @@ import scipy.sparse as sp
 import torch
 
 from ...errors import GFLError
-from ...utils import require_memory
+from ...io import require_memory
 from ..collection import SPLITS, GraphCollection, build_graph
 from ..sampling import record_overlap
 from ..transform import FeatureTransform, attach_transform, fitted_on

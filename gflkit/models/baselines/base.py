@@ -10,9 +10,9 @@ from torch import nn
 from ...config import EpisodeConfig, TrainConfig
 from ...data import GraphCollection
 from ...episodes import Episode, EpisodeSampler
-from ...batching import GraphCache
-from ...loop import fit_loop
-from ...metrics import transfer_accuracies
+from ...graphs import GraphCache
+from ...training.loop import fit_loop
+from ...evaluation.scoring import transfer_accuracies
 
 __all__ = ["TransferBaseline"]
 
@@ -37,7 +37,7 @@ class TransferBaseline(nn.Module):
         """The training loss of one step on a meta-batch.
 
         Args:
-            graphs: the batch's graphs with self-loops (:func:`~gflkit.batching.prepare_graph`).
+            graphs: the batch's graphs with self-loops (:func:`~gflkit.graphs.prepare_graph`).
             episodes: one episode per graph, drawn for this step.
             labels: every node's label per graph (``-1`` unlabelled), ``(N_b,)``.
         """
@@ -47,12 +47,12 @@ class TransferBaseline(nn.Module):
             progress: bool = False, **loop_options: Any) -> dict[str, Any]:
         """Learn from ``collection``'s train graphs, keeping the weights best on its val graphs.
 
-        As :func:`gflkit.training.meta_train`: each step draws ``meta_batch`` train
+        As :func:`gflkit.training.meta.meta_train`: each step draws ``meta_batch`` train
         graphs and one episode each (seeded from ``(seed, graph_id, step)``),
         takes an Adam step on :meth:`step_loss`, and every ``eval_every``
         steps scores :meth:`predict` on the val graphs; training stops after
         ``patience`` rounds without gain. ``loop_options`` (``resume``,
-        ``save``, ``checkpoint_every``) go to :func:`gflkit.loop.fit_loop`.
+        ``save``, ``checkpoint_every``) go to :func:`gflkit.training.loop.fit_loop`.
 
         Returns:
             ``step`` and ``val_accuracy`` (fraction; NaN without val graphs) of
@@ -71,5 +71,5 @@ class TransferBaseline(nn.Module):
 
     def predict(self, g: dgl.DGLGraph, episode: Episode) -> torch.Tensor:
         """Predicted classes ``(Q,)`` of ``episode.query``; ``g`` has self-loops
-        (:func:`gflkit.batching.prepare_graph`). May adapt on the support set."""
+        (:func:`gflkit.graphs.prepare_graph`). May adapt on the support set."""
         raise NotImplementedError

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from ...episodes import Episode
 from ...nn import GCNEncoder
-from ...batching import batch_episodes
+from ...graphs import batch_episodes
 from .base import TransferBaseline
 
 __all__ = ["MatchingNetwork", "matching_log_probs", "nearest_support"]

@@ -1,7 +1,7 @@
 """Which graphs select the model while it trains, recorded with the run.
 
 Training keeps the weights that score best on the val graphs and stops early
-when they stop improving (:func:`gflkit.loop.fit_loop`). A collection without
+when they stop improving (:func:`gflkit.training.loop.fit_loop`). A collection without
 val graphs gets neither: every step is taken and the last weights are kept,
 whatever they score. :func:`validation_plan` says which case a run is in, as
 the ``validation`` entry of its ``config.json``:
@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from .data import GraphCollection
-from .episodes import usable_graph_ids
-from .errors import SettingError
+from ..data import GraphCollection
+from ..episodes import usable_graph_ids
+from ..errors import SettingError
 
 __all__ = ["validation_plan", "NO_VAL_WARNING"]
 

@@ -9,7 +9,7 @@ nodes, so they take at most as many classes as the run was trained on.
 
 Memory is linear in nodes + edges: the encoder is a sparse GCN, support
 similarities are computed among support nodes only (by message passing from
-them), and query scores are computed in chunks (:mod:`gflkit.scoring`).
+them), and query scores are computed in chunks (:mod:`gflkit.prediction.class_scores`).
 
 :func:`load` returns a :class:`Predictor`; :func:`predict` and :func:`embed`
 are what ``gflkit predict`` and ``gflkit embed`` run. A graph is always taken
@@ -18,7 +18,7 @@ duplicates dropped (:func:`gflkit.data.collection.undirected_edges`), whether it
 comes from an edge table or is a DGLGraph passed to :meth:`Predictor.predict`,
 so both give the same predictions.
 
-:func:`predict` also tells what its labels are worth (:mod:`gflkit.diagnostics`):
+:func:`predict` also tells what its labels are worth (:mod:`gflkit.prediction.diagnostics`):
 an accuracy estimate from the given labels (each held out in turn and
 predicted from the others), and warnings when the graph's features are unlike
 the training collection's or when the predictions collapse onto few classes.
@@ -38,17 +38,17 @@ import pandas as pd
 import torch
 from torch import nn
 
-from .batching import prepare_graph
-from .data.collection import undirected_edges
-from .data.transform import FeatureTransform, check_fingerprint, feature_fingerprint, load_transform
+from ..graphs import prepare_graph
+from ..data.collection import undirected_edges
+from ..data.transform import FeatureTransform, check_fingerprint, feature_fingerprint, load_transform
 from .diagnostics import (ESTIMATE_FOLDS, ESTIMATE_REPEATS, MIN_SHIFT_NODES, Estimate, FeatureStats,
                           PredictionReport, collapse_warnings, collection_feature_stats, estimate_accuracy,
                           feature_shift)
-from .errors import GFLError
-from .devices import place, resolve_device
-from .refine import RefineConfig, refine_nodes
-from .runs import load_checkpoint, training_collection
-from .scoring import class_scores, embeddings, shared_embeddings
+from ..errors import GFLError
+from ..devices import place, resolve_device
+from ..refine import RefineConfig, refine_nodes
+from ..runs.checkpoints import load_checkpoint, training_collection
+from .class_scores import class_scores, embeddings, shared_embeddings
 
 __all__ = [
     "Predictor", "load", "predict", "embed", "read_graph", "read_labels", "graph_from_collection",
@@ -126,7 +126,7 @@ class Predictor:
         computed from its collection (once) when that was found.
         """
         if self.stats is None and self.collection is not None:
-            from .data import load_collection
+            from ..data import load_collection
 
             stats = collection_feature_stats(load_collection(self.collection))
             if stats is not None and len(stats.mean) == self.in_feats:
@@ -191,9 +191,9 @@ class Predictor:
                 (default ``what``).
             refine: propagate the scores over ``g`` with the support labels clamped
                 (:mod:`gflkit.refine`, as ``gflkit evaluate --refine``); default none.
-            report: also return a :class:`~gflkit.diagnostics.PredictionReport`: the accuracy
+            report: also return a :class:`~gflkit.prediction.diagnostics.PredictionReport`: the accuracy
                 estimate (:meth:`estimate`, with ``estimate``), the feature shift against the
-                training collection and the collapse checks (:mod:`gflkit.diagnostics`); its
+                training collection and the collapse checks (:mod:`gflkit.prediction.diagnostics`); its
                 lines are logged (the estimate as INFO, each check beyond its threshold as a
                 WARNING).
             estimate: with ``report``, estimate the accuracy from the labels (``False``: faster).
@@ -226,12 +226,12 @@ class Predictor:
         fold is held out in turn and predicted from the other labels with the
         same model, feature transform and ``refine`` (leave-one-out per class
         when a class has at most ``folds`` labels), ``repeats`` times with new
-        folds drawn from ``seed`` (see :mod:`gflkit.diagnostics`). Needs 2
+        folds drawn from ``seed`` (see :mod:`gflkit.prediction.diagnostics`). Needs 2
         labelled nodes per class; otherwise the estimate's ``accuracy`` is
         ``None`` and its ``reason`` says why.
 
         Returns:
-            An :class:`~gflkit.diagnostics.Estimate`: ``accuracy``, its 95% Wilson
+            An :class:`~gflkit.prediction.diagnostics.Estimate`: ``accuracy``, its 95% Wilson
             ``interval``, ``per_class_recall``, ``labels_per_class`` and how it was computed.
         """
         refine = refine or RefineConfig()
@@ -313,7 +313,7 @@ def check_support(support: Mapping[Hashable, Sequence[int]], num_nodes: int, k_s
     """Class names (sorted) and id tensors of a ``{label: ids}`` mapping, checked."""
     if not support:
         raise GFLError(f"{what}: no labelled nodes; give at least one labelled node per class")
-    from .data.sources.table_io import sorted_classes
+    from ..data.sources.table_io import sorted_classes
 
     names = sorted_classes([str(k) for k in support])
     by_name = {str(k): v for k, v in support.items()}
@@ -372,7 +372,7 @@ def load(run: str | os.PathLike, root: str | os.PathLike | None = None,
     folder = training_collection(meta, root)
     transform = fingerprint = None
     if folder is not None:
-        from .data.transform import collection_folder
+        from ..data.transform import collection_folder
 
         path = collection_folder(folder, root)
         transform = load_transform(path)
@@ -393,7 +393,7 @@ def load(run: str | os.PathLike, root: str | os.PathLike | None = None,
 # -- graphs and labels from files ----------------------------------------------------------------------------------
 def graph_from_collection(spec: str, root=None) -> tuple[dgl.DGLGraph, dict[str, Any], str]:
     """``COLLECTION:GRAPH_ID`` -> the graph, the collection's fingerprint and a name for messages."""
-    from .data import load_collection
+    from ..data import load_collection
 
     name, sep, gid = str(spec).rpartition(":")
     if not sep or not name or not gid.strip().isdigit():
@@ -412,10 +412,10 @@ def read_labels(path: str | os.PathLike, node_ids: np.ndarray, *, node_col: str 
     Rows whose label is empty, NaN or an ``unlabelled`` marker are ignored.
     Unknown and repeated ids are one-line errors.
     """
-    from .data.sources.base import BadInputReport
-    from .data.sources.table_io import existing_file, read_table
-    from .data.sources.tables import unlabelled_mask
-    from .data.validate import ID_OUT_OF_RANGE, parse_ids
+    from ..data.sources.base import BadInputReport
+    from ..data.sources.table_io import existing_file, read_table
+    from ..data.sources.tables import unlabelled_mask
+    from ..data.validate import ID_OUT_OF_RANGE, parse_ids
 
     path = existing_file(path, "labels table", "give a CSV/TSV/Parquet file with columns node,label (--labels)")
     report = BadInputReport()
@@ -476,7 +476,7 @@ def read_graph(predictor: Predictor, *, edges=None, nodes=None, features=None, g
     Returns:
         The graph, each node's id as the user knows it and a name for messages.
     """
-    from .data.sources.tables import TableColumns, read_table_graph
+    from ..data.sources.tables import TableColumns, read_table_graph
 
     if graph is not None:
         if edges is not None or nodes is not None or features is not None:
@@ -513,7 +513,7 @@ def predict(run: str | os.PathLike | Predictor, *, labels: str | os.PathLike | M
     (each class's labels held out fold by fold and predicted from the others:
     :meth:`Predictor.estimate`), compares the graph's features with the
     training collection's and checks the predictions for collapse
-    (:mod:`gflkit.diagnostics`, which documents the thresholds). The estimate
+    (:mod:`gflkit.prediction.diagnostics`, which documents the thresholds). The estimate
     is logged as two INFO lines (one WARNING line when fewer than 2 labels in a
     class make it impossible), each check beyond its threshold as one WARNING
     line.
@@ -533,7 +533,7 @@ def predict(run: str | os.PathLike | Predictor, *, labels: str | os.PathLike | M
         estimate: estimate the accuracy from the labels (``False`` skips it, which is faster).
         seed: seed of the estimate's folds.
         return_report: return ``(table, report)``, the report a
-            :class:`~gflkit.diagnostics.PredictionReport` (``report.to_dict()`` is what
+            :class:`~gflkit.prediction.diagnostics.PredictionReport` (``report.to_dict()`` is what
             ``--report`` writes); its ``warnings`` hold every warning the call logged.
 
     Returns:
@@ -616,10 +616,10 @@ def export_tables(graph: str, folder: str | os.PathLike, labels_per_class: int =
     (:func:`gflkit.episodes.sample_episode`), so predicting from it scores the
     nodes ``gflkit evaluate --seed SEED`` scores.
     """
-    from .config import EpisodeConfig
-    from .data import load_collection
-    from .episodes import sample_episode
-    from .utils import atomic_write_text
+    from ..config import EpisodeConfig
+    from ..data import load_collection
+    from ..episodes import sample_episode
+    from ..io import atomic_write_text
 
     name, _, gid = str(graph).rpartition(":")
     g, _, what = graph_from_collection(graph, root)

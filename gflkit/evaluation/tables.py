@@ -5,7 +5,7 @@ dataset and split), turns it into a DataFrame here, and writes it with
 :func:`write_table`. Columns listed in :data:`RESULT_COLUMNS` come first, in that
 order; any others follow.
 
-The rows' intervals are computed by :mod:`gflkit.inference` (over (seed,
+The rows' intervals are computed by :mod:`gflkit.evaluation.statistics` (over (seed,
 graph) units). Two one-level helpers stay here: :func:`mean_ci` (a t-based 95%
 interval, or the paper's ``1.96 * std / sqrt(n)``, over values taken as
 independent) and :func:`paired_difference` (the paired t-test of paired values).
@@ -31,7 +31,7 @@ RESULT_COLUMNS = [
 #: Tables that take several seeds (compare, ablate, sweep) add this after :data:`RESULT_COLUMNS`' metrics.
 SEED_STD = "seed_std"
 
-#: Columns of a comparison against a reference row (:func:`gflkit.metrics.paired`); empty on the reference row.
+#: Columns of a comparison against a reference row (:func:`gflkit.evaluation.scoring.paired`); empty on the reference row.
 PAIRED_COLUMNS = ["reference", "delta", "delta_lo", "delta_hi", "prob_improvement", "p_value", "n_pairs"]
 
 #: ``t``: Student-t interval with ``ddof = 1``; ``paper``: ``1.96 * std(ddof=0) / sqrt(n)``.
@@ -127,7 +127,7 @@ def write_table(df: pd.DataFrame, out: str | os.PathLike | IO[str] | None = None
     if isinstance(out, io.IOBase) or hasattr(out, "write"):
         out.write(text)  # type: ignore[union-attr]
         return text
-    from .utils import atomic_write_text
+    from ..io import atomic_write_text
 
     atomic_write_text(out, text)
     return text

@@ -1,7 +1,7 @@
 """What a prediction on a new graph is worth, told from that graph and the labels given with it.
 
 A run that did well on its own collection can do badly on a user's graph, and
-the predictions alone do not show it. :func:`gflkit.prediction.predict`
+the predictions alone do not show it. :func:`gflkit.prediction.predictor.predict`
 (``gflkit predict``) therefore checks three things and reports them:
 
 * **An accuracy estimate from the given labels** (:func:`estimate_accuracy`).
@@ -67,7 +67,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import torch
 
-from .names import (COLLAPSE_FACTOR, COLLAPSE_SHARE, ESTIMATE_FOLDS, ESTIMATE_REPEATS, MEAN_SHIFT_LIMIT, SCALE_LIMIT,
+from ..names import (COLLAPSE_FACTOR, COLLAPSE_SHARE, ESTIMATE_FOLDS, ESTIMATE_REPEATS, MEAN_SHIFT_LIMIT, SCALE_LIMIT,
                     ZERO_ROWS_LIMIT)
 
 __all__ = [
@@ -395,7 +395,7 @@ def collapse_warnings(predicted: Mapping[str, int], labels_per_class: Mapping[st
 # -- the report ---------------------------------------------------------------------------------------------------
 @dataclass
 class PredictionReport:
-    """What :func:`gflkit.prediction.predict` found about its own predictions.
+    """What :func:`gflkit.prediction.predictor.predict` found about its own predictions.
 
     Attributes:
         graph, labels: the graph and where the labels come from, as named in messages.

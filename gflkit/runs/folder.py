@@ -8,7 +8,7 @@ and ``metrics.csv`` under ``sha256``) and ``metrics.csv``, and renames it to
 killed run leaves only the partial folder, which ``gflkit train --resume
 <name>`` continues and a new run of the same name removes. While a process
 writes the run it holds an exclusive lock on ``.<name>.lock``
-(:class:`gflkit.locks.FolderLock`), so a second process writing the same run
+(:class:`gflkit.io.FolderLock`), so a second process writing the same run
 stops at once with one line. The lock is the ``flock``, not the file: a file
 left by a killed process locks nothing. A folder is moved or deleted only after
 a check that it lies inside the run's parent folder
@@ -27,10 +27,10 @@ from typing import Any
 import pandas as pd
 import torch
 
-from .errors import GFLError
-from .locks import FolderLock as _Lock, lock_path as _lock_path
-from .paths import check_inside
-from .utils import atomic_torch_save, atomic_write_text, atomic_write_with, remove_inside, replace_inside
+from ..errors import GFLError
+from ..io import FolderLock as _Lock, lock_path as _lock_path
+from ..paths import check_inside
+from ..io import atomic_torch_save, atomic_write_text, atomic_write_with, remove_inside, replace_inside
 
 __all__ = [
     "RunFolder", "CONFIG_FILE", "METRICS_FILE", "BEST_FILE", "LAST_FILE", "HASHES", "HASHED_FILES",
@@ -132,7 +132,7 @@ def next_free_path(run: str | os.PathLike) -> Path:
 
 
 def _remove(path: Path) -> None:
-    """Delete ``path``, which lies in the folder of the run (checked: :func:`~gflkit.utils.remove_inside`)."""
+    """Delete ``path``, which lies in the folder of the run (checked: :func:`~gflkit.io.remove_inside`)."""
     remove_inside(path, path.parent)
 
 
@@ -254,7 +254,7 @@ class RunFolder:
         path = self.work / LAST_FILE
         if not path.is_file():
             return None
-        from .loop import RESUME_FORMAT, RESUME_SOURCE
+        from ..training.loop import RESUME_FORMAT, RESUME_SOURCE
 
         try:
             ckpt = torch.load(path, map_location="cpu", weights_only=True)

@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 import numpy as np
 import torch
 
-from .batching import GraphCache, one_thread
-from .devices import module_device
-from .config import EpisodeConfig, TrainConfig
-from .data import GraphCollection
-from .episodes import EpisodeSampler
-from .errors import GFLError
-from .progress import progress_bar, progress_enabled
-from .states import check_state, load_state
+from ..graphs import GraphCache, one_thread
+from ..devices import module_device
+from ..config import EpisodeConfig, TrainConfig
+from ..data import GraphCollection
+from ..episodes import EpisodeSampler
+from ..errors import GFLError
+from ..progress import progress_bar, progress_enabled
+from ..runs.states import check_state, load_state
 
 if TYPE_CHECKING:
     from .distributed import DistContext
@@ -213,7 +213,7 @@ def fit_loop(
         save: called with such a checkpoint every ``checkpoint_every`` steps.
         dist: one rank of a distributed run: each step works on this rank's
             share of the meta-batch, gradients are averaged across ranks and
-            the val accuracies gathered (:meth:`gflkit.distributed.DistContext.wrap`);
+            the val accuracies gathered (:meth:`gflkit.training.distributed.DistContext.wrap`);
             ``resume`` and ``save`` are those of rank 0, which every rank follows.
         optimizer: ``optimizer(parameters) -> torch.optim.Optimizer``, e.g.
             ``lambda ps: torch.optim.SGD(ps, lr=0.1)``; by default

@@ -2,7 +2,7 @@
 
 A run folder holds ``config.json`` (settings and provenance), ``metrics.csv``
 (one row per step) and ``best.pt``; it is written through a hidden partial
-folder (see :mod:`gflkit.run_folder`), and its ``config.json`` records the
+folder (see :mod:`gflkit.runs.folder`), and its ``config.json`` records the
 SHA-256 of the other two, checked when they are read and when runs are
 listed. Checkpoints hold tensors and plain Python values only and load with
 ``torch.load(..., weights_only=True)``.
@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .config import GFLConfig, config_from_dict
-from .errors import GFLError
-from .models.baselines import TRANSFER
-from .models.gfl import GFL
-from .run_folder import (BEST_FILE, CONFIG_FILE, HASHED_FILES, HASHES, LAST_FILE, METRICS_FILE, file_sha256, final_run_path,
+from ..config import GFLConfig, config_from_dict
+from ..errors import GFLError
+from ..models.baselines import TRANSFER
+from ..models.gfl import GFL
+from .folder import (BEST_FILE, CONFIG_FILE, HASHED_FILES, HASHES, LAST_FILE, METRICS_FILE, file_sha256, final_run_path,
                          partial_path, read_verified, recorded_hashes)
 from .states import check_state, load_state
-from .utils import atomic_torch_save
+from ..io import atomic_torch_save
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -108,7 +108,7 @@ def load_checkpoint(path: str | os.PathLike) -> tuple[torch.nn.Module, dict[str,
     Only tensors and plain Python values are read (``weights_only=True``). A run
     folder that did not finish (no ``metrics.csv``, or a hidden partial folder)
     is refused, and so is a ``best.pt`` whose SHA-256 differs from the one its
-    run's ``config.json`` recorded (:func:`~gflkit.run_folder.read_verified`).
+    run's ``config.json`` recorded (:func:`~gflkit.runs.folder.read_verified`).
     """
     path = _checkpoint_file(Path(path))
     if not path.is_file():
@@ -155,7 +155,7 @@ def training_collection(meta: dict, root=None) -> str | None:
     otherwise at the folder the run recorded first, then by name under the
     default data root.
     """
-    from .paths import is_name, processed_dir
+    from ..paths import is_name, processed_dir
 
     name, path = meta.get("dataset"), meta.get("data_path")
     named = processed_dir(name, root) if is_name(name) else None  # a name, never a path, even in an edited config
@@ -172,7 +172,7 @@ def find_training_collection(meta: dict, root=None, run: str | os.PathLike | Non
     found = training_collection(meta, root)
     if found is not None:
         return found
-    from .paths import data_root
+    from ..paths import data_root
 
     name, path = meta.get("dataset"), meta.get("data_path")
     where = f"{run}: " if run is not None else ""
@@ -200,7 +200,7 @@ def run_name(dataset: str, model: str, aggregator: str, seed: int, settings: dic
         GFLError: the collection name ``dataset``, or the whole name, is not a
             plain folder name (:func:`gflkit.paths.check_name`).
     """
-    from .paths import RUN_NAME_LIMIT, check_name
+    from ..paths import RUN_NAME_LIMIT, check_name
 
     check_name(dataset)
     parts = [dataset, model, aggregator, f"s{seed}", settings_hash(settings)]
@@ -225,7 +225,7 @@ def provenance() -> dict[str, Any]:
     """Versions, thread count, command line and start time of this process."""
     import dgl
 
-    from . import __version__
+    from .. import __version__
 
     return {
         "gflkit": __version__, "torch": str(torch.__version__), "dgl": str(dgl.__version__),

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import GFLError
-from .plotting import MODEL_NAMES, figure_format, new_figure, require, save_figure
+from ..errors import GFLError
+from . import MODEL_NAMES, figure_format, new_figure, require, save_figure
 
 __all__ = ["tsne_panels", "plot_tsne"]
 
@@ -49,8 +49,8 @@ def tsne_panels(z: np.ndarray, label: np.ndarray, num_classes: int, negatives: i
 
 def _load_gfl(run: str | os.PathLike):
     """A GFL model and its metadata from a run folder or checkpoint."""
-    from .models.gfl import GFL
-    from .runs import load_checkpoint
+    from ..models.gfl import GFL
+    from ..runs.checkpoints import load_checkpoint
 
     model, meta = load_checkpoint(run)
     if not isinstance(model, GFL):
@@ -71,7 +71,7 @@ def _embeddings(model, run, collection, graph_id: int) -> np.ndarray:
     """``(N, d)`` node embeddings of one graph of ``collection``."""
     import torch
 
-    from .batching import prepare_graph
+    from ..graphs import prepare_graph
 
     if model.in_feats != collection.feat_size:
         raise GFLError(
@@ -84,8 +84,8 @@ def _embeddings(model, run, collection, graph_id: int) -> np.ndarray:
 
 def _collection_for(meta: dict[str, Any], data, root):
     """DATA, else the run's own collection when it is found by name, else the built-in family."""
-    from .data import load_collection
-    from .paths import is_name, processed_dir
+    from ..data import load_collection
+    from ..paths import is_name, processed_dir
 
     name = meta.get("dataset")
     if data is None and is_name(name) and (processed_dir(name, root) / "manifest.json").is_file():

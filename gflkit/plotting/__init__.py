@@ -5,7 +5,7 @@
 * :func:`plot_bars`: accuracy per model (``compare`` rows: a group of bars
   per dataset, the legend above) or per variant (``ablate`` rows: a panel per
   dataset, the variants named under their bars) with CI error bars.
-* :func:`gflkit.tsne.plot_tsne`: 2-D t-SNE of a run's node embeddings (Figure 4).
+* :func:`gflkit.plotting.tsne.plot_tsne`: 2-D t-SNE of a run's node embeddings (Figure 4).
 
 Figures use the paper's names (``GFL-mean``, ``Matching Network``, "Majority
 class"; an ablation variant by what it removes, e.g. ``gate`` is "M2a: no
@@ -34,11 +34,11 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from .errors import GFLError
-from .names import (MODEL_DISPLAY_NAMES, REFINE_METHODS, VARIANT_DISPLAY_NAMES, VARIANT_SHORT_NAMES,
+from ..errors import GFLError
+from ..names import (MODEL_DISPLAY_NAMES, REFINE_METHODS, VARIANT_DISPLAY_NAMES, VARIANT_SHORT_NAMES,
                     display_name)
-from .results import mean_ci
-from .utils import atomic_write_with
+from ..evaluation.tables import mean_ci
+from ..io import atomic_write_with
 
 __all__ = [
     "require", "read_results", "series_key", "series_label", "plot_shots", "plot_bars", "bars_figure", "save_figure",

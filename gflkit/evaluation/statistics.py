@@ -53,8 +53,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .errors import OneSeedWarning
-from .results import CI_METHODS
+from ..errors import OneSeedWarning
+from .tables import CI_METHODS
 
 __all__ = ["LEVEL", "Estimate", "unit_table", "two_level_half", "estimate", "record_estimate", "paired_estimate",
            "prob_improvement", "warn_one_seed"]

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from .errors import GFLError
+from ..errors import GFLError
 
 __all__ = ["state_mismatch", "check_state", "load_state"]
 
@@ -28,7 +28,7 @@ def _first(keys: list[str]) -> str:
 
 def _comparable(module: torch.nn.Module, state: Mapping) -> Mapping:
     """``state`` with the parameter names ``module`` renames while loading (older GFL checkpoints)."""
-    from .models.gfl import GFL, upgrade_state_dict
+    from ..models.gfl import GFL, upgrade_state_dict
 
     return upgrade_state_dict(dict(state)) if isinstance(module, GFL) else state
 

@@ -1,6 +1,6 @@
 """How a training step computes its meta-batch: in parts side by side on threads, the next step prepared ahead.
 
-Private to gflkit: :func:`gflkit.training.meta_train` builds a :class:`StepLoss`
+Private to gflkit: :func:`gflkit.training.meta.meta_train` builds a :class:`StepLoss`
 (the loop's ``step_loss``), switched by ``TrainConfig.parallel_steps``, which the
 run's settings record. The engine knows nothing of the model beyond three calls:
 ``model(bg, support, queries)``, ``model.loss(out, labels)`` and, where the model
@@ -31,8 +31,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from .batching import GraphCache, batch_episodes, make_thread_safe, worker_pool
-from .episodes import Episode
+from ..graphs import GraphCache, batch_episodes, make_thread_safe, worker_pool
+from ..episodes import Episode
 
 __all__ = ["StepLoss", "meta_batch_loss", "meta_batch_workers", "prepare_meta_batch", "PreparedMetaBatch",
            "split_by_nodes"]
@@ -92,7 +92,7 @@ class PreparedMetaBatch:
 
     Made by :func:`prepare_meta_batch`. Attributes: ``graphs``, ``episodes``;
     ``groups``, the graph positions of each part (:func:`split_by_nodes`);
-    ``batches``, each part's :func:`~gflkit.batching.batch_episodes` result,
+    ``batches``, each part's :func:`~gflkit.graphs.batch_episodes` result,
     which ``model.prepare`` has seen.
     """
 
@@ -104,7 +104,7 @@ class PreparedMetaBatch:
 
 
 def _prepare_part(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode]) -> tuple:
-    """One part's :func:`~gflkit.batching.batch_episodes`, with ``model.prepare`` run on it."""
+    """One part's :func:`~gflkit.graphs.batch_episodes`, with ``model.prepare`` run on it."""
     for g in {id(g): g for g in graphs}.values():
         make_thread_safe(g)
     batch = batch_episodes(graphs, episodes)
@@ -191,7 +191,7 @@ def meta_batch_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: 
     Args:
         model: ``model(bg, support, queries)`` and ``model.loss(out, labels)``
             (:class:`~gflkit.models.gfl.GFL`); ``model.prepare(bg, support)`` if it has one.
-        graphs: prepared graphs of the meta-batch (:func:`~gflkit.batching.prepare_graph`).
+        graphs: prepared graphs of the meta-batch (:func:`~gflkit.graphs.prepare_graph`).
         episodes: one episode per graph.
         workers: number of parts; by default :func:`meta_batch_workers`.
         prepared: the meta-batch made ready ahead (:func:`prepare_meta_batch`);

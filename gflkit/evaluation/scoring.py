@@ -8,7 +8,7 @@ summarised and compared pairwise on the same episodes. Records of several
 training seeds carry a ``seed`` column.
 
 * :func:`summarise`: the metrics of a row, with a 95% interval over (seed,
-  graph) units, each the mean over that graph's episodes (:mod:`gflkit.inference`);
+  graph) units, each the mean over that graph's episodes (:mod:`gflkit.evaluation.statistics`);
 * :func:`paired`: one model against a reference on the same (seed, graph,
   episode) triples, with the interval over the same units.
 """
@@ -21,13 +21,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .batching import GraphCache, map_graphs
-from .devices import module_device
-from .episodes import Episode, EpisodeSampler
-from .models.gfl import GFL
-from .progress import progress_bar
-from .refine import RefineConfig, refine_scores
-from .inference import paired_estimate, record_estimate, unit_table
+from ..graphs import GraphCache, map_graphs
+from ..devices import module_device
+from ..episodes import Episode, EpisodeSampler
+from ..models.gfl import GFL
+from ..progress import progress_bar
+from ..refine import RefineConfig, refine_scores
+from .statistics import paired_estimate, record_estimate, unit_table
 
 __all__ = [
     "RECORD_COLUMNS", "episode_scores", "graph_records", "transfer_records", "baseline_records",
@@ -210,7 +210,7 @@ def summarise(records: pd.DataFrame | Mapping[int, float] | Sequence[float], ci:
         records: a records frame (with a ``seed`` column for several seeds), or
             one accuracy (fraction) per graph.
         ci: ``t`` (over (seed, graph) units) or ``paper`` (the paper's
-            ``1.96 * std / sqrt(n)`` over graphs); see :mod:`gflkit.inference`.
+            ``1.96 * std / sqrt(n)`` over graphs); see :mod:`gflkit.evaluation.statistics`.
 
     Returns:
         ``n_seeds``, ``n_graphs``; ``accuracy``, its ``ci95`` half-width and
@@ -237,7 +237,7 @@ def paired(records: pd.DataFrame, reference: pd.DataFrame, ci: str = "t") -> dic
     Rows are matched on ``(seed, graph_id, episode)`` (``seed`` when both have
     it); each (seed, graph)'s differences are averaged over its episodes, and
     the mean difference, its 95% interval and p-value are taken over those
-    units, as the rows' own intervals (:func:`gflkit.inference.paired_estimate`).
+    units, as the rows' own intervals (:func:`gflkit.evaluation.statistics.paired_estimate`).
 
     Returns:
         ``delta``, ``delta_lo``, ``delta_hi``, ``prob_improvement`` (share of

@@ -7,10 +7,10 @@ an Adam step on the summed prototypical and reconstruction losses. Every
 weights are kept and training stops after ``patience`` rounds without gain.
 Without val graphs there is neither (a warning says so when training starts);
 ``TrainConfig.val_from_train`` moves train graphs to validation instead. The
-run's ``config.json`` records which (``validation``: :mod:`gflkit.validation`).
+run's ``config.json`` records which (``validation``: :mod:`gflkit.training.validation`).
 
 With a run folder, the run is written through a hidden partial folder
-(:class:`gflkit.run_folder.RunFolder`) holding ``config.json`` and a resume
+(:class:`gflkit.runs.folder.RunFolder`) holding ``config.json`` and a resume
 checkpoint ``last.pt``; when training ends ``best.pt`` and ``metrics.csv``
 are added and the folder is renamed into place. Checkpoints load with
 ``torch.load(..., weights_only=True)``.
@@ -27,22 +27,22 @@ from typing import TYPE_CHECKING, Any, Callable
 import pandas as pd
 import torch
 
-from . import __version__
-from ._step_engine import StepLoss
-from .config import EpisodeConfig, GFLConfig, TrainConfig, config_from_dict, to_dict
-from .data import GraphCollection
-from .devices import resolve_device
-from .episodes import EpisodeSampler
-from .errors import GFLError
+from .. import __version__
+from ._engine import StepLoss
+from ..config import EpisodeConfig, GFLConfig, TrainConfig, config_from_dict, to_dict
+from ..data import GraphCollection
+from ..devices import resolve_device
+from ..episodes import EpisodeSampler
+from ..errors import GFLError
 from .loop import OptimizerFactory, fit_loop, step_graph_ids
-from .metrics import graph_accuracies
-from .models.baselines import TRANSFER
-from .models.gfl import GFL
-from .data.transform import feature_fingerprint
-from .diagnostics import training_feature_stats
-from .run_folder import CONFIG_FILE, RunFolder
-from .runs import CHECKPOINT_FORMAT, checkpoint_dict, collection_hash, load_checkpoint, load_metrics, now, provenance
-from .utils import seed_everything
+from ..evaluation.scoring import graph_accuracies
+from ..models.baselines import TRANSFER
+from ..models.gfl import GFL
+from ..data.transform import feature_fingerprint
+from ..prediction.diagnostics import training_feature_stats
+from ..runs.folder import CONFIG_FILE, RunFolder
+from ..runs.checkpoints import CHECKPOINT_FORMAT, checkpoint_dict, collection_hash, load_checkpoint, load_metrics, now, provenance
+from ..seeding import seed_everything
 from .validation import validation_plan
 
 if TYPE_CHECKING:
@@ -197,7 +197,7 @@ def meta_train(
         force: replace an existing ``run_dir``.
         resume: continue the interrupted run ``run_dir`` from its ``last.pt``.
         checkpoint_every: steps between resume checkpoints (``last.pt``).
-        dist: this process's :class:`~gflkit.distributed.DistContext` in a
+        dist: this process's :class:`~gflkit.training.distributed.DistContext` in a
             distributed run: rank 0 writes ``run_dir`` (and reads its
             ``last.pt`` with ``resume``), the other ranks follow it.
         device: ``cpu`` (default), ``cuda`` or ``cuda:N``

@@ -17,9 +17,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .errors import GFLError
-from .models.baselines import AllGraphFinetune, KNearestNeighbours, MAML, MatchingNetwork
-from .models.gfl import GFL
+from ..errors import GFLError
+from ..models.baselines import AllGraphFinetune, KNearestNeighbours, MAML, MatchingNetwork
+from ..models.gfl import GFL
 
 __all__ = ["CHUNK", "class_scores", "embeddings", "gfl_prototypes", "shared_embeddings"]
 
@@ -72,7 +72,7 @@ def _gfl_scores(model: GFL, g, support, z=None) -> torch.Tensor:
 @torch.no_grad()
 def _knn_scores(model: KNearestNeighbours, g, support, z=None) -> torch.Tensor:
     """Vote shares among the ``k`` nearest supports (log, so a softmax returns them)."""
-    from .models.baselines.knn import knn_predict
+    from ..models.baselines.knn import knn_predict
 
     z = model.embed(g) if z is None else z
     ids, target = _flat(support)
@@ -157,7 +157,7 @@ def class_scores(model: nn.Module, g: dgl.DGLGraph, support: Sequence[torch.Tens
 
     Args:
         model: a GFL model (any preset) or a transfer baseline that can predict on a new graph.
-        g: a prepared graph (:func:`~gflkit.batching.prepare_graph`).
+        g: a prepared graph (:func:`~gflkit.graphs.prepare_graph`).
         support: per class, the ids of its labelled nodes in ``g`` (any number >= 1).
         z: the model's node embeddings of ``g`` (:func:`embeddings`) when already computed: models
             that compare embeddings (GFL, K-NN, Matching Network) then skip the encoder, so

@@ -4,7 +4,7 @@
   ``sweep --jobs N``). Each run seeds itself, so it gives the same numbers in a
   worker as in the parent; results come back in the order of the tasks.
 * :func:`launch`: N cooperating processes (the ranks of ``train --nproc N``,
-  see :mod:`gflkit.distributed`), watched so that one that fails ends them all.
+  see :mod:`gflkit.training.distributed`), watched so that one that fails ends them all.
 
 Processes are spawned (never forked: torch's and DGL's thread pools do not
 survive a fork) and each uses ``cores / processes`` threads.
@@ -28,10 +28,10 @@ from typing import Any, Callable, Iterable, Iterator, TypeVar
 import torch
 import torch.distributed as tdist
 
-from .cores import check_workers
-from .data import GraphCollection
-from .errors import GFLError
-from .utils import remove_inside
+from ..devices import check_workers
+from ..data import GraphCollection
+from ..errors import GFLError
+from ..io import remove_inside
 
 __all__ = ["run_jobs", "launch", "default_threads", "portable", "shared_collection"]
 
@@ -230,7 +230,7 @@ def launch(worker: Callable, args: tuple, nproc: int, *, threads: int | None = N
     (a rank that was killed, or raised on its own, is named rather than the
     peers that lost it). Ctrl-C stops all (each gets the interrupt and a few
     seconds to stop on its own before it is terminated). ``nproc`` and ``threads`` are
-    checked by :func:`gflkit.cores.check_workers`.
+    checked by :func:`gflkit.devices.check_workers`.
     """
     check_workers(nproc, "nproc")
     threads = check_workers(threads or default_threads(nproc), "threads")

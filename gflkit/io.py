@@ -1,4 +1,4 @@
-"""Small helpers shared across gflkit: atomic writes and seeding.
+"""Small helpers shared across gflkit: atomic writes, temporaries, memory checks and folder locks.
 
 An atomic write goes to a hidden temporary ``.<name>.<pid>.<random>.tmp`` beside
 the target, then is renamed over it. The temporary name carries the writer's
@@ -11,24 +11,24 @@ that they lie inside the folder they belong to (:func:`gflkit.paths.check_inside
 """
 from __future__ import annotations
 
+import errno
+import fcntl
 import os
-import random
 import re
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
 import torch
 
 from .errors import GFLError
 from .paths import check_inside
 
 __all__ = [
-    "atomic_write_text", "atomic_torch_save", "atomic_write_with", "seed_everything", "make_temp",
+    "atomic_write_text", "atomic_torch_save", "atomic_write_with", "make_temp",
     "remove_stale_temps", "apply_umask", "unwritable", "available_memory", "require_memory", "human_bytes",
-    "remove_inside", "replace_inside",
+    "remove_inside", "replace_inside", "FolderLock", "lock_path",
 ]
 
 
@@ -210,8 +210,61 @@ def require_memory(need: int, what: object, hint: str) -> None:
                        f"{hint}")
 
 
-def seed_everything(seed: int) -> None:
-    """Seed Python, NumPy and torch (CPU) global generators."""
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
+# Folder locks: an exclusive lock on a folder that one gflkit process writes (a run, a collection).
+#
+# The lock is an ``flock`` on a hidden file ``.<name>.lock`` beside the folder,
+# taken without waiting: a second process that wants to write the same folder
+# stops at once with one line instead of racing the first.
+
+
+def lock_path(folder: str | os.PathLike) -> Path:
+    """The lock file of ``folder``: ``.<name>.lock`` beside it."""
+    folder = Path(folder)
+    return folder.with_name(f".{folder.name}.lock")
+
+
+class FolderLock:
+    """An exclusive ``flock`` on a lock file, removed again on release.
+
+    Args:
+        path: the lock file.
+        run: the folder it guards (named in the messages).
+        what: what the folder is (``run``, ``collection``), for the messages.
+        advice: what to do when another process holds the lock.
+    """
+
+    def __init__(self, path: Path, run: Path, what: str = "run",
+                 advice: str = "wait for it to end or choose another --run-dir") -> None:
+        self.path, self.run, self.fd = path, run, None
+        self.what, self.advice = what, advice
+
+    def acquire(self) -> "FolderLock":
+        while True:
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+            except OSError as err:
+                raise GFLError(f"{self.path}: cannot create the {self.what}'s lock file ({err.strerror})") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as err:
+                os.close(fd)
+                if err.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise GFLError(
+                        f"{self.run}: another gflkit process is writing this {self.what} (lock {self.path.name}); "
+                        f"{self.advice}"
+                    ) from None
+                raise GFLError(f"{self.path}: cannot lock the {self.what} ({err.strerror})") from None
+            try:  # the holder before us may have removed the file: then lock the new one
+                same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                self.fd = fd
+                return self
+            os.close(fd)
+
+    def release(self) -> None:
+        if self.fd is not None:
+            self.path.unlink(missing_ok=True)
+            os.close(self.fd)
+            self.fd = None

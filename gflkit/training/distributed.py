@@ -9,12 +9,12 @@ single process, also when ``meta_batch`` is not a multiple of the number of
 ranks. Validation graphs are split the same way and the per-graph
 accuracies gathered, so every rank selects the same step.
 
-Rank 0 writes the run folder through :class:`gflkit.run_folder.RunFolder`
+Rank 0 writes the run folder through :class:`gflkit.runs.folder.RunFolder`
 (partial folder, lock, ``last.pt``); the other ranks write nothing. A resumed
 run starts every rank from rank 0's ``last.pt``, which holds the random
 generator states of all ranks (:meth:`DistContext.follow_main`).
 
-Ranks come from :func:`gflkit.parallel.launch` (``gflkit train --nproc N``:
+Ranks come from :func:`gflkit.training.parallel.launch` (``gflkit train --nproc N``:
 processes spawned on this machine) or from ``torchrun``, whose ``RANK``, ``WORLD_SIZE``,
 ``LOCAL_RANK``, ``MASTER_ADDR`` and ``MASTER_PORT`` are read by
 :func:`env_context`. Spawned ranks meet through a file in their shared
@@ -44,18 +44,18 @@ import torch.distributed as tdist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from . import names
-from .config import EpisodeConfig, GFLConfig, TrainConfig
-from .data import GraphCollection
-from .devices import resolve_device
-from .errors import GFLError
-from .models.gfl import GFL
+from .. import names
+from ..config import EpisodeConfig, GFLConfig, TrainConfig
+from ..data import GraphCollection
+from ..devices import resolve_device
+from ..errors import GFLError
+from ..models.gfl import GFL
 from .parallel import default_threads, launch
-from .run_folder import BEST_FILE, METRICS_FILE, clear_stale_lock, final_run_path, next_free_path, partial_path
-from .states import load_state
-from .training import CHECKPOINT_EVERY, TrainResult, meta_train
+from ..runs.folder import BEST_FILE, METRICS_FILE, clear_stale_lock, final_run_path, next_free_path, partial_path
+from ..runs.states import load_state
+from .meta import CHECKPOINT_EVERY, TrainResult, meta_train
 from .validation import validation_plan
-from .utils import remove_inside
+from ..io import remove_inside
 
 __all__ = [
     "DistContext", "env_context", "init_process_group", "backend_for", "rank_device", "train", "train_rank", "is_main_process",
@@ -258,7 +258,7 @@ def loopback_env() -> dict[str, str]:
 
     Without it gloo binds to the address the host name resolves to, which may
     be on the local network. It is the ranks' own environment
-    (:func:`gflkit.parallel.launch`), never that of the launching process.
+    (:func:`gflkit.training.parallel.launch`), never that of the launching process.
     """
     lo = loopback_interface()
     return {"GLOO_SOCKET_IFNAME": lo, "NCCL_SOCKET_IFNAME": lo}
@@ -274,9 +274,9 @@ def is_main_process() -> bool:
 
 def train_rank(ctx: DistContext, collection: GraphCollection, model_cfg: GFLConfig, episode_cfg: EpisodeConfig,
                train_cfg: TrainConfig, **kwargs: Any) -> TrainResult:
-    """This rank's part of a run: :func:`~gflkit.training.meta_train` with ``dist=ctx``.
+    """This rank's part of a run: :func:`~gflkit.training.meta.meta_train` with ``dist=ctx``.
 
-    Rank 0 writes the run folder through :class:`~gflkit.run_folder.RunFolder`
+    Rank 0 writes the run folder through :class:`~gflkit.runs.folder.RunFolder`
     (hidden partial folder, lock, ``last.pt``); ``kwargs`` are those of
     ``meta_train`` (``run_dir``, ``force``, ``resume``, ``checkpoint_every`` ...).
     """
@@ -330,7 +330,7 @@ def train(collection: GraphCollection, model_cfg: GFLConfig, episode_cfg: Episod
     """Meta-train one GFL model over ``nproc`` local ranks, or as this ``torchrun`` rank.
 
     ``run_dir``, ``force``, ``resume`` and ``checkpoint_every`` work as in
-    :func:`~gflkit.training.meta_train`; rank 0 writes the run. A failed or
+    :func:`~gflkit.training.meta.meta_train`; rank 0 writes the run. A failed or
     interrupted run leaves its partial folder with ``last.pt``, which
     ``resume=True`` continues on every rank. With a CUDA ``device`` each rank
     trains on the GPU of its local rank, and gradients are averaged over NCCL.
