@@ -7,7 +7,7 @@ every choice in a fraction of a second.
 from __future__ import annotations
 
 __all__ = [
-    "PER_GRAPH_MODELS", "TRANSFER_MODELS", "SAMPLING_METHODS", "REFINE_METHODS", "FIGURE_FORMATS",
+    "GFL_MODELS", "PER_GRAPH_MODELS", "TRANSFER_MODELS", "SAMPLING_METHODS", "REFINE_METHODS", "FIGURE_FORMATS",
     "SWEEP_PARAM_NAMES", "CHECKPOINT_EVERY", "DEFAULT_COLLECTION", "FEATURE_KEYS", "REFINE_ALPHA", "REFINE_STEPS",
     "GATE_MODES", "PGNN_NORMS", "DEFAULT_TIMEOUT", "ENCODERS", "DEVICES", "DEFAULT_SEEDS",
     "trainable_names", "model_names", "encoder_names", "REGISTERED_ENCODERS",
@@ -16,6 +16,8 @@ __all__ = [
     "COLLAPSE_FACTOR",
 ]
 
+#: Meta-trained GFL configurations (``gflkit.config.PRESETS``).
+GFL_MODELS = ("gfl", "protonet")
 #: Baselines fitted on each test graph alone (``gflkit.models.baselines.PER_GRAPH``).
 PER_GRAPH_MODELS = ("lp", "planetoid", "deepwalk", "node2vec", "gcn")
 #: Baselines trained on the train graphs, then adapted (``gflkit.models.baselines.TRANSFER``).
@@ -108,9 +110,7 @@ def display_name(key: str) -> str:
 
 def trainable_names() -> tuple[str, ...]:
     """Models that learn from the meta-training graphs (``train --model``)."""
-    from .config import PRESETS
-
-    return tuple(PRESETS) + TRANSFER_MODELS
+    return GFL_MODELS + TRANSFER_MODELS
 
 
 def model_names() -> tuple[str, ...]:

@@ -84,6 +84,7 @@ def test_lazy_attributes_resolve_and_unknown_ones_raise():
 
 def test_light_names_match_the_registries():
     from gflkit.api import model_names
+    from gflkit.config import PRESETS
     from gflkit.data import DEFAULT_COLLECTION
     from gflkit.data.sampling import METHODS
     from gflkit.data.sources.tables import FEATURE_KEYS
@@ -93,6 +94,7 @@ def test_light_names_match_the_registries():
     from gflkit.refine import REFINE_METHODS, RefineConfig
     from gflkit.training.meta import CHECKPOINT_EVERY
 
+    assert names.GFL_MODELS == tuple(PRESETS)
     assert names.PER_GRAPH_MODELS == tuple(PER_GRAPH)
     assert names.TRANSFER_MODELS == tuple(TRANSFER)
     assert names.model_names() == model_names()

@@ -42,6 +42,39 @@ KINDS = ("svd", "tfidf-svd")
 CHUNK_ROWS = 65536
 
 
+# TF-IDF, the first half of a ``tfidf-svd`` transform (also used by :mod:`gflkit.data.sources.text_features`).
+
+
+def document_frequency_idf(counts: sp.spmatrix) -> np.ndarray:
+    """Smoothed IDF of every column: ``1 + log((1 + n) / (1 + df))``, shape ``(m,)``."""
+    x = sp.csr_matrix(counts)
+    if not x.has_canonical_format:
+        x = x.copy()
+        x.sum_duplicates()
+    df = np.bincount(x.indices, minlength=x.shape[1])
+    return 1.0 + np.log((1.0 + x.shape[0]) / (1.0 + df))
+
+
+def tfidf(counts: sp.spmatrix, idf: np.ndarray | None = None) -> sp.csr_matrix:
+    """Sublinear TF-IDF with smoothed IDF and unit-length rows.
+
+    Args:
+        counts: term counts.
+        idf: a fitted IDF per column (default: from ``counts`` itself).
+
+    Shapes:
+        counts: ``(n, m)``; returns ``(n, m)`` float64 CSR.
+    """
+    x = sp.csr_matrix(counts, dtype=np.float64, copy=True)
+    x.sum_duplicates()
+    x.data = 1.0 + np.log(np.maximum(x.data, 1.0))
+    idf = document_frequency_idf(counts) if idf is None else idf
+    x.data *= idf[x.indices]
+    norms = np.sqrt(np.asarray(x.multiply(x).sum(axis=1)).ravel())
+    norms[norms == 0] = 1.0
+    return sp.csr_matrix(sp.diags(1.0 / norms) @ x)
+
+
 @dataclass(frozen=True, eq=False)
 class FeatureTransform:
     """A fitted linear reduction of raw features.
@@ -108,8 +141,6 @@ class FeatureTransform:
         for lo in range(0, max(x.shape[0], 1), CHUNK_ROWS):
             block = x[lo:lo + CHUNK_ROWS]
             if self.kind == "tfidf-svd":
-                from .sources.text_features import tfidf
-
                 block = tfidf(block, self.idf)
             block = block.astype(np.float32) if sp.issparse(block) else np.asarray(block, dtype=np.float32)
             parts.append(np.asarray(block @ comps, dtype=np.float32))
