@@ -35,12 +35,16 @@ from ..io import atomic_torch_save, atomic_write_text, atomic_write_with, remove
 __all__ = [
     "RunFolder", "CONFIG_FILE", "METRICS_FILE", "BEST_FILE", "LAST_FILE", "HASHES", "HASHED_FILES",
     "final_run_path", "partial_path", "next_free_path", "file_sha256", "recorded_hashes", "read_verified",
-    "clear_stale_lock",
+    "clear_stale_lock", "RESUME_FORMAT", "RESUME_SOURCE",
 ]
 
 log = logging.getLogger(__name__)
 
 CONFIG_FILE, METRICS_FILE, BEST_FILE, LAST_FILE = "config.json", "metrics.csv", "best.pt", "last.pt"
+#: ``format`` field of a resume checkpoint (``last.pt``).
+RESUME_FORMAT = "gflkit.resume"
+#: Entry a loaded resume checkpoint carries (not saved): the file it was read from, for errors.
+RESUME_SOURCE = "source"
 _PARTIAL = ".partial"
 #: Key of ``config.json`` holding ``{file name: SHA-256 hex digest}`` of a finished run's files.
 HASHES = "sha256"
@@ -254,8 +258,6 @@ class RunFolder:
         path = self.work / LAST_FILE
         if not path.is_file():
             return None
-        from ..training.loop import RESUME_FORMAT, RESUME_SOURCE
-
         try:
             ckpt = torch.load(path, map_location="cpu", weights_only=True)
         except Exception as err:  # unpickling errors have no common base

@@ -29,19 +29,15 @@ from ..episodes import EpisodeSampler
 from ..errors import GFLError
 from ..progress import progress_bar, progress_enabled
 from ..runs.states import check_state, load_state
+from ..runs.folder import RESUME_FORMAT, RESUME_SOURCE
 
 if TYPE_CHECKING:
-    from .distributed import DistContext
+    from .ddp import DistContext
 
 __all__ = ["fit_loop", "step_graph_ids", "LoopState", "RESUME_FORMAT", "RESUME_SOURCE", "rng_state",
            "restore_rng_state", "default_optimizer", "OptimizerFactory"]
 
 log = logging.getLogger(__name__)
-
-#: ``format`` field of a resume checkpoint (``last.pt``).
-RESUME_FORMAT = "gflkit.resume"
-#: Entry a loaded resume checkpoint carries (not saved): the file it was read from, for errors.
-RESUME_SOURCE = "source"
 
 StateDict = dict[str, torch.Tensor]
 #: ``optimizer(parameters)``: the optimizer of a training run, made once its model exists.

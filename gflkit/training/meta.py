@@ -35,8 +35,10 @@ from ..devices import resolve_device
 from ..episodes import EpisodeSampler
 from ..errors import GFLError
 from .loop import OptimizerFactory, fit_loop, step_graph_ids
-from ..evaluation.scoring import graph_accuracies
+from ..evaluation.scoring import graph_accuracies, transfer_accuracies
+from ..graphs import GraphCache
 from ..models.baselines import TRANSFER
+from ..models.baselines.base import TransferBaseline
 from ..models.gfl import GFL
 from ..data.transform import feature_fingerprint
 from ..prediction.diagnostics import training_feature_stats
@@ -46,9 +48,9 @@ from ..seeding import seed_everything
 from .validation import validation_plan
 
 if TYPE_CHECKING:
-    from .distributed import DistContext
+    from .ddp import DistContext
 
-__all__ = ["TrainResult", "meta_train", "fit_transfer", "CHECKPOINT_EVERY"]
+__all__ = ["TrainResult", "meta_train", "fit_transfer", "fit_baseline", "CHECKPOINT_EVERY"]
 
 log = logging.getLogger(__name__)
 
@@ -252,6 +254,34 @@ def _accepted_options(cls) -> set[str]:
     return names
 
 
+def fit_baseline(model: TransferBaseline, collection: GraphCollection, episode_cfg: EpisodeConfig,
+                 train_cfg: TrainConfig, progress: bool = False, **loop_options: Any) -> dict[str, Any]:
+    """Train the transfer baseline ``model`` on ``collection``'s train graphs, keeping the weights best on its
+    val graphs.
+
+    As :func:`meta_train`: each step draws ``meta_batch`` train
+    graphs and one episode each (seeded from ``(seed, graph_id, step)``),
+    takes an Adam step on the model's ``step_loss``, and every ``eval_every``
+    steps scores its ``predict`` on the val graphs; training stops after
+    ``patience`` rounds without gain. ``loop_options`` (``resume``,
+    ``save``, ``checkpoint_every``) go to :func:`gflkit.training.loop.fit_loop`.
+
+    Returns:
+        ``step`` and ``val_accuracy`` (fraction; NaN without val graphs) of
+        the kept weights, and ``history``, one dict per step.
+    """
+    def step_loss(cache: GraphCache, sampler: EpisodeSampler, ids: list[int], step: int):
+        graphs = [cache[gid] for gid in ids]
+        episodes = [sampler.episode(gid, step) for gid in ids]
+        return model.step_loss(graphs, episodes, [collection.graphs[gid].ndata["label"] for gid in ids]), {}
+
+    rows, best_step, best_val = fit_loop(
+        model, collection, episode_cfg, train_cfg, step_loss=step_loss, score=transfer_accuracies,
+        name=model.name, progress=progress, **loop_options,
+    )
+    return {"step": best_step, "val_accuracy": best_val, "history": rows}
+
+
 def fit_transfer(
     name: str,
     collection: GraphCollection,
@@ -296,8 +326,8 @@ def fit_transfer(
                                                    episode_cfg.k_shot)
 
     def fit(last: dict | None, save: Callable | None) -> tuple[list[dict], dict[str, Any]]:
-        facts = dict(model.fit(training, episode_cfg, train_cfg, progress=progress, resume=last, save=save,
-                               checkpoint_every=checkpoint_every) or {})
+        facts = dict(fit_baseline(model, training, episode_cfg, train_cfg, progress=progress, resume=last, save=save,
+                                  checkpoint_every=checkpoint_every) or {})
         rows = facts.pop("history", [])
         model.eval()
         return rows, facts
