@@ -26,7 +26,7 @@ model 1's accuracy (``accuracy``):
 * ``episodes (old)``: gflkit's former interval: seeds averaged per (graph,
   episode), a t interval over the G x E (graph, episode) pairs.
 
-tests/test_inference.py runs the same simulation for the two-level interval and
+tests/evaluation/test_inference.py runs the same simulation for the two-level interval and
 the old one.
 """
 from __future__ import annotations

@@ -18,7 +18,7 @@ from gflkit.data.sources.text_features import HashedText, tokenize, truncated_sv
 from gflkit.data.sources.venues import VenueMap
 from gflkit.errors import GFLError
 
-SAMPLE = Path(__file__).resolve().parents[1] / "data" / "samples" / "aminer_sample.txt"
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "samples" / "aminer_sample.txt"
 TWO = ["data_mining", "databases"]
 
 TINY = """#* Mining frequent patterns

@@ -19,7 +19,7 @@ from gflkit.graphs import batch_episodes, prepare_graph
 from gflkit.models.gfl import GFL, upgrade_state_dict
 from gflkit.runs.checkpoints import load_checkpoint, save_checkpoint
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from reference_outputs import CONFIGS as REFERENCE_CONFIGS, reference_outputs  # noqa: E402
 
 
@@ -104,7 +104,7 @@ def test_stored_graph_data_only_saves_work(batch, small_family):
     torch.testing.assert_close(a.gate, b.gate)
 
 
-REFERENCE = Path(__file__).parent / "data" / "gfl_outputs_2a76192.pt"
+REFERENCE = Path(__file__).resolve().parents[1] / "fixtures" / "gfl_outputs_2a76192.pt"
 
 
 @pytest.mark.parametrize("name", list(REFERENCE_CONFIGS))

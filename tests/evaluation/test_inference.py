@@ -15,7 +15,7 @@ from scipy import stats
 from gflkit.errors import GFLWarning, OneSeedWarning
 from gflkit.evaluation.statistics import estimate, paired_estimate, prob_improvement, two_level_half, unit_table, warn_one_seed
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "coverage.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "coverage.py"
 
 
 @pytest.fixture(scope="module")

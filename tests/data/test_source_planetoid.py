@@ -12,7 +12,7 @@ import gflkit  # noqa: F401  (before dgl)
 from gflkit.data.sources.planetoid import read_linqs_pubmed, read_planetoid, read_pubmed
 from gflkit.errors import GFLError
 
-LINQS = Path(__file__).resolve().parents[1] / "data" / "samples" / "pubmed_linqs"
+LINQS = Path(__file__).resolve().parents[2] / "data" / "samples" / "pubmed_linqs"
 
 
 def test_cora_numbers(shared_data):

@@ -22,7 +22,7 @@ from gflkit.nn import (Distance, GraphPrototype, HierarchicalGraphRepresentation
                        NodeEncoder, PrototypeGNN, make_encoder)
 from gflkit.runs.checkpoints import load_checkpoint
 
-OLD_CHECKPOINT = Path(__file__).parent / "data" / "checkpoint_0.1.0.pt"
+OLD_CHECKPOINT = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoint_0.1.0.pt"
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from gflkit.data.stats import STATS_COLUMNS
 
-SAMPLE = Path(__file__).resolve().parents[1] / "data" / "samples" / "tables"
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "samples" / "tables"
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from gflkit.data.sources.table_io import reduce_features
 from gflkit.data.sources.tables import TableColumns, read_table_collection, read_table_graph
 from gflkit.errors import GFLError
 
-SAMPLE = Path(__file__).resolve().parents[1] / "data" / "samples" / "tables"
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "samples" / "tables"
 FEATS = TableColumns(features="f")
 
 
