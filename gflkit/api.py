@@ -31,7 +31,8 @@ from .config import PRESETS, EpisodeConfig, GFLConfig, TrainConfig, config_from_
 from .data import GraphCollection, load_collection
 from .data.transform import check_fingerprint, feature_fingerprint
 from .episodes import EpisodeSampler
-from .devices import place, require_cpu, resolve_device
+from .devices import require_cpu, resolve_device
+from .models import place
 from .errors import GFLError
 from .evaluation.statistics import warn_one_seed
 from .evaluation.scoring import baseline_records, graph_records, summarise, transfer_records

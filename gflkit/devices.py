@@ -21,7 +21,7 @@ from .errors import GFLError
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["resolve_device", "dgl_cuda_build", "module_device", "require_cpu", "place", "DGL_WHEELS",
+__all__ = ["resolve_device", "dgl_cuda_build", "module_device", "require_cpu", "DGL_WHEELS",
            "PER_CORE", "usable_cores", "worker_limit", "check_workers"]
 
 #: DGL's wheel index; CUDA builds live under ``torch-<major.minor>/cu<version>/``.
@@ -91,16 +91,6 @@ def require_cpu(name: str, device: torch.device) -> None:
 
         raise GFLError(f"--device {device}: only GFL models ({', '.join(PRESETS)}) run on a GPU; {name} runs on "
                        f"the CPU (leave --device out)")
-
-
-def place(module: torch.nn.Module, device: torch.device, name: str) -> torch.nn.Module:
-    """``module`` on ``device`` when it is a GFL model; any other model stays on the CPU (:func:`require_cpu`)."""
-    from .models.gfl import GFL
-
-    if isinstance(module, GFL):
-        return module.to(device)
-    require_cpu(name, device)
-    return module
 
 
 def module_device(module: torch.nn.Module) -> torch.device:

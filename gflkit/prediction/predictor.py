@@ -45,7 +45,8 @@ from .diagnostics import (ESTIMATE_FOLDS, ESTIMATE_REPEATS, MIN_SHIFT_NODES, Est
                           PredictionReport, collapse_warnings, collection_feature_stats, estimate_accuracy,
                           feature_shift)
 from ..errors import GFLError
-from ..devices import place, resolve_device
+from ..devices import resolve_device
+from ..models import place
 from ..refine import RefineConfig, refine_nodes
 from ..runs.checkpoints import load_checkpoint, training_collection
 from .class_scores import class_scores, embeddings, shared_embeddings

@@ -41,7 +41,7 @@ from ..models.baselines import TRANSFER
 from ..models.baselines.base import TransferBaseline
 from ..models.gfl import GFL
 from ..data.transform import feature_fingerprint
-from ..prediction.diagnostics import training_feature_stats
+from ..data.feature_stats import training_feature_stats
 from ..runs.folder import CONFIG_FILE, RunFolder
 from ..runs.checkpoints import CHECKPOINT_FORMAT, checkpoint_dict, collection_hash, load_checkpoint, load_metrics, now, provenance
 from ..seeding import seed_everything
