@@ -1,4 +1,5 @@
-"""The package layout: no import cycle among gflkit's modules, a short top level, no module named like an export.
+"""The package layout: no import cycle among gflkit's modules, layers importing downward only, a short top
+level, no module named like an export.
 
 The import graph is read from the source with :mod:`ast`, so it holds every
 import of a gflkit module wherever it is written: at module level, inside a
@@ -19,6 +20,14 @@ import gflkit
 
 PACKAGE = Path(gflkit.__file__).resolve().parent
 TOP_LEVEL_LIMIT = 20
+#: gflkit's layers, lowest first, by the top-level module or package: a module imports its own layer or lower ones.
+LAYERS = [
+    {"_compat", "errors", "names", "paths", "io", "seeding", "config", "progress", "devices"},
+    {"data", "episodes", "nn"},
+    {"graphs", "models", "refine"},
+    {"evaluation", "runs", "training"},
+    {"prediction", "plotting", "experiments", "api", "__main__"},
+]
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
@@ -110,6 +119,24 @@ def test_the_graph_holds_function_level_type_checking_and_package_imports():
     assert "gflkit.training.distributed" in graph["gflkit.api"]
     # The lazy table of gflkit/__init__ is not an import.
     assert graph["gflkit"] == {"gflkit._compat"}
+
+
+def _layer(module: str) -> int:
+    top = module.split(".")[1]
+    return next(i for i, layer in enumerate(LAYERS) if top in layer)
+
+
+def test_layers_import_downward_only():
+    graph = import_graph()
+    upward = sorted(f"{a} -> {b}" for a, targets in graph.items() if a != "gflkit" for b in targets
+                    if b != "gflkit" and _layer(b) > _layer(a))
+    assert not upward, "imports of a higher layer: " + "; ".join(upward)
+
+
+def test_every_top_level_module_has_a_layer():
+    tops = {p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__"}
+    tops |= {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+    assert tops == set().union(*LAYERS)
 
 
 def test_top_level_is_short():
