@@ -313,7 +313,7 @@ def test_a_registered_encoder_trains_and_reloads_by_name(root, tmp_path):
 
 
 def test_only_gfl_models_are_placed_on_another_device():
-    from gflkit.devices import place
+    from gflkit.models import place
     from gflkit.models.baselines import TRANSFER
 
     model = place(GFL.from_config(GFLConfig(), 8), torch.device("meta"), "gfl")
