@@ -77,7 +77,7 @@ def _compare(small: Path, jobs: int, steps: int, timeout: float) -> float:
 
 _STARTUP = """
 import time
-from gflkit.parallel import default_threads, run_jobs
+from gflkit.training.parallel import default_threads, run_jobs
 start = time.perf_counter()
 run_jobs(default_threads, [1, 2], jobs=2)
 print(time.perf_counter() - start)

@@ -4,7 +4,7 @@ Two measurements, each for the current code and (with ``--baseline``) an earlier
 commit's source tree, in separate processes taking their turns
 (:mod:`interleave`):
 
-* ``evaluate``: :func:`gflkit.metrics.graph_accuracies` of a seeded, untrained
+* ``evaluate``: :func:`gflkit.evaluation.scoring.graph_accuracies` of a seeded, untrained
   GFL (default ``GFLConfig``) on every test graph of the family with
   ``--episodes`` episodes each (10-shot, every other labelled node a query),
   graphs prepared afresh in every call, as a new evaluation does;

@@ -2,7 +2,8 @@
 
 Before ``gflkit.batching`` and ``gflkit.metrics`` existed, ``prepare_graph`` and
 ``batch_episodes`` lived in ``gflkit.models.gfl`` and ``GraphCache`` and
-``graph_accuracies`` in ``gflkit.evaluate``. The layout is read from the files
+``graph_accuracies`` in ``gflkit.evaluate``; since the package layout, they live in
+``gflkit.graphs``, ``gflkit.evaluation.scoring`` and ``gflkit.training._engine``. The layout is read from the files
 of the gflkit that ``import gflkit`` loaded, not from whether an import
 succeeds: an editable install can supply a module of the installed tree to a
 package loaded from another tree, which would mix two commits in one process.
@@ -26,7 +27,15 @@ def gflkit_layout() -> SimpleNamespace:
     import gflkit
 
     root = Path(gflkit.__file__).resolve().parent
-    if (root / "batching.py").exists():
+    batching = None
+    if (root / "graphs.py").exists():
+        batching, metrics, gfl, engine = (importlib.import_module(f"gflkit.{m}") for m in (
+            "graphs", "evaluation.scoring", "models.gfl", "training._engine"))
+        parts = SimpleNamespace(GraphCache=batching.GraphCache, batch_episodes=batching.batch_episodes,
+                                prepare_graph=batching.prepare_graph, graph_accuracies=metrics.graph_accuracies,
+                                GFL=gfl.GFL, meta_batch_loss=engine.meta_batch_loss, StepLoss=engine.StepLoss)
+        modules = [batching, metrics, gfl, engine]
+    elif (root / "batching.py").exists():
         batching, metrics = (importlib.import_module(f"gflkit.{m}") for m in ("batching", "metrics"))
         gfl = importlib.import_module("gflkit.models.gfl")
 
@@ -52,7 +61,7 @@ def gflkit_layout() -> SimpleNamespace:
     else:
         parts.Adam = torch.optim.Adam
     # The loop's update on one thread, where it has one_thread (since 2275ac6).
-    parts.update_threads = getattr(batching, "one_thread", None) if (root / "batching.py").exists() else None
+    parts.update_threads = getattr(batching, "one_thread", None) if batching is not None else None
     parts.update_threads = parts.update_threads or contextlib.nullcontext
     for module in modules:
         if root not in Path(module.__file__).resolve().parents:

@@ -1,11 +1,11 @@
 """Write the GFL model's outputs and gradients on a fixed small batch to a file.
 
 Run with a source tree of an earlier commit first on ``PYTHONPATH`` to record that
-commit's outputs; ``tests/test_model.py`` checks that the current model gives
+commit's outputs; ``tests/models/test_model.py`` checks that the current model gives
 the same ones (the speed-ups must not change what the model computes)::
 
     git worktree add /tmp/base 2a76192
-    PYTHONPATH=/tmp/base python benchmarks/reference_outputs.py tests/data/gfl_outputs_2a76192.pt
+    PYTHONPATH=/tmp/base python benchmarks/reference_outputs.py tests/fixtures/gfl_outputs_2a76192.pt
 
 The batch: the small synthetic family (seed 0), train graphs 0 and 1, episode 0
 with 3 shots, a model seeded with 0 for each configuration of :data:`CONFIGS`.

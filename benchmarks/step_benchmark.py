@@ -1,6 +1,6 @@
 """Milliseconds per meta-training step and peak memory, sparse gflkit vs dense.
 
-One step is what ``gflkit.training.meta_train`` does per iteration: draw one
+One step is what ``gflkit.training.meta.meta_train`` does per iteration: draw one
 episode per graph (10-shot, 4 classes, every other labelled node a query),
 batch the 5 graphs, run the full GFL model (default ``GFLConfig``), the loss,
 the backward pass and an Adam update. The dense reference

@@ -241,7 +241,7 @@ def info(message: str) -> None:
 
 def emit(df, output: str | None, fmt: str) -> None:
     """Write a result DataFrame to ``output`` or stdout."""
-    from gflkit.results import write_table
+    from gflkit.evaluation.tables import write_table
 
     if output:
         write_table(df, output, fmt)
@@ -466,14 +466,14 @@ def cross_network_options(f):
 
 
 class WorkerCount(click.IntRange):
-    """A number of processes or threads to start: at least 1, at most :func:`gflkit.cores.worker_limit`."""
+    """A number of processes or threads to start: at least 1, at most :func:`gflkit.devices.worker_limit`."""
 
     def __init__(self, what: str) -> None:
         super().__init__(1)
         self.what = what
 
     def convert(self, value: Any, param, ctx) -> int:
-        from gflkit.cores import PER_CORE, usable_cores, worker_limit
+        from gflkit.devices import PER_CORE, usable_cores, worker_limit
 
         count = super().convert(value, param, ctx)
         if count > worker_limit():
@@ -623,7 +623,7 @@ def read_settings(path: str) -> dict[str, Any]:
     whose tables and lists nest at most :data:`SETTINGS_MAX_DEPTH` deep. Its
     keys are the sections of :data:`CONFIG_SECTIONS`, :data:`RUN_SETTINGS` and
     what a run's ``config.json`` records besides
-    (:data:`gflkit.runs.RUN_RECORD_KEYS`, read and not used); a section holds
+    (:data:`gflkit.runs.checkpoints.RUN_RECORD_KEYS`, read and not used); a section holds
     fields of its config. The values are checked by :func:`settings_defaults`.
 
     Raises:
@@ -639,7 +639,7 @@ def read_settings(path: str) -> dict[str, Any]:
 
     from gflkit import config as configs
     from gflkit.errors import GFLError
-    from gflkit.runs import RUN_RECORD_KEYS
+    from gflkit.runs.checkpoints import RUN_RECORD_KEYS
 
     text = _read_text(path)
     kind = "TOML" if str(path).lower().endswith(".toml") else "JSON"

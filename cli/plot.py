@@ -91,7 +91,7 @@ def tsne(run, data, baseline_run, graph_id, negatives, seed, data_root, output, 
     the others. DATA defaults to the collection the run was trained on. Only
     GFL runs (gfl, protonet) have node embeddings.
     """
-    from gflkit import tsne as tsne_figure
+    from gflkit.plotting import tsne as tsne_figure
 
     _wrote(tsne_figure.plot_tsne(run, output, data, baseline_run=baseline_run, graph_id=graph_id,
                                  negatives=negatives, seed=seed, root=data_root, fmt=fmt, dpi=dpi))

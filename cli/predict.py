@@ -29,7 +29,7 @@ def _graph_kwargs(kw: dict) -> dict:
 
 
 def _write_frame(df, output: str | None, fmt: str) -> None:
-    from gflkit.utils import atomic_write_with
+    from gflkit.io import atomic_write_with
 
     from .options import emit
 
@@ -106,7 +106,7 @@ def predict(run, labels, classes, output, fmt, estimate, seed, report_file, **kw
     import json
 
     import gflkit
-    from gflkit.utils import atomic_write_text
+    from gflkit.io import atomic_write_text
 
     names = [c.strip() for c in classes.split(",") if c.strip()] if classes else None
     label_col = kw["label_col"]
@@ -135,7 +135,7 @@ def embed(run, output, **kw):
     import pandas as pd
 
     import gflkit
-    from gflkit.utils import atomic_write_with
+    from gflkit.io import atomic_write_with
 
     ids, z = gflkit.embed(run, **_graph_kwargs(kw))
     suffix = Path(output).suffix.lower() if output else ".csv"
@@ -155,7 +155,7 @@ def embed(run, output, **kw):
             if not output:
                 sys.stdout.write(text)
                 return
-            from gflkit.utils import atomic_write_text
+            from gflkit.io import atomic_write_text
 
             atomic_write_text(output, text)
         else:
@@ -181,7 +181,7 @@ def export_graph(graph, folder, labels_per_class, seed, data_root):
     themselves when they run 0..n-1, as in MUSAE), so the source's raw feature
     file applies to them.
     """
-    from gflkit.prediction import export_tables
+    from gflkit.prediction.predictor import export_tables
 
     written = export_tables(graph, folder, labels_per_class, seed, data_root)
     info(f"wrote {', '.join(map(str, written))}")

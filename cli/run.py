@@ -245,9 +245,9 @@ def train(data, model, run_dir, force, resume, checkpoint_every, options, split,
     the built-in synthetic family is used (generated on first use). The run is
     kept in runs/<name> (--run-dir). Example: gflkit train DATA --k-shot 5
     """
-    from gflkit import distributed
+    from gflkit.training import distributed
     from gflkit.api import default_run_dir
-    from gflkit.run_folder import partial_path
+    from gflkit.runs.folder import partial_path
     from gflkit.devices import resolve_device
 
     resolve_device(device)  # before any data is read or generated

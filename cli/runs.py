@@ -36,7 +36,7 @@ def runs(folder, no_verify, output, fmt):
     """
     import pandas as pd
 
-    from gflkit.runs import list_runs
+    from gflkit.runs.checkpoints import list_runs
 
     if folder is None and not runs_dir().is_dir():
         entries = []

@@ -16,13 +16,14 @@ _compat.arm()  # must come before the first `import dgl`
 
 __version__ = "0.2.0.dev0"
 
-#: Public name -> module that defines it (imported on first access).
+#: Public name -> module that defines it (imported on first access). These strings are not imports:
+#: tests/test_layout.py leaves them out of the import graph, since nothing is imported until a name is used.
 _LAZY = {
     "train": ".api", "evaluate": ".api", "evaluate_baseline": ".api", "model_config": ".api",
     "EpisodeConfig": ".config", "GFLConfig": ".config", "TrainConfig": ".config",
     "GraphCollection": ".data", "load_collection": ".data",
     "GFLError": ".errors", "GFLWarning": ".errors", "OneSeedWarning": ".errors",
-    "embed": ".prediction", "load": ".prediction", "predict": ".prediction",
+    "embed": ".prediction.predictor", "load": ".prediction.predictor", "predict": ".prediction.predictor",
 }
 
 __all__ = [

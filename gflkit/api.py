@@ -26,26 +26,27 @@ from typing import Any
 import pandas as pd
 import torch
 
-from . import distributed
+from .training import distributed
 from .config import (PRESETS, EpisodeConfig, GFLConfig, RunSettings, TrainConfig, config_from_dict, hashed_dict,
                      to_dict)
 from .data import GraphCollection, load_collection
 from .data.transform import check_fingerprint, feature_fingerprint
 from .episodes import EpisodeSampler
-from .devices import place, require_cpu, resolve_device
+from .devices import require_cpu, resolve_device
+from .models import place
 from .errors import GFLError
-from .inference import warn_one_seed
-from .metrics import baseline_records, graph_records, summarise, transfer_records
+from .evaluation.statistics import warn_one_seed
+from .evaluation.scoring import baseline_records, graph_records, summarise, transfer_records
 from .models.baselines import PER_GRAPH, TRANSFER
 from .models.gfl import GFL
 from .names import model_names, trainable_names  # noqa: F401 - the registry's, re-exported
 from .refine import RefineConfig
-from .results import to_frame
+from .evaluation.tables import to_frame
 from .paths import runs_dir
-from .run_folder import CONFIG_FILE, final_run_path, partial_path
-from .runs import (collection_hash, find_training_collection, load_checkpoint, load_metrics, read_run_config,
+from .runs.folder import CONFIG_FILE, final_run_path, partial_path
+from .runs.checkpoints import (collection_hash, find_training_collection, load_checkpoint, load_metrics, read_run_config,
                    run_name)
-from .training import CHECKPOINT_EVERY, TrainResult, fit_transfer, meta_train
+from .training.meta import CHECKPOINT_EVERY, TrainResult, fit_transfer, meta_train
 
 __all__ = ["train", "evaluate", "evaluate_baseline", "model_config"]
 
@@ -67,7 +68,7 @@ def _aggregator(cfg: GFLConfig) -> str:
 def result_row(model: str, aggregator: str, collection: GraphCollection, split: str,
                records: pd.DataFrame | dict[int, float], episode_cfg: EpisodeConfig, episodes: int, seed: Any,
                *, refine: str = "none", ci: str = "t", seed_std: bool = False) -> dict:
-    """One result table row (accuracy and CI in percent; :func:`gflkit.metrics.summarise`).
+    """One result table row (accuracy and CI in percent; :func:`gflkit.evaluation.scoring.summarise`).
 
     ``seed_std``: keep the standard deviation of the per-seed accuracies (for
     tables that take several seeds).
@@ -128,7 +129,7 @@ def train(
 
     As :func:`evaluate`, it returns the result table (one row, or none when
     ``eval_split`` is ``None``); ``return_result=True`` returns the
-    :class:`~gflkit.training.TrainResult` (model, metrics, run folder) too.
+    :class:`~gflkit.training.meta.TrainResult` (model, metrics, run folder) too.
 
     Args:
         data: collection folder, name, object, or ``None`` for the built-in family
@@ -150,14 +151,14 @@ def train(
         root: data root for names and the default family.
         eval_split: split to evaluate after training (``None`` to skip).
         episodes: support draws per graph in that evaluation.
-        nproc: processes to train one GFL model with (:mod:`gflkit.distributed`);
+        nproc: processes to train one GFL model with (:mod:`gflkit.training.distributed`);
             under ``torchrun`` the launch decides and ``nproc`` is ignored. The
             processes are spawned: in a script, call this under
             ``if __name__ == "__main__":``.
         threads_per_proc: threads of each process (default: cores / nproc).
         timeout: seconds after which a rank waiting for a dead peer gives up.
         refine: transductive refinement of the scores (:mod:`gflkit.refine`).
-        ci: interval of the row, ``t`` or ``paper`` (:mod:`gflkit.inference`); the row is of
+        ci: interval of the row, ``t`` or ``paper`` (:mod:`gflkit.evaluation.statistics`); the row is of
             one trained run, so its interval leaves training randomness out
             (a :class:`~gflkit.errors.OneSeedWarning` says so).
         device: where a GFL model trains and is scored: ``cpu`` (default),
@@ -174,7 +175,7 @@ def train(
             each changes the config that has it (``model_cfg`` defaults to the
             preset ``model``). ``val_from_train=N`` moves ``N`` train graphs,
             drawn with the seed, to validation when the collection has no val
-            graphs (:mod:`gflkit.validation`; else training keeps the last
+            graphs (:mod:`gflkit.training.validation`; else training keeps the last
             step's weights, with a warning).
 
     Returns:

@@ -196,7 +196,7 @@ class TrainConfig:
             (``None``: no clipping, as in the paper).
         val_from_train: move this many train graphs, drawn with ``seed``, to
             validation for model selection and early stopping; only for a
-            collection without val graphs (:mod:`gflkit.validation`).
+            collection without val graphs (:mod:`gflkit.training.validation`).
         parallel_steps: compute each step's meta-batch of a GFL model in parts
             side by side, one per torch thread, with the next step prepared
             meanwhile (the parts' gradients are summed, so the thread count can

@@ -4,14 +4,22 @@ PyPI's DGL wheels are CPU-only builds; computing on a GPU needs a CUDA build of
 torch *and* of DGL (from DGL's own wheel index). :func:`resolve_device` turns
 ``--device`` into a :class:`torch.device` or a one-line error that says which
 of the two is missing and what to install.
+
+It also says how many processes and threads this machine takes: the cores it
+gives this process, and the limit on them. Importing it loads neither torch
+nor DGL (they are imported where a device is resolved), so the command line
+checks its options with it as it parses them.
 """
 from __future__ import annotations
 
+import os
 import re
-
-import torch
+from typing import TYPE_CHECKING
 
 from .errors import GFLError
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = []
 
@@ -29,6 +37,8 @@ def dgl_cuda_build() -> bool:
 
 def _dgl_wheel_hint() -> str:
     """The ``pip install`` line of the DGL build that matches this torch."""
+    import torch
+
     torch_minor = ".".join(torch.__version__.split("+")[0].split(".")[:2])
     cuda = torch.version.cuda
     if cuda is None:
@@ -49,6 +59,8 @@ def resolve_device(device: str | torch.device | None, option: str = "device") ->
         GFLError: an unknown name, a DGL or torch without CUDA, or a GPU index
             this machine does not have.
     """
+    import torch
+
     if device is None:
         return torch.device("cpu")
     name = str(device)
@@ -80,18 +92,39 @@ def require_cpu(name: str, device: torch.device) -> None:
                        f"the CPU (leave `device` out)")
 
 
-def place(module: torch.nn.Module, device: torch.device, name: str) -> torch.nn.Module:
-    """``module`` on ``device`` when it is a GFL model; any other model stays on the CPU (:func:`require_cpu`)."""
-    from .models.gfl import GFL
-
-    if isinstance(module, GFL):
-        return module.to(device)
-    require_cpu(name, device)
-    return module
-
-
 def module_device(module: torch.nn.Module) -> torch.device:
     """The device of a module's first parameter (``cpu`` for a module without any)."""
+    import torch
+
     for p in module.parameters():
         return p.device
     return torch.device("cpu")
+
+#: Processes, or threads per process, a command may start per usable core: a few times the cores still
+#: repeats a run made on a larger machine; far more would only exhaust memory and the process table.
+PER_CORE = 4
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system tells it, else the CPU count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def worker_limit() -> int:
+    """The most processes (or threads per process) :func:`check_workers` accepts: :data:`PER_CORE` per usable core."""
+    return PER_CORE * usable_cores()
+
+
+def check_workers(count: int, name: str) -> int:
+    """``count`` when it is at most :func:`worker_limit`.
+
+    Raises:
+        GFLError: naming the parameter ``name`` and the cores of this machine.
+    """
+    if count > worker_limit():
+        raise GFLError(f"{name}={count} is more than {PER_CORE} per core of the {usable_cores()} usable cores "
+                       f"of this machine (at most {worker_limit()}); give fewer")
+    return count

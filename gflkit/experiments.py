@@ -11,14 +11,14 @@ comparable. The unit of inference is one training run scored on one test graph
 (the mean over its episodes): a row's accuracy interval, and its paired
 difference to a reference row with that difference's interval, p-value and
 probability of improvement, are over those (seed, graph) units, with seeds and
-graphs as two levels (:mod:`gflkit.inference`). The reference row's own paired
+graphs as two levels (:mod:`gflkit.evaluation.statistics`). The reference row's own paired
 columns are empty. With one seed the intervals leave training randomness out:
 the rows say so (``n_seeds``, ``ci_over``) and a
 :class:`~gflkit.errors.OneSeedWarning` is issued once.
 
 The independent runs of a table (model x aggregator x seed, variant x seed,
 value x model x seed) can go to a pool of processes (``jobs``,
-:func:`gflkit.parallel.run_jobs`); each run seeds itself and the rows are
+:func:`gflkit.training.parallel.run_jobs`); each run seeds itself and the rows are
 assembled in the same order, so the table is the same as with one process.
 The majority-class rows take no time: they are scored here and not counted as
 runs.
@@ -39,15 +39,15 @@ from .data import GraphCollection, load_collection
 from .devices import resolve_device
 from .episodes import EpisodeSampler
 from .errors import GFLError
-from .inference import warn_one_seed
-from .metrics import baseline_records, majority_records, paired
+from .evaluation.statistics import warn_one_seed
+from .evaluation.scoring import baseline_records, majority_records, paired
 from .models.baselines import PER_GRAPH, TRANSFER
 from .names import DEFAULT_SEEDS, VARIANT_DISPLAY_NAMES
-from .parallel import portable, run_jobs, shared_collection
+from .training.parallel import portable, run_jobs, shared_collection
 from .paths import RUN_NAME_LIMIT, check_name
 from .progress import RunCounter
 from .refine import REFINE_METHODS, RefineConfig
-from .results import PAIRED_COLUMNS, RESULT_COLUMNS, SEED_STD, to_frame
+from .evaluation.tables import PAIRED_COLUMNS, RESULT_COLUMNS, SEED_STD, to_frame
 
 __all__ = ["compare", "ablate", "sweep"]
 
@@ -288,7 +288,7 @@ def compare(
               baselines and ``majority``, with themselves.
 
             A row paired with itself (the reference) has empty paired columns.
-        ci: ``t`` or ``paper`` (:mod:`gflkit.inference`).
+        ci: ``t`` or ``paper`` (:mod:`gflkit.evaluation.statistics`).
         jobs: processes to spread the runs (model x aggregator x seed) over;
             the rows are the same as with one.
         runs_root, force: keep each trained run under ``runs_root``; an

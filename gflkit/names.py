@@ -8,6 +8,9 @@ from __future__ import annotations
 
 __all__ = []
 
+#: Meta-trained GFL configurations (``gflkit.config.PRESETS``).
+GFL_MODELS = ("gfl", "protonet")
+
 #: The registry of baselines: model name -> ``"module:attribute"`` of what implements it, the
 #: module relative to :mod:`gflkit.models.baselines` (``".lp"``) or absolute. A new baseline is its
 #: module plus one line here; ``gflkit.models.baselines.PER_GRAPH`` / ``TRANSFER`` and
@@ -46,7 +49,7 @@ SWEEP_PARAM_NAMES = ("mu", "mu0", "similarity", "distance", "aggregator", "level
 FEATURE_KEYS = ("row", "node", "graph-node")
 #: Name of the built-in synthetic family (``gflkit.data.DEFAULT_COLLECTION``).
 DEFAULT_COLLECTION = "synthetic"
-#: Steps between resume checkpoints (``gflkit.training.CHECKPOINT_EVERY``).
+#: Steps between resume checkpoints (``gflkit.training.meta.CHECKPOINT_EVERY``).
 CHECKPOINT_EVERY = 50
 #: Forms of the hierarchical gate (``gflkit.config.GFLConfig.gate_mode``).
 GATE_MODES = ("open", "centered", "paper")
@@ -67,12 +70,12 @@ def encoder_names() -> tuple[str, ...]:
 DEVICES = ("cpu", "cuda")
 #: Training seeds of compare, ablate and sweep by default (``gflkit.experiments.DEFAULT_SEEDS``).
 DEFAULT_SEEDS = (0, 1, 2)
-#: Seconds a rank waits for a dead or stuck peer (``gflkit.distributed.DEFAULT_TIMEOUT``).
+#: Seconds a rank waits for a dead or stuck peer (``gflkit.training.distributed.DEFAULT_TIMEOUT``).
 DEFAULT_TIMEOUT = 300.0
-#: Folds and repeats of predict's accuracy estimate (``gflkit.diagnostics``).
+#: Folds and repeats of predict's accuracy estimate (``gflkit.prediction.diagnostics``).
 ESTIMATE_FOLDS = 5
 ESTIMATE_REPEATS = 3
-#: Thresholds of predict's feature-shift warnings (``gflkit.diagnostics``): mean shift in training
+#: Thresholds of predict's feature-shift warnings (``gflkit.prediction.diagnostics``): mean shift in training
 #: standard deviations, typical factor of the spread, all-zero rows above the training share.
 MEAN_SHIFT_LIMIT = 0.5
 SCALE_LIMIT = 1.5
@@ -119,9 +122,7 @@ def display_name(key: str) -> str:
 
 def trainable_names() -> tuple[str, ...]:
     """Models that learn from the meta-training graphs (``train --model``)."""
-    from .config import PRESETS
-
-    return tuple(PRESETS) + tuple(TRANSFER_BASELINES)
+    return GFL_MODELS + tuple(TRANSFER_BASELINES)
 
 
 def model_names() -> tuple[str, ...]:

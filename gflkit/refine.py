@@ -14,7 +14,7 @@ support labels clamped (they add no training):
   smoothed as in ``lp``.
 
 ``A_hat = D^-1/2 (A + I) D^-1/2`` is the GCN normalisation of the prepared
-graph (:func:`gflkit.batching.prepare_graph`); every step is one sparse product
+graph (:func:`gflkit.graphs.prepare_graph`); every step is one sparse product
 (:func:`gflkit.nn.conv.propagate`), so memory is linear in nodes and edges.
 """
 from __future__ import annotations

@@ -19,8 +19,8 @@ import pandas as pd
 import gflkit
 from gflkit.config import ABLATIONS, PRESETS, EpisodeConfig, TrainConfig
 from gflkit.episodes import EpisodeSampler
-from gflkit.metrics import graph_records
-from gflkit.training import meta_train
+from gflkit.evaluation.scoring import graph_records
+from gflkit.training.meta import meta_train
 
 
 def variants(names: list[str]) -> dict[str, object]:

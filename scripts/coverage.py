@@ -18,7 +18,7 @@ For every method and design the script prints the share of simulations whose
 95% interval covers the truth, for the paired difference (``delta``) and for
 model 1's accuracy (``accuracy``):
 
-* ``two-level t`` (gflkit's ``--ci t``): :func:`gflkit.inference.two_level_half`;
+* ``two-level t`` (gflkit's ``--ci t``): :func:`gflkit.evaluation.statistics.two_level_half`;
 * ``satterthwaite``: the ANOVA estimate of the mean's variance with one t
   quantile on Satterthwaite's degrees of freedom;
 * ``crossed bootstrap``: percentile interval of the mean over resampled seeds
@@ -26,7 +26,7 @@ model 1's accuracy (``accuracy``):
 * ``episodes (old)``: gflkit's former interval: seeds averaged per (graph,
   episode), a t interval over the G x E (graph, episode) pairs.
 
-tests/test_inference.py runs the same simulation for the two-level interval and
+tests/evaluation/test_inference.py runs the same simulation for the two-level interval and
 the old one.
 """
 from __future__ import annotations
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gflkit.inference import two_level_half
+from gflkit.evaluation.statistics import two_level_half
 
 TRUE_DELTA = 1.0
 BASE = 70.0

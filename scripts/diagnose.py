@@ -16,13 +16,13 @@ import pandas as pd
 import torch
 
 import gflkit
-from gflkit.batching import GraphCache, batch_episodes
+from gflkit.graphs import GraphCache, batch_episodes
 from gflkit.config import EpisodeConfig, TrainConfig, PRESETS
 from gflkit.episodes import EpisodeSampler
 from gflkit.models.gfl import GFL
 from gflkit.nn import relation_weights, support_similarity
-from gflkit.training import meta_train
-from gflkit.utils import seed_everything
+from gflkit.training.meta import meta_train
+from gflkit.seeding import seed_everything
 
 MODULES = ("encoder", "decoder", "pgnn", "hierarchy", "gate")
 

@@ -6,7 +6,7 @@ For every family and variant: mean accuracy with its 95% interval, and the
 mean difference to the reference over the same (seed, graph, episode) triples,
 with its 95% interval, probability of improvement and two-sided p-value. The
 units are (seed, graph) pairs, each the mean over its episodes, with seeds and
-graphs as two levels (:mod:`gflkit.inference`, as ``gflkit compare``); ``--ci
+graphs as two levels (:mod:`gflkit.evaluation.statistics`, as ``gflkit compare``); ``--ci
 paper`` gives the paper's ``1.96 x std / sqrt(n)`` over graphs instead. The
 reference's own difference columns are empty.
 """
@@ -17,7 +17,7 @@ import sys
 
 import pandas as pd
 
-from gflkit.inference import paired_estimate, record_estimate
+from gflkit.evaluation.statistics import paired_estimate, record_estimate
 
 
 def paired(df: pd.DataFrame, reference: str, ci: str = "t") -> pd.DataFrame:

@@ -78,6 +78,6 @@ def test_interleave_stops_on_a_failing_worker(tmp_path):
 
 
 def test_reference_outputs_cover_every_recorded_configuration():
-    recorded = torch.load(Path(__file__).parent / "data" / "gfl_outputs_2a76192.pt", weights_only=True)
+    recorded = torch.load(Path(__file__).parent / "fixtures" / "gfl_outputs_2a76192.pt", weights_only=True)
     assert set(recorded) == set(CONFIGS)
     assert all(row["grads"] and row["logits"] for row in recorded.values())

@@ -16,10 +16,10 @@ from gflkit.config import EpisodeConfig, TrainConfig
 from gflkit.data import SMALL_SPEC, GraphCollection, make_synthetic_family
 from gflkit.episodes import EpisodeSampler
 from gflkit.experiments import compare
-from gflkit.metrics import baseline_accuracies, transfer_accuracies
+from gflkit.evaluation.scoring import baseline_accuracies, transfer_accuracies
 from gflkit.models.baselines import PER_GRAPH, TRANSFER
 from gflkit.refine import RefineConfig
-from gflkit.training import fit_transfer
+from gflkit.training.meta import fit_transfer
 
 RESULT = ["model", "aggregator", "dataset", "split", "n_seeds", "n_graphs", "k_shot", "episodes", "refine", "accuracy",
           "ci95", "ci_over", "std", "balanced_accuracy", "macro_f1", "seed_std"]

@@ -246,7 +246,7 @@ def test_a_run_folder_is_replaced_only_when_it_is_a_run(place, collection_root, 
 
 
 def test_remove_inside_refuses_outside(tmp_path):
-    from gflkit.utils import remove_inside, replace_inside
+    from gflkit.io import remove_inside, replace_inside
 
     (tmp_path / "root").mkdir()
     (tmp_path / "victim").mkdir()
@@ -265,7 +265,7 @@ def test_remove_inside_refuses_outside(tmp_path):
 _HOLD = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from gflkit.locks import FolderLock, lock_path
+    from gflkit.io import FolderLock, lock_path
     lock = FolderLock(lock_path(sys.argv[1]), Path(sys.argv[1]), "collection").acquire()
     print("locked", flush=True)
     sys.stdin.read()

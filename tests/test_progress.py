@@ -40,7 +40,7 @@ def test_progress_bar_obeys_switch_and_caller(capsys):
 def test_per_graph_baseline_shows_progress_over_graphs(small_family, capsys):
     from gflkit.config import EpisodeConfig
     from gflkit.episodes import EpisodeSampler
-    from gflkit.metrics import baseline_accuracies
+    from gflkit.evaluation.scoring import baseline_accuracies
     from gflkit.models.baselines import PER_GRAPH
 
     sampler = EpisodeSampler(small_family, "test", EpisodeConfig(k_shot=5), seed=0)

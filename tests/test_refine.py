@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from gflkit.batching import prepare_graph
+from gflkit.graphs import prepare_graph
 from gflkit.config import EpisodeConfig, GFLConfig
 from gflkit.episodes import EpisodeSampler
 from gflkit.errors import GFLError
-from gflkit.metrics import graph_records, transfer_records
+from gflkit.evaluation.scoring import graph_records, transfer_records
 from gflkit.models.baselines import KNearestNeighbours, TransferHead
 from gflkit.models.gfl import GFL
 from gflkit.refine import RefineConfig, label_propagation, refine_scores
@@ -112,7 +112,7 @@ def test_models_score_with_refinement(small_family, method):
 @pytest.mark.parametrize("name", ["agf", "matchingnet", "maml", "transfer-head"])
 def test_node_scores_agree_with_predictions(small_family, name):
     """The soft scores that refinement starts from give the baseline's own predictions."""
-    from gflkit.batching import GraphCache
+    from gflkit.graphs import GraphCache
     from gflkit.models.baselines import TRANSFER
 
     torch.manual_seed(0)

@@ -85,14 +85,16 @@ def test_lazy_attributes_resolve_and_unknown_ones_raise():
 def test_names_and_defaults_are_defined_once():
     """Each name list and default is written in gflkit.names only; the modules that implement it use that object."""
     from gflkit.api import model_names
+    from gflkit.config import PRESETS
     from gflkit.data import DEFAULT_COLLECTION
     from gflkit.data.sampling import METHODS
     from gflkit.data.sources.tables import FEATURE_KEYS
     from gflkit.experiments import SWEEP_PARAMS
     from gflkit.plotting import FORMATS
     from gflkit.refine import REFINE_METHODS, RefineConfig
-    from gflkit.training import CHECKPOINT_EVERY
+    from gflkit.training.meta import CHECKPOINT_EVERY
 
+    assert names.GFL_MODELS == tuple(PRESETS)
     assert model_names is names.model_names
     assert METHODS is names.SAMPLING_METHODS and REFINE_METHODS is names.REFINE_METHODS
     assert (RefineConfig().alpha, RefineConfig().steps) == (names.REFINE_ALPHA, names.REFINE_STEPS)

@@ -55,9 +55,9 @@ import dgl
 import torch
 
 from ..errors import DataFormatError, GFLError
-from ..locks import FolderLock, lock_path
+from ..io import FolderLock, lock_path
 from ..paths import check_inside, check_name
-from ..utils import apply_umask, make_temp, remove_inside, replace_inside, unwritable
+from ..io import apply_umask, make_temp, remove_inside, replace_inside, unwritable
 from .validate import reading
 
 __all__ = ["GraphCollection", "read_manifest"]
@@ -621,7 +621,7 @@ def undirected_edges(src: Sequence[int] | torch.Tensor, dst: Sequence[int] | tor
     then the reversed edges in the same order), so it depends only on the set
     of edges, not on their order or direction: an edge table read from a file
     (:func:`build_graph`) and a DGLGraph given to
-    :meth:`gflkit.prediction.Predictor.predict` with the same edges in one
+    :meth:`gflkit.prediction.predictor.Predictor.predict` with the same edges in one
     direction only give the same graph. Memory is linear in the number of edges.
 
     Shapes:

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from ..errors import GFLError
-from ..utils import require_memory
+from ..io import require_memory
 from .collection import GraphCollection, build_graph
 from ..progress import progress_bar, progress_enabled
 

@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import DataFormatError, GFLError
-from ..utils import atomic_write_with
+from ..io import atomic_write_with
 from .collection import TRANSFORM_FILE, read_manifest
 
 __all__ = ["FeatureTransform", "feature_fingerprint", "load_transform"]
@@ -37,6 +37,39 @@ NO_TRANSFORM = "none"
 KINDS = ("svd", "tfidf-svd")
 #: Rows transformed at a time, so a dense input is never copied whole in float64.
 CHUNK_ROWS = 65536
+
+
+# TF-IDF, the first half of a ``tfidf-svd`` transform (also used by :mod:`gflkit.data.sources.text_features`).
+
+
+def document_frequency_idf(counts: sp.spmatrix) -> np.ndarray:
+    """Smoothed IDF of every column: ``1 + log((1 + n) / (1 + df))``, shape ``(m,)``."""
+    x = sp.csr_matrix(counts)
+    if not x.has_canonical_format:
+        x = x.copy()
+        x.sum_duplicates()
+    df = np.bincount(x.indices, minlength=x.shape[1])
+    return 1.0 + np.log((1.0 + x.shape[0]) / (1.0 + df))
+
+
+def tfidf(counts: sp.spmatrix, idf: np.ndarray | None = None) -> sp.csr_matrix:
+    """Sublinear TF-IDF with smoothed IDF and unit-length rows.
+
+    Args:
+        counts: term counts.
+        idf: a fitted IDF per column (default: from ``counts`` itself).
+
+    Shapes:
+        counts: ``(n, m)``; returns ``(n, m)`` float64 CSR.
+    """
+    x = sp.csr_matrix(counts, dtype=np.float64, copy=True)
+    x.sum_duplicates()
+    x.data = 1.0 + np.log(np.maximum(x.data, 1.0))
+    idf = document_frequency_idf(counts) if idf is None else idf
+    x.data *= idf[x.indices]
+    norms = np.sqrt(np.asarray(x.multiply(x).sum(axis=1)).ravel())
+    norms[norms == 0] = 1.0
+    return sp.csr_matrix(sp.diags(1.0 / norms) @ x)
 
 
 @dataclass(frozen=True, eq=False)
@@ -105,8 +138,6 @@ class FeatureTransform:
         for lo in range(0, max(x.shape[0], 1), CHUNK_ROWS):
             block = x[lo:lo + CHUNK_ROWS]
             if self.kind == "tfidf-svd":
-                from .sources.text_features import tfidf
-
                 block = tfidf(block, self.idf)
             block = block.astype(np.float32) if sp.issparse(block) else np.asarray(block, dtype=np.float32)
             parts.append(np.asarray(block @ comps, dtype=np.float32))

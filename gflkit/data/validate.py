@@ -15,7 +15,7 @@ their own way, so every source treats bad values alike:
   ``.npy`` / ``.npz`` file *declares* (shapes and dtypes, from the headers only)
   and check that the declared data is really stored, so a reader can check the
   sizes against the graph and against the memory
-  (:func:`gflkit.utils.require_memory`) before it allocates anything.
+  (:func:`gflkit.io.require_memory`) before it allocates anything.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataFormatError, GFLError
-from ..utils import human_bytes
+from ..io import human_bytes
 
 __all__ = []
 

@@ -221,7 +221,7 @@ class GFL(nn.Module):
         (up to rounding) without the reconstruction loss.
 
         Args:
-            g: one prepared graph (:func:`gflkit.batching.prepare_graph`).
+            g: one prepared graph (:func:`gflkit.graphs.prepare_graph`).
             episodes: episodes of that graph.
             chunk_columns: at most this many support nodes are scored together,
                 which bounds the ``(N, columns)`` reachability matrix.
@@ -247,7 +247,7 @@ class GFL(nn.Module):
         """Score the query nodes of every graph of a batch.
 
         Args:
-            g: batched graph from :func:`gflkit.batching.batch_episodes` (self-loops, ``ndata["feat"]``).
+            g: batched graph from :func:`gflkit.graphs.batch_episodes` (self-loops, ``ndata["feat"]``).
             support: support ids in ``g``, ``(B, C, K)``.
             queries: query ids in ``g``, one ``(Q_b,)`` tensor per graph.
         """

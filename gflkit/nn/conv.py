@@ -11,7 +11,7 @@ owns its ``weight`` and ``bias`` (initialised as ``GraphConv`` does, with the
 same parameter names, so checkpoints and seeded initialisations carry over) and
 
 * reads the normalisation stored on the graph once (:func:`add_gcn_norm`, called
-  by :func:`gflkit.batching.prepare_graph`, so ``dgl.batch`` concatenates it);
+  by :func:`gflkit.graphs.prepare_graph`, so ``dgl.batch`` concatenates it);
 * can start from an ``A_hat x`` computed once where several layers read the same
   input (:meth:`GCNLayer.from_propagated`): the decoder and the first hierarchy
   level both read ``A_hat Z``.
@@ -175,7 +175,7 @@ def is_symmetric(g: dgl.DGLGraph) -> bool:
     Then ``A^T x = A x``, and a backward pass may reuse a product of the forward
     pass. Checked once per graph object (two sorts of the edge keys, about a
     millisecond for 25,000 edges) and remembered in :func:`graph_facts`;
-    :func:`gflkit.batching.batch_episodes` gives a batch of prepared graphs the
+    :func:`gflkit.graphs.batch_episodes` gives a batch of prepared graphs the
     answer of its members. Changing a graph's edges after the check is not
     noticed: the model's graphs are not changed once prepared.
     """

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ...errors import DataFormatError
-from ...utils import require_memory
+from ...io import require_memory
 
 __all__ = []
 

@@ -38,7 +38,7 @@ import torch
 
 from ...errors import DataFormatError, GFLError
 from ...paths import check_name
-from ...utils import require_memory
+from ...io import require_memory
 from ..collection import build_graph
 from ..validate import (INT64_MAX, check_edges, dense_class_ids, finite_features, guard_reader, int_ids,
                         npy_info, npz_info, reading, sparse_npz_info)

@@ -8,7 +8,7 @@ are not valid UTF-8. Parquet is read with pandas (``pyarrow`` needed); its
 Sizes are checked before anything big is allocated: a table's by its file size
 and number of fields (CSV) or its metadata (Parquet), a feature file's by what
 its header declares (:func:`feature_file`), against the available memory
-(:func:`gflkit.utils.require_memory`); the callers check the declared rows
+(:func:`gflkit.io.require_memory`); the callers check the declared rows
 against the graph.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from ...errors import DataFormatError, GFLError
-from ...utils import require_memory
+from ...io import require_memory
 from ..transform import FeatureTransform
 from ..validate import (ID_OUT_OF_RANGE, ArrayInfo, SparseInfo, finite_features, npy_info, npz_info, parse_ids,
                         reading, sparse_npz_info)

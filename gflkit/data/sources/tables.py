@@ -40,7 +40,7 @@ import torch
 
 from ... import names
 from ...errors import GFLError
-from ...utils import require_memory
+from ...io import require_memory
 from ..collection import SPLITS, GraphCollection, build_graph
 from ..sampling import record_overlap
 from ..transform import FeatureTransform, attach_transform, fitted_on

@@ -23,6 +23,8 @@ from array import array
 import numpy as np
 import scipy.sparse as sp
 
+from ..transform import FeatureTransform, document_frequency_idf, tfidf
+
 __all__ = []
 
 _TOKEN = re.compile(r"[a-z0-9]+")
@@ -80,36 +82,6 @@ class HashedText:
              np.frombuffer(self.indptr, dtype=np.int64)),
             shape=(len(self), self.n_buckets),
         )
-
-
-def document_frequency_idf(counts: sp.spmatrix) -> np.ndarray:
-    """Smoothed IDF of every column: ``1 + log((1 + n) / (1 + df))``, shape ``(m,)``."""
-    x = sp.csr_matrix(counts)
-    if not x.has_canonical_format:
-        x = x.copy()
-        x.sum_duplicates()
-    df = np.bincount(x.indices, minlength=x.shape[1])
-    return 1.0 + np.log((1.0 + x.shape[0]) / (1.0 + df))
-
-
-def tfidf(counts: sp.spmatrix, idf: np.ndarray | None = None) -> sp.csr_matrix:
-    """Sublinear TF-IDF with smoothed IDF and unit-length rows.
-
-    Args:
-        counts: term counts.
-        idf: a fitted IDF per column (default: from ``counts`` itself).
-
-    Shapes:
-        counts: ``(n, m)``; returns ``(n, m)`` float64 CSR.
-    """
-    x = sp.csr_matrix(counts, dtype=np.float64, copy=True)
-    x.sum_duplicates()
-    x.data = 1.0 + np.log(np.maximum(x.data, 1.0))
-    idf = document_frequency_idf(counts) if idf is None else idf
-    x.data *= idf[x.indices]
-    norms = np.sqrt(np.asarray(x.multiply(x).sum(axis=1)).ravel())
-    norms[norms == 0] = 1.0
-    return sp.csr_matrix(sp.diags(1.0 / norms) @ x)
 
 
 def truncated_svd(x: sp.spmatrix | np.ndarray, dim: int, seed: int = 0, components: bool = False):
@@ -174,8 +146,6 @@ def fit_text_transform(counts: sp.spmatrix, dim: int, seed: int = 0):
     Returns:
         ``(n, dim)`` float32 and a :class:`~gflkit.data.transform.FeatureTransform` (kind ``tfidf-svd``).
     """
-    from ..transform import FeatureTransform
-
     idf = document_frequency_idf(counts)
     _, v = truncated_svd(tfidf(counts, idf), dim, seed=seed, components=True)
     transform = FeatureTransform("tfidf-svd", v, idf, params={"seed": int(seed), "n_buckets": int(counts.shape[1])})

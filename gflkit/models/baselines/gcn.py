@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 from ...episodes import Episode
 from ...nn import GCNEncoder
-from ...batching import prepare_graph
+from ...graphs import prepare_graph
 
 __all__ = ["fit_predict_gcn"]
 

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from ...episodes import Episode
 from ...nn import GCNEncoder
-from ...batching import batch_episodes
+from ...graphs import batch_episodes
 from ..support_sets import chunked, flat_support
 from .base import TransferBaseline
 

@@ -1,0 +1,245 @@
+"""Meta-testing: what each model scores on each (graph, episode), and the row it makes.
+
+As in the paper's tables, each test graph gets K labelled support nodes per
+class and every other labelled node is a query. The scoring functions return
+*records*, one row per (graph, episode) with ``graph_id, episode, correct, n,
+accuracy, balanced_accuracy, macro_f1`` (fractions), so that results can be
+summarised and compared pairwise on the same episodes. Records of several
+training seeds carry a ``seed`` column.
+
+* :func:`summarise`: the metrics of a row, with a 95% interval over (seed,
+  graph) units, each the mean over that graph's episodes (:mod:`gflkit.evaluation.statistics`);
+* :func:`paired`: one model against a reference on the same (seed, graph,
+  episode) triples, with the interval over the same units.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..graphs import GraphCache, map_graphs
+from ..devices import module_device
+from ..episodes import Episode, EpisodeSampler
+from ..models.gfl import GFL
+from ..progress import progress_bar
+from ..refine import RefineConfig, refine_scores
+from .statistics import paired_estimate, record_estimate, unit_table
+
+__all__ = ["graph_accuracies"]
+
+#: Columns of a records frame (metrics are fractions).
+RECORD_COLUMNS = ["graph_id", "episode", "correct", "n", "accuracy", "balanced_accuracy", "macro_f1"]
+_METRICS = ["accuracy", "balanced_accuracy", "macro_f1"]
+_NO_REFINE = RefineConfig()
+
+
+def episode_scores(pred: torch.Tensor, label: torch.Tensor, num_classes: int) -> dict[str, float]:
+    """Accuracy, balanced accuracy and macro-F1 of one episode's predictions.
+
+    Balanced accuracy is the mean recall over the classes among the labels;
+    macro-F1 the mean F1 over the classes among the labels or predictions
+    (as scikit-learn's ``balanced_accuracy_score`` and ``f1_score(average="macro")``).
+
+    Shapes:
+        pred, label ``(Q,)`` classes in ``0..num_classes-1``.
+    """
+    pred, label = np.asarray(pred, dtype=np.int64), np.asarray(label, dtype=np.int64)
+    hit = pred == label
+    true = np.bincount(label, minlength=num_classes)
+    predicted = np.bincount(pred, minlength=num_classes)
+    tp = np.bincount(label[hit], minlength=num_classes)
+    present = true > 0
+    either = present | (predicted > 0)
+    f1 = 2 * tp[either] / (true[either] + predicted[either])
+    return {
+        "correct": int(hit.sum()), "n": int(hit.size), "accuracy": float(hit.mean()) if hit.size else math.nan,
+        "balanced_accuracy": float((tp[present] / true[present]).mean()) if present.any() else math.nan,
+        "macro_f1": float(f1.mean()) if either.any() else math.nan,
+    }
+
+
+def _records(rows: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=RECORD_COLUMNS).sort_values(["graph_id", "episode"], ignore_index=True)
+
+
+@torch.no_grad()
+def graph_records(
+    model: GFL,
+    sampler: EpisodeSampler,
+    episodes: int = 1,
+    cache: GraphCache | None = None,
+    refine: RefineConfig = _NO_REFINE,
+) -> pd.DataFrame:
+    """Records of ``model`` on every (graph, episode) of ``sampler``.
+
+    With a refinement, the model scores every node of the graph and
+    :func:`~gflkit.refine.refine_scores` propagates the scores before the
+    queries are read off.
+    """
+    cache = cache or GraphCache(sampler.collection, module_device(model))
+    was_training = model.training
+    model.eval()
+
+    def score(gid: int) -> list[dict]:  # the episodes of a graph share one encoder pass
+        eps = [sampler.episode(gid, e) for e in range(episodes)]
+        rows = []
+        for e, (scores, ep) in enumerate(zip(model.score_episodes(cache[gid], eps, all_nodes=refine.active), eps)):
+            if refine.active:
+                scores = refine_scores(cache[gid], scores, ep.support, refine)[ep.query]
+            rows.append({"graph_id": gid, "episode": e,
+                         **episode_scores(scores.argmax(1).cpu(), ep.query_label, sampler.num_classes)})
+        return rows
+
+    # On the CPU the graphs are scored side by side, one thread each (map_graphs).
+    workers = None if module_device(model).type == "cpu" else 1
+    rows = [row for rows in map_graphs(score, list(sampler.graph_ids), workers) for row in rows]
+    model.train(was_training)
+    return _records(rows)
+
+
+def _transfer_predict(model, g, ep: Episode, num_classes: int, refine: RefineConfig) -> torch.Tensor:
+    """Query predictions of a transfer baseline, refined over ``g`` when asked.
+
+    Scores of every node come from ``model.node_scores(g, ep)`` when the model
+    has it, else from one-hot :meth:`predict` outputs with every node as query.
+    """
+    if not refine.active:
+        return model.predict(g, ep)
+    if hasattr(model, "node_scores"):
+        scores = model.node_scores(g, ep)
+    else:
+        every = torch.arange(g.num_nodes())
+        full = Episode(ep.graph_id, ep.support, every, torch.zeros_like(every))
+        scores = torch.nn.functional.one_hot(model.predict(g, full), num_classes).float()
+    return refine_scores(g, scores, ep.support, refine)[ep.query].argmax(1)
+
+
+@torch.no_grad()
+def transfer_records(model, sampler: EpisodeSampler, episodes: int = 1, cache: GraphCache | None = None,
+                     refine: RefineConfig = _NO_REFINE) -> pd.DataFrame:
+    """Records of a :class:`~gflkit.models.baselines.TransferBaseline`."""
+    cache = cache or GraphCache(sampler.collection)
+    model.eval()
+    rows = []
+    for gid in sampler.graph_ids:
+        for e in range(episodes):
+            ep = sampler.episode(gid, e)
+            with torch.enable_grad():  # baselines may adapt on the support set
+                pred = _transfer_predict(model, cache[gid], ep, sampler.num_classes, refine)
+            rows.append({"graph_id": gid, "episode": e, **episode_scores(pred, ep.query_label, sampler.num_classes)})
+    return _records(rows)
+
+
+def baseline_records(fit_predict: Callable[..., torch.Tensor], sampler: EpisodeSampler, episodes: int = 1,
+                     seed: int = 0, **kwargs) -> pd.DataFrame:
+    """Records of a per-graph baseline ``fit_predict(g, episode, seed=...) -> predictions``."""
+    rows = []
+    name = getattr(fit_predict, "__module__", "baseline").rsplit(".", 1)[-1]
+    for gid in progress_bar(sampler.graph_ids, desc=f"fitting {name} per graph", unit="graph", leave=False):
+        g = sampler.collection.graphs[gid]
+        for e in range(episodes):
+            ep: Episode = sampler.episode(gid, e)
+            pred = fit_predict(g, ep, num_classes=sampler.num_classes, seed=seed, **kwargs)
+            rows.append({"graph_id": gid, "episode": e, **episode_scores(pred, ep.query_label, sampler.num_classes)})
+    return _records(rows)
+
+
+def majority_records(sampler: EpisodeSampler, episodes: int = 1) -> pd.DataFrame:
+    """Records of the constant predictor of each episode's most frequent query class.
+
+    Its accuracy is the majority rate, a reference every model should beat
+    (ties go to the smallest class index).
+    """
+    rows = []
+    for gid in sampler.graph_ids:
+        for e in range(episodes):
+            label = sampler.episode(gid, e).query_label
+            pred = torch.full_like(label, int(torch.bincount(label, minlength=sampler.num_classes).argmax()))
+            rows.append({"graph_id": gid, "episode": e, **episode_scores(pred, label, sampler.num_classes)})
+    return _records(rows)
+
+
+def _seed_mean(records: pd.DataFrame) -> pd.DataFrame:
+    """Metrics per (graph, episode), averaged over seeds when there is a ``seed`` column."""
+    return records.groupby(["graph_id", "episode"], as_index=False)[_METRICS].mean()
+
+
+def per_graph(records: pd.DataFrame, metric: str = "accuracy") -> dict[int, float]:
+    """Each graph's ``metric`` averaged over its episodes (and seeds)."""
+    means = _seed_mean(records).groupby("graph_id")[metric].mean()
+    return {int(gid): float(v) for gid, v in means.items()}
+
+
+def graph_accuracies(model: GFL, sampler: EpisodeSampler, episodes: int = 1,
+                     cache: GraphCache | None = None) -> dict[int, float]:
+    """Query accuracy of ``model`` on each graph of ``sampler``, averaged over episodes."""
+    return per_graph(graph_records(model, sampler, episodes, cache))
+
+
+def baseline_accuracies(fit_predict: Callable[..., torch.Tensor], sampler: EpisodeSampler, episodes: int = 1,
+                        seed: int = 0, **kwargs) -> dict[int, float]:
+    """Accuracy of a per-graph baseline on each graph, averaged over episodes."""
+    return per_graph(baseline_records(fit_predict, sampler, episodes, seed, **kwargs))
+
+
+def transfer_accuracies(model, sampler: EpisodeSampler, episodes: int = 1,
+                        cache: GraphCache | None = None) -> dict[int, float]:
+    """Accuracy of a :class:`~gflkit.models.baselines.TransferBaseline` per graph."""
+    return per_graph(transfer_records(model, sampler, episodes, cache))
+
+
+def _unit_mean(records: pd.DataFrame, metric: str) -> float:
+    """The mean of ``metric`` (percent) over (seed, graph) units, each the mean over its episodes."""
+    if not records[metric].notna().any():
+        return math.nan
+    return 100 * float(unit_table(records, metric).to_numpy().mean())
+
+
+def summarise(records: pd.DataFrame | Mapping[int, float] | Sequence[float], ci: str = "t") -> dict:
+    """The metrics of a result row, in percent.
+
+    Args:
+        records: a records frame (with a ``seed`` column for several seeds), or
+            one accuracy (fraction) per graph.
+        ci: ``t`` (over (seed, graph) units) or ``paper`` (the paper's
+            ``1.96 * std / sqrt(n)`` over graphs); see :mod:`gflkit.evaluation.statistics`.
+
+    Returns:
+        ``n_seeds``, ``n_graphs``; ``accuracy``, its ``ci95`` half-width and
+        what it is over (``ci_over``: ``seeds x graphs``, ``graphs``, ``seeds``
+        or ``episodes``); ``std`` over graphs (over episodes with one seed and
+        graph) and ``seed_std`` over seeds of the per-seed accuracies (NaN with
+        one seed); mean ``balanced_accuracy`` and ``macro_f1``.
+    """
+    if not isinstance(records, pd.DataFrame):
+        values = list(records.values()) if isinstance(records, Mapping) else list(records)
+        records = pd.DataFrame({"graph_id": range(len(values)), "episode": 0, "accuracy": values,
+                                "balanced_accuracy": math.nan, "macro_f1": math.nan})
+    est = record_estimate(records, "accuracy", ci, scale=100)
+    other = {m: _unit_mean(records, m) for m in ("balanced_accuracy", "macro_f1")}
+    return {
+        "n_seeds": est.n_seeds, "n_graphs": est.n_graphs, "accuracy": est.mean, "ci95": est.half,
+        "ci_over": est.over, "std": est.std, "seed_std": est.seed_std, **other,
+    }
+
+
+def paired(records: pd.DataFrame, reference: pd.DataFrame, ci: str = "t") -> dict[str, float]:
+    """Accuracy of ``records`` minus that of ``reference`` on the same episodes, in percent.
+
+    Rows are matched on ``(seed, graph_id, episode)`` (``seed`` when both have
+    it); each (seed, graph)'s differences are averaged over its episodes, and
+    the mean difference, its 95% interval and p-value are taken over those
+    units, as the rows' own intervals (:func:`gflkit.evaluation.statistics.paired_estimate`).
+
+    Returns:
+        ``delta``, ``delta_lo``, ``delta_hi``, ``prob_improvement`` (share of
+        units where ``records`` is ahead, ties half), ``p_value`` and
+        ``n_pairs`` (the number of units).
+    """
+    est, prob = paired_estimate(records, reference, "accuracy", ci)
+    return {"delta": est.mean, "delta_lo": est.lo, "delta_hi": est.hi, "prob_improvement": prob,
+            "p_value": est.p_value, "n_pairs": est.n_units}

@@ -1,0 +1,266 @@
+"""Small helpers shared across gflkit: atomic writes, temporaries, memory checks and folder locks.
+
+An atomic write goes to a hidden temporary ``.<name>.<pid>.<random>.tmp`` beside
+the target, then is renamed over it. The temporary name carries the writer's
+process id, so a later write to the same target removes temporaries whose
+writer is gone (killed mid-write) and leaves a live writer's alone. Finished
+files and folders get the permissions the umask allows (``mkstemp`` and
+``mkdtemp`` create them private). Existing folders are moved and deleted only
+through :func:`replace_inside` and :func:`remove_inside`, which first check
+that they lie inside the folder they belong to (:func:`gflkit.paths.check_inside`).
+"""
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from .errors import GFLError
+from .paths import check_inside
+
+__all__ = []
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where Linux shows it (setting it is not thread-safe)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def apply_umask(path: str | os.PathLike, directory: bool = False) -> None:
+    """Give ``path`` the mode a plain ``open``/``mkdir`` would have given it under the umask."""
+    os.chmod(path, (0o777 if directory else 0o666) & ~_umask())
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def remove_inside(path: str | os.PathLike, root: str | os.PathLike) -> None:
+    """Delete the folder, file or link ``path`` (if any) once it is checked to lie inside ``root``.
+
+    A folder's contents go with it; failures to delete are ignored (a later
+    cleanup retries). A link is removed itself, never what it points to.
+
+    Raises:
+        GFLError: ``path`` resolves to somewhere outside ``root`` (:func:`~gflkit.paths.check_inside`).
+    """
+    path = Path(path)
+    if not (path.exists() or path.is_symlink()):
+        return
+    check_inside(path, root)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def replace_inside(src: str | os.PathLike, dst: str | os.PathLike, root: str | os.PathLike) -> None:
+    """``os.replace(src, dst)`` once both are checked to lie inside ``root``.
+
+    Raises:
+        GFLError: either resolves to somewhere outside ``root``.
+        OSError: the rename failed.
+    """
+    check_inside(src, root)
+    check_inside(dst, root)
+    os.replace(src, dst)
+
+
+def remove_stale_temps(path: str | os.PathLike) -> list[Path]:
+    """Remove the temporaries of ``path`` left by writers that no longer run; returns them."""
+    path = Path(path)
+    pattern = re.compile(rf"^\.{re.escape(path.name)}\.(\d+)\.[^.]+\.tmp$")
+    removed = []
+    try:
+        entries = list(path.parent.iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        m = pattern.match(entry.name)
+        if m and not _pid_alive(int(m.group(1))):
+            try:
+                remove_inside(entry, path.parent)
+            except GFLError:  # a link named like a temporary that leads elsewhere: not ours, left alone
+                continue
+            removed.append(entry)
+    return removed
+
+
+def make_temp(path: str | os.PathLike, directory: bool = False) -> Path:
+    """A new hidden temporary file or folder beside ``path`` (its parent is created)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(path)
+    prefix, suffix = f".{path.name}.{os.getpid()}.", ".tmp"
+    if directory:
+        return Path(tempfile.mkdtemp(prefix=prefix, suffix=suffix, dir=path.parent))
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=path.parent)
+    os.close(fd)
+    return Path(tmp)
+
+
+def unwritable(path: str | os.PathLike, err: OSError) -> GFLError:
+    """A one-line error naming the target ``path`` (never the temporary) and why it failed."""
+    reason = err.strerror or str(err) or type(err).__name__
+    return GFLError(f"cannot write {path}: {reason}; choose a writable place or free some space")
+
+
+def _atomic(path: str | os.PathLike, write) -> Path:
+    path = Path(path)
+    try:
+        tmp = make_temp(path)
+    except OSError as err:
+        raise unwritable(path, err) from None
+    try:
+        write(str(tmp))
+        apply_umask(tmp)
+        os.replace(tmp, path)
+    except BaseException as err:
+        tmp.unlink(missing_ok=True)
+        if isinstance(err, OSError) and not isinstance(err, GFLError):
+            raise unwritable(path, err) from None
+        raise
+    return path
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` to ``path`` through a temporary file and a rename."""
+
+    def write(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+
+    return _atomic(path, write)
+
+
+def atomic_write_with(path: str | os.PathLike, write: Callable[[str], None]) -> Path:
+    """Create ``path`` by calling ``write(tmp)`` on a temporary file, then renaming it.
+
+    For writers that take a file name (``savefig``, ``np.save``, ...).
+    """
+    return _atomic(path, write)
+
+
+def atomic_torch_save(obj, path: str | os.PathLike) -> Path:
+    """``torch.save`` through a temporary file and a rename."""
+    return _atomic(path, lambda tmp: torch.save(obj, tmp))
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to new allocations (``MemAvailable``), or ``None`` when unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def human_bytes(n: int) -> str:
+    """``n`` bytes as ``"1.5 GiB"``, ``"12.0 MiB"`` or ``"900 bytes"``."""
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{int(n)} bytes"
+
+
+def require_memory(need: int, what: object, hint: str) -> None:
+    """Raise a one-line :class:`GFLError` naming ``what`` when ``need`` bytes exceed the available memory.
+
+    Callers pass what they are about to allocate, computed from declared sizes
+    (headers, shapes, file sizes), so the refusal comes before the allocation.
+    Nothing is checked when the available memory is unknown.
+    """
+    have = available_memory()
+    if have is not None and need > have:
+        raise GFLError(f"{what}: needs about {human_bytes(need)} of memory but {human_bytes(have)} are available; "
+                       f"{hint}")
+
+
+# Folder locks: an exclusive lock on a folder that one gflkit process writes (a run, a collection).
+#
+# The lock is an ``flock`` on a hidden file ``.<name>.lock`` beside the folder,
+# taken without waiting: a second process that wants to write the same folder
+# stops at once with one line instead of racing the first.
+
+
+def lock_path(folder: str | os.PathLike) -> Path:
+    """The lock file of ``folder``: ``.<name>.lock`` beside it."""
+    folder = Path(folder)
+    return folder.with_name(f".{folder.name}.lock")
+
+
+class FolderLock:
+    """An exclusive ``flock`` on a lock file, removed again on release.
+
+    Args:
+        path: the lock file.
+        run: the folder it guards (named in the messages).
+        what: what the folder is (``run``, ``collection``), for the messages.
+        advice: what to do when another process holds the lock.
+    """
+
+    def __init__(self, path: Path, run: Path, what: str = "run",
+                 advice: str = "wait for it to end or choose another `run_dir`") -> None:
+        self.path, self.run, self.fd = path, run, None
+        self.what, self.advice = what, advice
+
+    def acquire(self) -> "FolderLock":
+        while True:
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+            except OSError as err:
+                raise GFLError(f"{self.path}: cannot create the {self.what}'s lock file ({err.strerror})") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as err:
+                os.close(fd)
+                if err.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise GFLError(
+                        f"{self.run}: another gflkit process is writing this {self.what} (lock {self.path.name}); "
+                        f"{self.advice}"
+                    ) from None
+                raise GFLError(f"{self.path}: cannot lock the {self.what} ({err.strerror})") from None
+            try:  # the holder before us may have removed the file: then lock the new one
+                same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                self.fd = fd
+                return self
+            os.close(fd)
+
+    def release(self) -> None:
+        if self.fd is not None:
+            self.path.unlink(missing_ok=True)
+            os.close(self.fd)
+            self.fd = None

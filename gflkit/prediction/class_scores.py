@@ -1,0 +1,72 @@
+"""Class scores of every node of a new graph, for each model that can predict on one.
+
+Each such model answers ``class_scores(g, support, z=None)`` itself (:class:`~gflkit.models.gfl.GFL`
+with any preset, Protonet included, and the transfer baselines K-NN, Matching Network, MAML and
+All-Graph-Finetune); this module dispatches to it. GFL, K-NN and Matching Network
+compare node embeddings with the labelled (support) nodes, so they score any
+classes, each with any number of support nodes. MAML and All-Graph-Finetune
+adapt their classifier head on the support nodes, so they take at most as many
+classes as they were trained with. Scores of all nodes are computed in chunks of
+:data:`CHUNK` nodes; nothing is ``n x n``.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import dgl
+import torch
+from torch import nn
+
+from ..errors import GFLError
+from ..models.gfl import GFL
+from ..models.support_sets import CHUNK, cannot_predict  # noqa: F401 - CHUNK stays importable here
+
+__all__ = []
+
+
+def gfl_prototypes(model: GFL, g: dgl.DGLGraph, z: torch.Tensor, support: Sequence[torch.Tensor]) -> torch.Tensor:
+    """One prototype per class from support sets of any sizes (:meth:`GFL.class_prototypes`)."""
+    return model.class_prototypes(g, z, support)
+
+
+def class_scores(model: nn.Module, g: dgl.DGLGraph, support: Sequence[torch.Tensor],
+                 z: torch.Tensor | None = None) -> torch.Tensor:
+    """Scores of every node of ``g`` for each class, before the softmax: ``model.class_scores``.
+
+    Args:
+        model: a GFL model (any preset) or a transfer baseline that can predict on a new graph.
+        g: a prepared graph (:func:`~gflkit.graphs.prepare_graph`).
+        support: per class, the ids of its labelled nodes in ``g`` (any number >= 1).
+        z: the model's node embeddings of ``g`` (:func:`shared_embeddings`) when already computed: models
+            that compare embeddings (GFL, K-NN, Matching Network) then skip the encoder, so
+            scoring ``g`` from several support sets embeds it once. MAML and All-Graph-Finetune
+            adapt their encoder to the support set and ignore it.
+
+    Shapes:
+        returns ``(N, C)``.
+    """
+    score = getattr(model, "class_scores", None)
+    if score is None:
+        raise cannot_predict(model)
+    return score(g, support, z)
+
+
+def embeddings(model: nn.Module, g: dgl.DGLGraph) -> torch.Tensor:
+    """Node embeddings ``Z`` of the model's encoder on a prepared graph: ``(N, d)``."""
+    with torch.no_grad():
+        if hasattr(model, "embed"):
+            return model.embed(g)
+        if hasattr(model, "encoder"):
+            return model.encoder(g)
+    raise GFLError(f"{getattr(model, 'name', type(model).__name__)} has no node encoder to embed with")
+
+
+def shared_embeddings(model: nn.Module, g: dgl.DGLGraph) -> torch.Tensor | None:
+    """The embeddings :func:`class_scores` can take as ``z`` for every support set of ``g``
+    (``model.shared_embeddings``), or ``None``.
+
+    ``None`` for models that adapt their encoder to each support set (MAML,
+    All-Graph-Finetune) and for models that cannot predict (:func:`class_scores` says so).
+    """
+    shared = getattr(model, "shared_embeddings", None)
+    return None if shared is None else shared(g)

@@ -1,0 +1,133 @@
+"""Graph convolution (gflkit.nn.conv): propagation, normalisation, GCN layers, against DGL and dense references."""
+from __future__ import annotations
+
+import dgl
+import pytest
+import torch
+from dgl.nn import GraphConv
+from nn_graphs import _adj, _model_graph
+
+from gflkit.data import build_graph
+from gflkit.graphs import prepare_graph
+from gflkit.nn import GCNLayer
+from gflkit.nn.conv import NORM_DST, NORM_SRC, add_gcn_norm, is_symmetric, propagate
+
+
+@pytest.mark.parametrize("sizes", [(5, 3), (3, 5), (3, 3)])  # weight applied before / after propagation
+def test_gcn_layer_equals_dgl_graphconv_on_a_directed_graph(sizes):
+    # A directed graph: in- and out-degrees differ, so both normalisations are exercised.
+    src = torch.tensor([0, 0, 1, 2, 3, 4, 4, 5, 1])
+    dst = torch.tensor([1, 2, 2, 3, 1, 0, 5, 3, 4])
+    g = dgl.add_self_loop(dgl.graph((src, dst), num_nodes=6))
+    torch.manual_seed(0)
+    conv = GraphConv(*sizes, norm="both")
+    torch.manual_seed(0)
+    layer = GCNLayer(*sizes)
+    assert torch.equal(layer.weight, conv.weight) and torch.equal(layer.bias, conv.bias)  # same initialisation
+    assert set(layer.state_dict()) == set(conv.state_dict())  # checkpoints carry over
+    with torch.no_grad():
+        conv.bias.normal_()
+        layer.bias.copy_(conv.bias)
+    x = torch.randn(6, sizes[0])
+    expected = conv(g, x)
+    torch.testing.assert_close(layer(g, x), expected)  # degrees computed on the fly
+    torch.testing.assert_close(layer(add_gcn_norm(g), x), expected)  # stored ones
+    torch.testing.assert_close(layer.from_propagated(propagate(g, x)), expected)
+    no_bias = GCNLayer(*sizes, bias=False)
+    assert no_bias.bias is None and "bias" not in no_bias.state_dict()
+    with torch.no_grad():
+        conv.weight.copy_(no_bias.weight)
+        conv.bias.zero_()
+    torch.testing.assert_close(no_bias(g, x), conv(g, x))
+    with pytest.raises(ValueError, match="positive"):
+        GCNLayer(0, 3)
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_propagate_gradient_on_symmetric_and_directed_graphs(pair, directed):
+    """The backward pass takes A_hat on a symmetric graph (the forward pass's format) and
+    the reversed graph otherwise: gradcheck and GraphConv's gradient on both."""
+    graphs = [_model_graph(h) for h in pair]
+    if directed:  # one direction of some edges dropped
+        graphs = [dgl.remove_edges(g, torch.arange(2, g.num_edges(), 5)) for g in graphs]
+    bg = add_gcn_norm(dgl.batch(graphs))
+    assert is_symmetric(bg) != directed
+    x = torch.randn(bg.num_nodes(), 3, dtype=torch.float64, generator=torch.Generator().manual_seed(4),
+                    requires_grad=True)
+    assert torch.autograd.gradcheck(lambda v: propagate(bg, v), (x,))
+    conv = GraphConv(3, 3, norm="both", weight=False, bias=False).double()
+    weights = torch.randn(bg.num_nodes(), 3, dtype=torch.float64)
+    (ours,) = torch.autograd.grad((propagate(bg, x) * weights).sum(), x)
+    (theirs,) = torch.autograd.grad((conv(bg, x) * weights).sum(), x)
+    torch.testing.assert_close(ours, theirs)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_neighbour_sums_are_dgls_products(pair, dtype):
+    """``neighbour_sum`` is DGL's ``copy_u_sum`` and ``neighbour_sum_t`` the same over the reversed
+    graph, to the last bit (the dense products up to rounding), also on a strided input and a
+    graph without edges; neither records autograd history."""
+    from gflkit.nn.conv import neighbour_sum, neighbour_sum_t
+
+    bg = dgl.batch([_model_graph(h) for h in pair])
+    bg = dgl.remove_edges(bg, torch.arange(0, bg.num_edges(), 3))  # directed
+    x = torch.randn(bg.num_nodes(), 6, dtype=dtype)[:, ::2].requires_grad_()  # not contiguous
+    src, dst = bg.edges()
+    dense = torch.zeros(bg.num_nodes(), bg.num_nodes(), dtype=dtype).index_put_((dst, src), torch.ones(len(src), dtype=dtype),
+                                                                                accumulate=True)
+    forward, backward = neighbour_sum(bg, x), neighbour_sum_t(bg, x)
+    assert not forward.requires_grad and not backward.requires_grad
+    with torch.no_grad():
+        assert torch.equal(forward, dgl.ops.copy_u_sum(bg, x))
+        assert torch.equal(backward, dgl.ops.copy_u_sum(dgl.reverse(bg), x))
+        torch.testing.assert_close(forward, dense @ x)
+        torch.testing.assert_close(backward, dense.t() @ x)
+    empty = dgl.graph(([], []), num_nodes=4)
+    assert torch.equal(neighbour_sum(empty, torch.ones(4, 2, dtype=dtype)), torch.zeros(4, 2, dtype=dtype))
+    assert torch.equal(neighbour_sum_t(empty, torch.ones(4, 2, dtype=dtype)), torch.zeros(4, 2, dtype=dtype))
+
+
+def test_prepared_graph_stores_the_normalisation_and_one_copy_of_the_features(six):
+    raw = build_graph(*zip(*six.edges()), 6, torch.randn(6, 5), torch.zeros(6, dtype=torch.long))
+    g = prepare_graph(raw)
+    assert set(g.ndata) == {"feat", NORM_SRC, NORM_DST}
+    assert g.ndata["feat"].data_ptr() == raw.ndata["feat"].data_ptr()  # shared, not copied
+    torch.testing.assert_close(g.ndata[NORM_SRC], (_adj(six).sum(1, keepdim=True) + 1).rsqrt())
+
+
+def test_is_symmetric_counts_multi_edges_and_is_remembered_beside_the_graph():
+    import gc
+    import weakref
+
+    from gflkit.nn.conv import graph_facts
+
+    undirected = dgl.graph((torch.tensor([0, 1, 1, 2]), torch.tensor([1, 0, 2, 1])))
+    attributes = set(vars(undirected))
+    assert is_symmetric(undirected) and graph_facts(undirected)["symmetric"] is True
+    assert set(vars(undirected)) == attributes  # nothing is set on the caller's graph
+    alive = weakref.ref(undirected)
+    del undirected
+    gc.collect()
+    assert alive() is None  # the notes do not keep the graph alive
+    assert not is_symmetric(dgl.graph((torch.tensor([0, 1]), torch.tensor([1, 2]))))
+    twice_one_way = dgl.graph((torch.tensor([0, 0, 1]), torch.tensor([1, 1, 0])))
+    assert not is_symmetric(twice_one_way)
+    assert is_symmetric(dgl.graph(([], []), num_nodes=3))
+
+
+def test_parts_matmul_is_the_product_with_the_concatenation():
+    from gflkit.nn.conv import parts_matmul
+
+    gen = torch.Generator().manual_seed(0)
+    parts = [torch.randn(n, 7, generator=gen) for n in (5, 1, 9)]
+    weight = torch.randn(7, 3, generator=gen, requires_grad=True)
+    out = parts_matmul(parts, weight)
+    want = torch.cat(parts) @ weight
+    torch.testing.assert_close(out, want)
+    grad = torch.randn(out.shape, generator=gen)
+    (got,) = torch.autograd.grad(out, weight, grad)
+    (expected,) = torch.autograd.grad(want, weight, grad)
+    torch.testing.assert_close(got, expected)
+    doubles = [p.double().requires_grad_() for p in parts]
+    assert torch.autograd.gradcheck(lambda w, *xs: parts_matmul(xs, w), (weight.detach().double().requires_grad_(),
+                                                                        *doubles))
