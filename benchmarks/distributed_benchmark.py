@@ -98,6 +98,7 @@ def _small_family(folder: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Parse the command line and print the measurements."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--collection", default="synthetic",
                         help="Collection of the one-run measurement: a name under --data-root, a folder, or 'small'.")

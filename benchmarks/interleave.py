@@ -45,6 +45,7 @@ def reset_peak_rss() -> bool:
 
 
 def peak_rss_mb() -> float:
+    """This process's peak resident memory in MB."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
 
 

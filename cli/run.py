@@ -170,10 +170,12 @@ def model_overrides(kwargs: dict) -> dict:
 
 
 def episode_config(kwargs: dict) -> EpisodeConfig:
+    """The episode options taken out of a command's ``kwargs``."""
     return EpisodeConfig(kwargs.pop("k_shot"), kwargs.pop("n_query"), kwargs.pop("on_small"))
 
 
 def train_config(kwargs: dict, seed: int) -> TrainConfig:
+    """The training options taken out of a command's ``kwargs``, with ``seed``."""
     return TrainConfig(**{k: kwargs.pop(k) for k in TRAIN_KEYS}, seed=seed)
 
 

@@ -290,9 +290,13 @@ def test_kill_then_resume_is_bit_identical(root, tmp_path, uninterrupted, moment
     reference, row = uninterrupted
     run = tmp_path / "run"
     if moment == "after the first last.pt":
-        ready = lambda partial: (partial / "last.pt").is_file()
+        marker = "last.pt"
     else:
-        ready = lambda partial: (partial / "config.json").is_file()
+        marker = "config.json"
+
+    def ready(partial):
+        return (partial / marker).is_file()
+
     code, stderr = _kill_when(run, ready, root, sig)
     if sig == signal.SIGINT:
         assert code == 130 and "Traceback" not in stderr
