@@ -33,7 +33,8 @@ from pathlib import Path
 
 
 def _env(threads: int) -> dict[str, str]:
-    return {**os.environ, "OMP_NUM_THREADS": str(threads), "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
+    return {**os.environ, "OMP_NUM_THREADS": str(threads),
+            "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
 
 
 def run_worker(data: str, root: str | None, nproc: int, threads: int, steps: int, warmup: int, meta_batch: int) -> dict:

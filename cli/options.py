@@ -254,7 +254,8 @@ def emit(df, output: str | None, fmt: str) -> None:
         sys.stdout.flush()
 
 
-def int_list(text: str | list | tuple | None, hint: str | None = None, min_value: int | None = None) -> list[int] | None:
+def int_list(text: str | list | tuple | None, hint: str | None = None,
+             min_value: int | None = None) -> list[int] | None:
     """Parse ``"1,3,5"`` into ``[1, 3, 5]`` (for use in callbacks); a parsed list passes through."""
     if text is None:
         return None

@@ -11,9 +11,10 @@ from gflkit.config import (AGGREGATORS, DISTANCES, GATE_MODES, PGNN_NORMS, PRESE
                            GFLConfig, TrainConfig, field_default, field_help)
 from gflkit.names import CHECKPOINT_EVERY, ENCODERS, PER_GRAPH_MODELS as PER_GRAPH, TRANSFER_MODELS as TRANSFER
 
-from .options import (FiniteFloatRange, IntList, Interrupted, SectionedCommand, ci_option, info, config_option, data_root_option,
-                      deprecated_alias, device_option, deprecation_warning, distributed_options, emit, int_list,
-                      output_options, refine_configs, refine_options, run_dir_option, seed_option, split_option)
+from .options import (FiniteFloatRange, IntList, Interrupted, SectionedCommand, ci_option, info, config_option,
+                      data_root_option, deprecated_alias, device_option, deprecation_warning, distributed_options, emit,
+                      int_list, output_options, refine_configs, refine_options, run_dir_option, seed_option,
+                      split_option)
 
 # (flag, config field, click type); help and default come from the config's fields.
 _MODEL_FLAGS = [

@@ -46,8 +46,8 @@ from .runs import (collection_hash, find_training_collection, load_checkpoint, l
 from .training import CHECKPOINT_EVERY, TrainResult, fit_transfer, meta_train
 
 __all__ = [
-    "train", "evaluate", "evaluate_baseline", "model_config", "result_row", "score_records", "model_names", "trainable_names",
-    "default_run_dir", "result_configs",
+    "train", "evaluate", "evaluate_baseline", "model_config", "result_row", "score_records", "model_names",
+    "trainable_names", "default_run_dir", "result_configs",
 ]
 
 log = logging.getLogger(__name__)

@@ -114,8 +114,9 @@ class GFLConfig:
         object.__setattr__(self, "clusters", tuple(int(c) for c in self.clusters))
         _check_finite(self)
         choices = {
-            "encoder": encoder_names(), "prototype": ("pgnn", "mean"), "pool": ("mean", "max"), "pgnn_activation": ("tanh", "none"), "similarity": SIMILARITIES,
-            "aggregator": AGGREGATORS, "gate_mode": GATE_MODES, "pgnn_norm": PGNN_NORMS, "recon_reduction": ("mean", "sum"), "distance": DISTANCES,
+            "encoder": encoder_names(), "prototype": ("pgnn", "mean"), "pool": ("mean", "max"),
+            "pgnn_activation": ("tanh", "none"), "similarity": SIMILARITIES, "aggregator": AGGREGATORS,
+            "gate_mode": GATE_MODES, "pgnn_norm": PGNN_NORMS, "recon_reduction": ("mean", "sum"), "distance": DISTANCES,
         }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:

@@ -58,8 +58,8 @@ from .validation import validation_plan
 from .utils import remove_inside
 
 __all__ = [
-    "DistContext", "env_context", "init_process_group", "backend_for", "rank_device", "train", "train_rank", "is_main_process",
-    "loopback_env",
+    "DistContext", "env_context", "init_process_group", "backend_for", "rank_device", "train", "train_rank",
+    "is_main_process", "loopback_env",
 ]
 
 log = logging.getLogger(__name__)

@@ -142,7 +142,8 @@ def test_compare_takes_the_same_file_and_checks_it_the_same_way(tmp_path):
 # -- values, through the options' own types ---------------------------------------------------------------
 
 @pytest.mark.parametrize("name, text, needle", [
-    ("s.toml", '[model_config]\nclusters = [32, "x"]\n', "model_config.clusters (--clusters): expected comma-separated"),
+    ("s.toml", '[model_config]\nclusters = [32, "x"]\n',
+     "model_config.clusters (--clusters): expected comma-separated"),
     ("s.toml", "[model_config]\nclusters = [32, true]\n", "model_config.clusters (--clusters)"),
     ("s.toml", "[model_config]\nclusters = [[32]]\n", "model_config.clusters (--clusters): expected a list of numbers"),
     ("s.toml", "[model_config]\nclusters = []\n", "model_config.clusters (--clusters)"),
@@ -152,7 +153,8 @@ def test_compare_takes_the_same_file_and_checks_it_the_same_way(tmp_path):
     ("s.toml", "[train_config]\nsteps = 0\n", "train_config.steps (--steps): 0 is not in the range x>=1"),
     ("s.toml", "[train_config]\nsteps = [1]\n", "train_config.steps (--steps): expected one value, got a list"),
     ("s.toml", "[train_config]\nsteps = {a = 1}\n", "train_config.steps (--steps): expected a value, got a table"),
-    ("s.toml", "[train_config]\nseed = 1979-05-27\n", "train_config.seed (--seed): expected a number, text or true/false"),
+    ("s.toml", "[train_config]\nseed = 1979-05-27\n",
+     "train_config.seed (--seed): expected a number, text or true/false"),
     ("s.toml", "[train_config]\nseed = -1\n", "train_config.seed (--seed)"),
     ("s.toml", '[train_config]\nlr = "fast"\n', "train_config.lr (--lr): 'fast' is not a valid"),
     ("s.toml", "[train_config]\nlr = inf\n", "train_config.lr (--lr): 'inf' is not a finite number"),

@@ -137,7 +137,8 @@ def _current_outputs() -> dict:
 
 
 @pytest.mark.parametrize("cfg", [GFLConfig(), GFLConfig(aggregator="att", similarity="jaccard"),
-                                 GFLConfig(gate=False), PRESETS["protonet"]], ids=["default", "att-jaccard", "no-gate", "protonet"])
+                                 GFLConfig(gate=False), PRESETS["protonet"]],
+                         ids=["default", "att-jaccard", "no-gate", "protonet"])
 def test_score_episodes_equals_forward_on_each_episode(small_family, cfg):
     """One encoder pass for many episodes of a graph gives each episode's forward logits."""
     sampler = EpisodeSampler(small_family, "test", EpisodeConfig(k_shot=3), seed=0)

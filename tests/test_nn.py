@@ -12,8 +12,8 @@ from dgl.nn import GraphConv
 from gflkit.data import build_graph
 from gflkit.batching import prepare_graph
 from gflkit.nn import (
-    GCNEncoder, GCNLayer, GraphDecoder, HierarchicalGraphRepresentation, PrototypeGNN, dense_recon_loss, logits, recon_loss,
-    relation_graph, relation_weights, support_similarity,
+    GCNEncoder, GCNLayer, GraphDecoder, HierarchicalGraphRepresentation, PrototypeGNN, dense_recon_loss, logits,
+    recon_loss, relation_graph, relation_weights, support_similarity,
 )
 from gflkit.nn.conv import NORM_DST, NORM_SRC, add_gcn_norm, is_symmetric, propagate
 from gflkit.nn.hierarchy import dense_gcn_norm
@@ -155,8 +155,8 @@ def test_neighbour_sums_are_dgls_products(pair, dtype):
     bg = dgl.remove_edges(bg, torch.arange(0, bg.num_edges(), 3))  # directed
     x = torch.randn(bg.num_nodes(), 6, dtype=dtype)[:, ::2].requires_grad_()  # not contiguous
     src, dst = bg.edges()
-    dense = torch.zeros(bg.num_nodes(), bg.num_nodes(), dtype=dtype).index_put_((dst, src), torch.ones(len(src), dtype=dtype),
-                                                                                accumulate=True)
+    dense = torch.zeros(bg.num_nodes(), bg.num_nodes(), dtype=dtype).index_put_(
+        (dst, src), torch.ones(len(src), dtype=dtype), accumulate=True)
     forward, backward = neighbour_sum(bg, x), neighbour_sum_t(bg, x)
     assert not forward.requires_grad and not backward.requires_grad
     with torch.no_grad():
@@ -777,7 +777,7 @@ def test_gate_modes_start_where_documented(mode, start):
     torch.manual_seed(0)
     gate = HierarchyGate(32, 100, mode=mode)
     g = gate(torch.zeros(1, 32))  # a zero representation leaves only the bias
-    assert abs(float(g.detach().mean()) - start) < 0.25 if mode == "paper" else abs(float(g.detach().mean()) - start) < 0.01
+    assert abs(float(g.detach().mean()) - start) < (0.25 if mode == "paper" else 0.01)
     h = torch.randn(4, 32, requires_grad=True)
     gate(h).sum().backward()
     if mode == "centered":  # slope 0.5 and the usual weights: the representation gets a real gradient

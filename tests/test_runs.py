@@ -593,7 +593,8 @@ def test_resume_after_last_pt_was_replaced_by_another_shape_is_one_line(interrup
     from gflkit.models.gfl import GFL
 
     other = GFL(32, gflkit.model_config("gfl", hidden_feats=8))
-    torch.save(LoopState(step=3).checkpoint(other, torch.optim.Adam(other.parameters())), partial_path(interrupted) / "last.pt")
+    torch.save(LoopState(step=3).checkpoint(other, torch.optim.Adam(other.parameters())),
+               partial_path(interrupted) / "last.pt")
     line = one_line_error(invoke("train", "--resume", interrupted, "--data-root", root),
                           str(partial_path(interrupted) / "last.pt"), "start a fresh run")
     assert "encoder.conv1.weight is (32, 8) in the file and (32, 32) in the model" in line
