@@ -55,6 +55,7 @@ def _cli_bounded(*args: str, timeout: float = 120) -> subprocess.CompletedProces
                           preexec_fn=limit, env={**os.environ, "OMP_NUM_THREADS": "1"})
 
 
+@pytest.mark.slow
 def test_dev_zero_is_refused_without_being_read():
     done = _cli_bounded("train", "--config", "/dev/zero")
     errors = [line for line in done.stderr.splitlines() if line.startswith("Error")]
@@ -63,6 +64,7 @@ def test_dev_zero_is_refused_without_being_read():
                        "config.json or a .toml settings file")]
 
 
+@pytest.mark.slow
 def test_a_pipe_is_refused_without_waiting_for_a_writer(tmp_path):
     fifo = tmp_path / "settings.toml"
     os.mkfifo(fifo)
@@ -291,6 +293,7 @@ def _check_config(data: bytes, suffix: str, command: str) -> None:
 _commands = st.sampled_from(["train", "compare"])
 
 
+@pytest.mark.slow
 @FUZZ
 @given(document=_documents, command=_commands)
 def test_fuzz_json_documents(document, command):

@@ -419,6 +419,7 @@ def test_meta_batch_parts_follow_the_threads_and_avoid_dropout(small_family):
         torch.set_num_threads(threads)
 
 
+@pytest.mark.slow
 def test_meta_batch_parts_may_share_a_graph(small_family):
     """A meta-batch drawn with replacement holds one graph in several parts at once."""
     from gflkit._step_engine import meta_batch_loss

@@ -267,6 +267,7 @@ def _png_size(path) -> tuple[int, int]:
     return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
 
 
+@pytest.mark.slow
 def test_plot_formats_and_dpi(plot_libraries, tmp_path):
     src = tmp_path / "r.csv"
     src.write_text(SHOTS_CSV)
@@ -330,6 +331,7 @@ def tiny_runs(small_family_dir, tmp_path_factory):
     return runs
 
 
+@pytest.mark.slow
 def test_plot_tsne_two_rows(plot_libraries, tiny_runs, small_family_dir, tmp_path):
     out = tmp_path / "tsne.png"
     result = CliRunner().invoke(cli, [

@@ -286,6 +286,7 @@ def uninterrupted(root, tmp_path_factory):
     ("before any last.pt", signal.SIGKILL),
     ("after the first last.pt", signal.SIGINT),  # Ctrl-C
 ])
+@pytest.mark.slow
 def test_kill_then_resume_is_bit_identical(root, tmp_path, uninterrupted, moment, sig):
     reference, row = uninterrupted
     run = tmp_path / "run"
