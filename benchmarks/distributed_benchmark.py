@@ -33,7 +33,8 @@ from pathlib import Path
 
 
 def _env(threads: int) -> dict[str, str]:
-    return {**os.environ, "OMP_NUM_THREADS": str(threads), "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
+    return {**os.environ, "OMP_NUM_THREADS": str(threads),
+            "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
 
 
 def run_worker(data: str, root: str | None, nproc: int, threads: int, steps: int, warmup: int, meta_batch: int) -> dict:
@@ -98,6 +99,7 @@ def _small_family(folder: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Parse the command line and print the measurements."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--collection", default="synthetic",
                         help="Collection of the one-run measurement: a name under --data-root, a folder, or 'small'.")

@@ -137,6 +137,7 @@ def _markdown(rows: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Parse the command line and print the measurements."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--families", default="default,collab", help="Comma-separated: default, collab.")
     parser.add_argument("--episodes", type=int, default=20, help="Episodes per test graph.")

@@ -36,6 +36,7 @@ def _best(fn, values, repeats: int) -> float:
 
 
 def main(n: int = 2_000_000, repeats: int = 3) -> None:
+    """Time both id parsings on ``n`` clean and ``n`` dirty ids; print CSV."""
     rng = np.random.default_rng(0)
     clean = pd.Series(rng.integers(0, 10**9, n).astype(str), dtype=object)
     dirty = clean.copy()

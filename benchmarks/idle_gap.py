@@ -31,6 +31,7 @@ def _spin(seconds: float) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Parse the command line and print the measurements."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=4500, help="Nodes per graph.")
     parser.add_argument("--threads", type=int, default=2, help="torch threads of the step.")

@@ -45,6 +45,7 @@ def reset_peak_rss() -> bool:
 
 
 def peak_rss_mb() -> float:
+    """This process's peak resident memory in MB."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
 
 
@@ -93,7 +94,10 @@ def serve(setup: Callable[[], Callable[[int], None]], warmup: int, reset_peak: b
 
 
 def _children() -> list[int]:
-    """Process ids of this process's live children (such as the forked part process of trees from c12ac78 to d63f082), Linux only."""
+    """Process ids of this process's live children, Linux only.
+
+    Such as the forked part process of trees from c12ac78 to d63f082.
+    """
     pids: list[int] = []
     try:
         for task in os.listdir("/proc/self/task"):
@@ -126,7 +130,8 @@ def children_memory_mb() -> dict[str, float]:
             with open(f"/proc/{pid}/status") as f:
                 peak += next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024
             with open(f"/proc/{pid}/smaps_rollup") as f:
-                private += sum(int(line.split()[1]) for line in f if line.startswith(("Private_Clean:", "Private_Dirty:"))) / 1024
+                private += sum(int(line.split()[1]) for line in f
+                               if line.startswith(("Private_Clean:", "Private_Dirty:"))) / 1024
         except (OSError, StopIteration, ValueError):
             pass
     return {"children_peak_rss_mb": peak, "children_private_mb": private}
@@ -158,8 +163,8 @@ def interleave(commands: list[tuple[list[str], dict[str, str], str]], steps: int
     ``cpu_seconds`` (the median CPU time of the worker's threads and of its
     child processes per step: less sensitive to other processes than wall time), ``system_seconds`` (the
     median kernel part of it) and ``page_faults`` (the median minor page faults
-    per step: memory the step had to map afresh), and the worker's memory figures. The order of the turns rotates every step,
-    so no configuration always follows the same one. Timing stops after
+    per step: memory the step had to map afresh), and the worker's memory figures.
+    The order of the turns rotates every step, so no configuration always follows the same one. Timing stops after
     ``steps`` turns, or earlier once ``max_seconds`` of steps have been spent
     (after at least 3 turns).
     """

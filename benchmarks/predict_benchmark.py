@@ -91,6 +91,7 @@ def child(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
+    """Parse the command line and print the measurements."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=1_000_000)
     parser.add_argument("--edges", type=int, default=5_000_000)

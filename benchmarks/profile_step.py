@@ -51,6 +51,7 @@ def profile_rows(nodes: int, threads: int, steps: int, top: int) -> tuple[list[d
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Parse the command line and print the profile."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=4500, help="Nodes per graph.")
     parser.add_argument("--threads", type=int, default=1, help="torch threads.")

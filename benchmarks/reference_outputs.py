@@ -40,7 +40,8 @@ def _modules():
 
     parts = gflkit_layout()
     GFL, batch_episodes, prepare_graph = parts.GFL, parts.batch_episodes, parts.prepare_graph
-    return make_synthetic_family, SMALL_SPEC, EpisodeSampler, EpisodeConfig, GFLConfig, GFL, batch_episodes, prepare_graph
+    return (make_synthetic_family, SMALL_SPEC, EpisodeSampler, EpisodeConfig, GFLConfig, GFL, batch_episodes,
+            prepare_graph)
 
 
 def reference_outputs() -> dict[str, dict[str, object]]:

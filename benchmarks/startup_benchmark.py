@@ -74,6 +74,7 @@ def _time(pythonpath: Path, args: list[str]) -> float:
 
 
 def main() -> None:
+    """Parse the command line and print the comparison."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", default=DEFAULT_BASE, help="commit to compare against (default: %(default)s)")
     parser.add_argument("--now", default=None, help="commit to measure instead of the working tree")

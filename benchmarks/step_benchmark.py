@@ -75,7 +75,6 @@ def reorder_collection(source: Path, folder: Path, algo: str) -> Path:
 
 def _sparse_step(collection):
     """A closure doing one gflkit meta-training step (as in ``meta_train``)."""
-
     from gflkit.config import EpisodeConfig, GFLConfig
     from gflkit.episodes import EpisodeSampler
     from layout import gflkit_layout, training_step
@@ -226,6 +225,7 @@ def _csv(rows: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Parse the command line and print the measurements."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=_int_list, default=[1000, 5000, 20000, 100000],
                         help="Nodes per graph for sparse gflkit (comma-separated).")

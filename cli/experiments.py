@@ -7,8 +7,9 @@ import gflkit
 from gflkit.config import ABLATIONS, AGGREGATORS
 from gflkit.names import DEFAULT_SEEDS, SWEEP_PARAM_NAMES, model_names
 
-from .options import (ChoiceList, IntList, NameList, SectionedCommand, ci_option, config_option, data_root_option, emit,
-                      device_option, jobs_option, output_options, refine_configs, refine_options, runs_root_option)
+from .options import (ChoiceList, IntList, NameList, SectionedCommand, ci_option, config_option, data_root_option,
+                      device_option, emit, jobs_option, output_options, refine_configs, refine_options,
+                      runs_root_option)
 from .run import (EPISODE_SECTION, MODEL_SECTION, SCORING_SECTION, TRAIN_SECTION, episode_config, episode_options,
                   model_options, model_options_with, model_overrides, train_config, train_options)
 
@@ -80,8 +81,8 @@ def _split_names(text: str | None) -> list[str] | None:
 @refine_options(several=True)
 @model_options_with({"aggregator": "mean and att, a row each"}, {"aggregator": ChoiceList(AGGREGATORS)})
 @_common
-def compare(data, model, seed, majority, reference, ci, runs_root, force, jobs, device, episodes, data_root, output, fmt,
-            **kwargs):
+def compare(data, model, seed, majority, reference, ci, runs_root, force, jobs, device, episodes, data_root, output,
+            fmt, **kwargs):
     """Table 2: GFL against the baselines on DATA's test graphs, as CSV.
 
     One row per (model, refinement), each model trained once per --seed
@@ -115,7 +116,8 @@ def compare(data, model, seed, majority, reference, ci, runs_root, force, jobs, 
 @seeds_option
 @model_options
 @_common
-def ablate(data, drop, all_, seed, reference, ci, runs_root, force, jobs, device, episodes, data_root, output, fmt, **kwargs):
+def ablate(data, drop, all_, seed, reference, ci, runs_root, force, jobs, device, episodes, data_root, output, fmt,
+           **kwargs):
     """Table 3: the full model against variants without a component, as CSV.
 
     One row per variant (one run per --seed, default 0,1,2) with accuracy,
@@ -133,7 +135,8 @@ def ablate(data, drop, all_, seed, reference, ci, runs_root, force, jobs, device
     table = experiments.ablate(
         data, list(ABLATIONS) if all_ else list(drop), base=base, seeds=seed_list,
         episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed_list[0]),
-        episodes=episodes, reference=reference or "full", ci=ci, root=data_root, runs_root=runs_root, force=force, jobs=jobs, device=device,
+        episodes=episodes, reference=reference or "full", ci=ci, root=data_root, runs_root=runs_root, force=force,
+        jobs=jobs, device=device,
     )
     emit(table, output, fmt)
 
@@ -148,8 +151,8 @@ def ablate(data, drop, all_, seed, reference, ci, runs_root, force, jobs, device
 @seeds_option
 @model_options
 @_common
-def sweep(data, param, values, model, seed, reference, ci, runs_root, force, jobs, device, episodes, data_root, output, fmt,
-          **kwargs):
+def sweep(data, param, values, model, seed, reference, ci, runs_root, force, jobs, device, episodes, data_root, output,
+          fmt, **kwargs):
     """Sensitivity (Tables 4-6, Figure 3): one CSV row per (value, model).
 
     Each model is trained once per --seed (default 0,1,2). Each row is paired
@@ -163,7 +166,8 @@ def sweep(data, param, values, model, seed, reference, ci, runs_root, force, job
     table = experiments.sweep(
         data, param, _split_names(values), _split_names(model), base=base,
         episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed[0]), seeds=seed,
-        reference=reference, ci=ci, episodes=episodes, root=data_root, runs_root=runs_root, force=force, jobs=jobs, device=device,
+        reference=reference, ci=ci, episodes=episodes, root=data_root, runs_root=runs_root, force=force, jobs=jobs,
+        device=device,
     )
     emit(table, output, fmt)
 

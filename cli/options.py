@@ -196,6 +196,7 @@ class Interrupted(KeyboardInterrupt):
 
 
 def data_root_option(f):
+    """The ``--data-root`` option."""
     return click.option(
         "--data-root",
         type=click.Path(file_okay=False),
@@ -205,6 +206,7 @@ def data_root_option(f):
 
 
 def seed_option(default: int = 0):
+    """The ``--seed`` option, with ``default`` as its default."""
     def deco(f):
         return click.option("--seed", type=SEED, default=default, show_default=True,
                             help="Random seed (0 to 2^32-1).")(f)
@@ -213,6 +215,7 @@ def seed_option(default: int = 0):
 
 
 def output_options(f):
+    """The ``--format`` and ``-o/--output`` options of a result table."""
     f = click.option(
         "--format", "fmt", type=click.Choice(["csv", "json"]), default="csv", show_default=True,
         help="Format of the result table.",
@@ -251,7 +254,8 @@ def emit(df, output: str | None, fmt: str) -> None:
         sys.stdout.flush()
 
 
-def int_list(text: str | list | tuple | None, hint: str | None = None, min_value: int | None = None) -> list[int] | None:
+def int_list(text: str | list | tuple | None, hint: str | None = None,
+             min_value: int | None = None) -> list[int] | None:
     """Parse ``"1,3,5"`` into ``[1, 3, 5]`` (for use in callbacks); a parsed list passes through."""
     if text is None:
         return None

@@ -24,7 +24,8 @@ def preprocess() -> None:
 @click.option("--name", type=FolderName(), default=None,
               help="Collection name (default: synthetic, or synthetic-small with --small).")
 @collection_dir_option
-@click.option("--small", is_flag=True, help="A small family for tests and quick trials (16/4/8 graphs of 200-400 nodes, 32 features).")
+@click.option("--small", is_flag=True,
+              help="A small family for tests and quick trials (16/4/8 graphs of 200-400 nodes, 32 features).")
 @click.option("--graphs", "n_graphs", type=GraphCounts(), default=None, metavar="TRAIN,VAL,TEST",
               help="Graphs per split (default 100,10,20; with --small 16,4,8).")
 @click.option("--nodes", type=IntList(min_value=1, size=2), default=None, metavar="MIN,MAX",

@@ -11,8 +11,8 @@ from gflkit.config import (AGGREGATORS, DISTANCES, GATE_MODES, PGNN_NORMS, PRESE
                            GFLConfig, TrainConfig, field_default, field_help)
 from gflkit.names import CHECKPOINT_EVERY, ENCODERS, PER_GRAPH_MODELS as PER_GRAPH, TRANSFER_MODELS as TRANSFER
 
-from .options import (FiniteFloatRange, IntList, Interrupted, SectionedCommand, ci_option, info, config_option, data_root_option,
-                      device_option, deprecation_warning, distributed_options, emit, int_list,
+from .options import (FiniteFloatRange, IntList, Interrupted, SectionedCommand, ci_option, config_option,
+                      data_root_option, deprecation_warning, device_option, distributed_options, emit, info, int_list,
                       output_options, refine_configs, refine_options, run_dir_option, seed_option, split_option)
 
 # (flag, config field, click type); help and default come from the config's fields.
@@ -170,10 +170,12 @@ def model_overrides(kwargs: dict) -> dict:
 
 
 def episode_config(kwargs: dict) -> EpisodeConfig:
+    """The episode options taken out of a command's ``kwargs``."""
     return EpisodeConfig(kwargs.pop("k_shot"), kwargs.pop("n_query"), kwargs.pop("on_small"))
 
 
 def train_config(kwargs: dict, seed: int) -> TrainConfig:
+    """The training options taken out of a command's ``kwargs``, with ``seed``."""
     return TrainConfig(**{k: kwargs.pop(k) for k in TRAIN_KEYS}, seed=seed)
 
 

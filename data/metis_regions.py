@@ -34,6 +34,7 @@ def regions(src: np.ndarray, dst: np.ndarray, n: int, parts: int) -> np.ndarray:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Parse the command line and write the regions."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("edges"), ap.add_argument("nodes"), ap.add_argument("out")
     ap.add_argument("--parts", type=int, default=3)

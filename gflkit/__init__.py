@@ -28,7 +28,8 @@ _LAZY = {
 
 __all__ = [
     "train", "evaluate", "evaluate_baseline", "model_config", "GFLConfig", "EpisodeConfig",
-    "TrainConfig", "GraphCollection", "load_collection", "GFLError", "GFLWarning", "OneSeedWarning", "load", "predict", "embed", "__version__",
+    "TrainConfig", "GraphCollection", "load_collection", "GFLError", "GFLWarning", "OneSeedWarning", "load", "predict",
+    "embed", "__version__",
 ]
 
 

@@ -44,8 +44,8 @@ from .refine import RefineConfig
 from .evaluation.tables import to_frame
 from .paths import runs_dir
 from .runs.folder import CONFIG_FILE, final_run_path, partial_path
-from .runs.checkpoints import (collection_hash, find_training_collection, load_checkpoint, load_metrics, read_run_config,
-                   run_name)
+from .runs.checkpoints import (collection_hash, find_training_collection, load_checkpoint, load_metrics,
+                               read_run_config, run_name)
 from .training.meta import CHECKPOINT_EVERY, TrainResult, fit_transfer, meta_train
 
 __all__ = ["train", "evaluate", "evaluate_baseline", "model_config"]
@@ -209,7 +209,8 @@ def _run_dir_argument(run_dir: Any, out: Any) -> Any:
 def _refuse_settings_on_resume(run: RunSettings, **settings: Any) -> None:
     """A resumed run keeps its own settings: a GFLError naming each one given all the same."""
     defaults = dict(model_cfg=None, episode_cfg=EpisodeConfig(), train_cfg=TrainConfig(), model="gfl", options=None)
-    given = [name for name, value in settings.items() if (value or None if name == "options" else value) != defaults[name]]
+    given = [name for name, value in settings.items()
+             if (value or None if name == "options" else value) != defaults[name]]
     if run.run_dir not in (None, False) and final_run_path(run.run_dir) != final_run_path(run.resume):
         given.append("run_dir")
     if given:
@@ -242,7 +243,8 @@ def _train(data, model_cfg: GFLConfig | None, episode_cfg: EpisodeConfig, train_
            options: dict[str, Any] | None, run: RunSettings, root, eval_split: str | None, episodes: int,
            refine: RefineConfig, ci: str) -> tuple[TrainResult, pd.DataFrame]:
     """:func:`train`'s work, with its settings checked: the training result and the result table."""
-    device, run_dir, common = run.device, run.run_dir, dict(progress=run.progress, checkpoint_every=run.checkpoint_every)
+    device, run_dir = run.device, run.run_dir
+    common = dict(progress=run.progress, checkpoint_every=run.checkpoint_every)
     spread = None
     if run.nproc > 1 or distributed.env_context() is not None:  # one run over several processes
         spread = dict(nproc=run.nproc, threads=run.threads_per_proc, timeout=run.timeout)

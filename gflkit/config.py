@@ -111,8 +111,9 @@ class GFLConfig:
         object.__setattr__(self, "clusters", tuple(int(c) for c in self.clusters))
         _check_finite(self)
         choices = {
-            "encoder": encoder_names(), "prototype": ("pgnn", "mean"), "pool": ("mean", "max"), "pgnn_activation": ("tanh", "none"), "similarity": SIMILARITIES,
-            "aggregator": AGGREGATORS, "gate_mode": GATE_MODES, "pgnn_norm": PGNN_NORMS, "recon_reduction": ("mean", "sum"), "distance": DISTANCES,
+            "encoder": encoder_names(), "prototype": ("pgnn", "mean"), "pool": ("mean", "max"),
+            "pgnn_activation": ("tanh", "none"), "similarity": SIMILARITIES, "aggregator": AGGREGATORS,
+            "gate_mode": GATE_MODES, "pgnn_norm": PGNN_NORMS, "recon_reduction": ("mean", "sum"), "distance": DISTANCES,
         }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
@@ -312,7 +313,8 @@ class RunSettings:
             raise GFLError(f"run_dir={run_dir!r}: give a folder, None (./runs/<name>) or False (keep no run folder)")
         if not (self.resume is None or isinstance(self.resume, (str, os.PathLike))):
             raise GFLError(f"resume={self.resume!r}: give the run folder to continue, or None")
-        for name in ("checkpoint_every", "nproc") + (("threads_per_proc",) if self.threads_per_proc is not None else ()):
+        optional = ("threads_per_proc",) if self.threads_per_proc is not None else ()
+        for name in ("checkpoint_every", "nproc") + optional:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
                 raise GFLError(f"{name}={value!r} must be a whole number of at least 1")

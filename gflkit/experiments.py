@@ -411,7 +411,7 @@ def ablate(
     variants = [("full", VARIANT_DISPLAY_NAMES["full"], base)]
     variants += [(d, ABLATION_NAMES[d], replace(base, **ABLATIONS[d])) for d in drop]
     tasks, labels = [], []
-    for name, description, cfg in variants:
+    for name, _description, cfg in variants:
         for seed in seeds:
             log.debug("ablate: %s (seed %d) on %s", name, seed, collection.name)
             out = _out(runs_root, collection.name, "ablate", name, f"s{seed}")

@@ -38,10 +38,10 @@ log = logging.getLogger(__name__)
 
 
 def name_problem(text: object, limit: int = NAME_LIMIT) -> str | None:
-    """What keeps ``text`` from being a safe folder name, or ``None`` when it is one.
+    r"""What keeps ``text`` from being a safe folder name, or ``None`` when it is one.
 
     A name is a non-empty ``str`` of printable characters (no NUL, newline or
-    other control or invisible character), without ``/`` or ``\\``, not
+    other control or invisible character), without ``/`` or ``\``, not
     starting with ``.`` (so never ``.`` or ``..``, nor a hidden file such as
     gflkit's own temporaries) or ``~``, not starting or ending with a space, and
     at most ``limit`` bytes in UTF-8.

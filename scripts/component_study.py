@@ -24,6 +24,7 @@ from gflkit.training.meta import meta_train
 
 
 def variants(names: list[str]) -> dict[str, object]:
+    """Model configurations by name: presets and ``no-<component>`` ablations."""
     base = PRESETS["gfl"]
     table = {"gfl": base, "protonet": PRESETS["protonet"]}
     table.update({f"no-{k}": replace(base, **v) for k, v in ABLATIONS.items()})
@@ -50,6 +51,7 @@ def episode_accuracies(model, collection, ep_cfg, episodes: int, seed: int) -> l
 
 
 def main(argv=None) -> None:
+    """Parse the command line and print the results."""
     p = argparse.ArgumentParser()
     p.add_argument("families", nargs="+")
     p.add_argument("--variants", default="gfl,protonet")

@@ -145,6 +145,7 @@ def coverage(n_sims: int, n_seeds: int, n_graphs: int, n_episodes: int, scenario
 
 
 def main(argv=None) -> None:
+    """Parse the command line and print the coverage of each design."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sims", type=int, default=2000)
     p.add_argument("--episodes", type=int, default=5)

@@ -9,9 +9,7 @@ across test graphs, and how informative the relation weights are.
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 
-import numpy as np
 import pandas as pd
 import torch
 
@@ -28,6 +26,7 @@ MODULES = ("encoder", "decoder", "pgnn", "hierarchy", "gate")
 
 
 def grad_norms(model: GFL, cache, sampler, ids, step: int) -> dict[str, float]:
+    """Gradient norm of each parameter group after one meta-batch's loss."""
     eps = [sampler.episode(g, step) for g in ids]
     bg, support, queries = batch_episodes([cache[g] for g in ids], eps)
     model.zero_grad()
@@ -48,6 +47,7 @@ def grad_norms(model: GFL, cache, sampler, ids, step: int) -> dict[str, float]:
 
 @torch.no_grad()
 def gate_and_relations(model: GFL, collection, ep_cfg, seed: int) -> dict[str, float]:
+    """Statistics of the gate and the relation weights over the test graphs' first episodes."""
     sampler = EpisodeSampler(collection, "test", ep_cfg, seed).require_graphs()
     cache = GraphCache(collection)
     gates, weights, scores = [], [], []
@@ -77,6 +77,7 @@ def gate_and_relations(model: GFL, collection, ep_cfg, seed: int) -> dict[str, f
 
 
 def main(argv=None) -> None:
+    """Parse the command line and print the diagnostics."""
     p = argparse.ArgumentParser()
     p.add_argument("family")
     p.add_argument("--seed", type=int, default=0)

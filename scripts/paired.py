@@ -21,6 +21,7 @@ from gflkit.evaluation.statistics import paired_estimate, record_estimate
 
 
 def paired(df: pd.DataFrame, reference: str, ci: str = "t") -> pd.DataFrame:
+    """Per family and variant: the paired difference to ``reference`` with its interval."""
     rows = []
     records = df.rename(columns={"graph": "graph_id"})
     for fam, d in records.groupby("family", sort=False):
@@ -41,6 +42,7 @@ def paired(df: pd.DataFrame, reference: str, ci: str = "t") -> pd.DataFrame:
 
 
 def main(argv=None) -> None:
+    """Parse the command line and print the paired comparison."""
     p = argparse.ArgumentParser()
     p.add_argument("csv", nargs="+")
     p.add_argument("--reference", default="protonet")

@@ -26,6 +26,7 @@ def _run(code: str, *args: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_import_gflkit_then_dgl_in_fresh_interpreter():
     out = _run(
         """
@@ -163,6 +164,7 @@ def test_select_backend_sets_pytorch(value):
     assert env["DGLBACKEND"] == "pytorch" and changed == (value != "pytorch")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("home_mode", [0o755, 0o555])
 def test_first_command_under_a_new_home_prints_only_csv(small_family_dir, tmp_path, home_mode):
     """DGL announces its default backend on stdout and writes ~/.dgl on a first import: neither may happen."""

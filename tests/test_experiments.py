@@ -61,6 +61,7 @@ def test_ablate_drop_gate_rows(root):
     assert df.description[1].startswith("M2a")
 
 
+@pytest.mark.slow
 def test_ablate_all_with_seeds(root):
     df = _csv("ablate", "tiny", "--all", "--seed", "0,1", "--episodes", "2", *FAST, "--data-root", root)
     assert len(df) == 5 and list(df.variant) == ["full", "structure", "gate", "hierarchy", "recon"]
@@ -69,6 +70,7 @@ def test_ablate_all_with_seeds(root):
     assert _counts(df.n_pairs) == [None, 4, 4, 4, 4]
 
 
+@pytest.mark.slow
 def test_sweep_mu_and_k_shot(root):
     df = _csv("sweep", "tiny", "--param", "mu", "--values", "0.5,0.9", *FAST, "--data-root", root)
     assert list(df.columns) == ["param", "value"] + RESULT + PAIRED + ["seed"]
@@ -81,6 +83,7 @@ def test_sweep_mu_and_k_shot(root):
     assert set(df.n_seeds) == {1} and set(df.ci_over) == {"graphs"}
 
 
+@pytest.mark.slow
 def test_compare_rows(root):
     df = _csv("compare", "tiny", "--model", "gfl,protonet,lp", *FAST, "--data-root", root)
     assert list(df.columns) == RESULT + PAIRED + ["seed"]
@@ -111,6 +114,7 @@ def test_compare_refine_seeds_and_reference(root):
     assert all(_is_reference(by_refine.iloc[i]) for i in (0, 2, 3))
 
 
+@pytest.mark.slow
 def test_refined_rows_are_paired_under_the_same_refinement(root):
     args = ["compare", "tiny", "--model", "gfl,protonet", "--aggregator", "mean", "--refine", "none,lp",
             "--no-majority", "--seed", "0,1", *FAST, "--data-root", root]

@@ -13,8 +13,8 @@ from gflkit.models.baselines import PER_GRAPH, TRANSFER, TransferBaseline
 from gflkit.models.gfl import GFL
 from gflkit.prediction.class_scores import class_scores, shared_embeddings
 
-#: Scores of nodes 2, 3 and 5 (rows) for the three classes of :func:`_case`, as gflkit.prediction.class_scores computed them
-#: before each model answered ``class_scores`` itself (seeded initial weights, no training).
+#: Scores of nodes 2, 3 and 5 (rows) for the three classes of :func:`_case`, as gflkit.prediction.class_scores
+#: computed them before each model answered ``class_scores`` itself (seeded initial weights, no training).
 PINNED = {
     "gfl": [0.7312, 0.6463, 0.8405, 0.6336, 0.7323, 0.3613, 0.5347, 0.6036, 0.5691],
     "protonet": [0.7898, 0.6974, 0.9002, 0.6803, 0.7859, 0.3843, 0.574, 0.6451, 0.6072],
@@ -49,7 +49,8 @@ def test_each_predicting_model_answers_class_scores_as_before(name):
     scores = model.class_scores(g, support)
     assert scores.shape == (8, 3)
     assert torch.allclose(scores[[2, 3, 5]].flatten(), torch.tensor(PINNED[name]), atol=2e-4)
-    # gflkit.prediction.class_scores only dispatches: the same numbers, bit for bit (MAML and AGF restart from the same weights)
+    # gflkit.prediction.class_scores only dispatches: the same numbers, bit for bit (MAML and AGF restart from the
+    # same weights)
     assert torch.equal(class_scores(_model(name), g, support), scores)
     z = shared_embeddings(model, g)
     if name in ("maml", "agf"):  # they adapt their encoder to each support set

@@ -1,6 +1,7 @@
 """The launch settings of a training run: checked once, in one object, each bad value named in one line."""
 from __future__ import annotations
 
+import dataclasses
 import inspect
 
 import pytest
@@ -32,7 +33,7 @@ def test_a_bad_run_setting_is_refused_in_one_line_naming_it(bad, named):
 def test_the_device_is_resolved_once_into_the_settings():
     run = RunSettings(device="cpu", run_dir=False)
     assert run.device == torch.device("cpu") and RunSettings().device == torch.device("cpu")
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         run.nproc = 2  # frozen: checked values stay checked
 
 

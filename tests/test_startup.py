@@ -6,6 +6,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from gflkit import names
 
 HEAVY = ("torch", "dgl", "pandas", "numpy", "scipy")
@@ -54,6 +56,7 @@ def test_version_without_torch():
     assert out["version"] and out["torch"] is False
 
 
+@pytest.mark.slow
 def test_compat_runs_on_the_first_import_of_dgl_after_gflkit():
     out = _fresh("""
         import json, sys

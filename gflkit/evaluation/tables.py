@@ -30,7 +30,8 @@ RESULT_COLUMNS = [
 #: Tables that take several seeds (compare, ablate, sweep) add this after :data:`RESULT_COLUMNS`' metrics.
 SEED_STD = "seed_std"
 
-#: Columns of a comparison against a reference row (:func:`gflkit.evaluation.scoring.paired`); empty on the reference row.
+#: Columns of a comparison against a reference row (:func:`gflkit.evaluation.scoring.paired`); empty on the
+#: reference row.
 PAIRED_COLUMNS = ["reference", "delta", "delta_lo", "delta_hi", "prob_improvement", "p_value", "n_pairs"]
 
 #: ``t``: Student-t interval with ``ddof = 1``; ``paper``: ``1.96 * std(ddof=0) / sqrt(n)``.

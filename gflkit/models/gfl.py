@@ -328,6 +328,6 @@ def _upgrade_hook(state_dict, prefix, *args) -> None:
     """``load_state_dict`` pre-hook: rename the parameters of 0.1.0 checkpoints in place."""
     own = {k[len(prefix):]: k for k in list(state_dict) if k.startswith(prefix)}
     upgraded = upgrade_state_dict({local: state_dict[full] for local, full in own.items()})
-    for local, full in own.items():
+    for full in own.values():
         del state_dict[full]
     state_dict.update({prefix + k: v for k, v in upgraded.items()})

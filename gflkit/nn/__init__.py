@@ -11,6 +11,6 @@ from .relation import relation_graph, relation_weights, support_similarity
 __all__ = [
     "GCNEncoder", "GraphDecoder", "recon_loss", "dense_recon_loss", "support_similarity",
     "relation_weights", "relation_graph", "PrototypeGNN", "HierarchicalGraphRepresentation",
-    "HierarchyGate", "logits", "GCNLayer", "NodeEncoder", "make_encoder", "register_encoder", "GraphPrototype", "MeanPrototype",
-    "Distance",
+    "HierarchyGate", "logits", "GCNLayer", "NodeEncoder", "make_encoder", "register_encoder", "GraphPrototype",
+    "MeanPrototype", "Distance",
 ]

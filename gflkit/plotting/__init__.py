@@ -134,7 +134,8 @@ def read_results(path: str | os.PathLike | Sequence[str | os.PathLike], required
     except FileNotFoundError:
         raise GFLError(f"{path}: no such file; give a CSV written by a gflkit command") from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
-        raise GFLError(f"{path}: not a readable CSV ({type(err).__name__}); give a CSV written by a gflkit command") from None
+        raise GFLError(f"{path}: not a readable CSV ({type(err).__name__}); "
+                       "give a CSV written by a gflkit command") from None
     missing = [c for c in required if c not in df.columns]
     if missing:
         raise GFLError(f"{path}: missing column(s) {', '.join(missing)}; found {', '.join(map(str, df.columns))}")

@@ -28,8 +28,8 @@ from ..config import GFLConfig, config_from_dict
 from ..errors import GFLError
 from ..models.baselines import TRANSFER
 from ..models.gfl import GFL
-from .folder import (BEST_FILE, CONFIG_FILE, HASHED_FILES, HASHES, LAST_FILE, METRICS_FILE, file_sha256, final_run_path,
-                         partial_path, read_verified, recorded_hashes)
+from .folder import (BEST_FILE, CONFIG_FILE, HASHED_FILES, HASHES, LAST_FILE, METRICS_FILE, file_sha256,
+                     final_run_path, partial_path, read_verified, recorded_hashes)
 from .states import check_state, load_state
 from ..io import atomic_torch_save
 

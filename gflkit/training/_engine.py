@@ -261,7 +261,8 @@ def meta_batch_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: 
         torch.set_num_threads(threads)
     value = sum(w * r[1] for w, r in zip(weights, results))
     parts = {k: sum(w * r[2][k] for w, r in zip(weights, results)) for k in results[0][2]}
-    loss = _GivenGradients.apply(torch.tensor(value, dtype=params[0].dtype, device=params[0].device), tuple(grads), *params)
+    value = torch.tensor(value, dtype=params[0].dtype, device=params[0].device)
+    loss = _GivenGradients.apply(value, tuple(grads), *params)
     return loss, parts
 
 

@@ -44,7 +44,8 @@ from ..models.gfl import GFL
 from ..data.transform import feature_fingerprint
 from ..data.feature_stats import training_feature_stats
 from ..runs.folder import CONFIG_FILE, RunFolder
-from ..runs.checkpoints import CHECKPOINT_FORMAT, checkpoint_dict, collection_hash, load_checkpoint, load_metrics, now, provenance
+from ..runs.checkpoints import (CHECKPOINT_FORMAT, checkpoint_dict, collection_hash, load_checkpoint, load_metrics,
+                                now, provenance)
 from ..seeding import seed_everything
 from .validation import validation_plan
 
@@ -115,7 +116,8 @@ def _same_settings(recorded: dict[str, Any], meta: dict[str, Any], where: Path) 
                        f"resume it with its own settings (`resume=RUN` reads them)")
     if recorded.get("data_sha256") not in (None, meta.get("data_sha256")):
         raise GFLError(f"{where}: the interrupted run started on other data than collection "
-                       f"{meta.get('dataset')!r} at {meta.get('data_path')} (content hash differs); give its collection")
+                       f"{meta.get('dataset')!r} at {meta.get('data_path')} (content hash differs); "
+                       "give its collection")
 
 
 def _finished_run(path: Path) -> tuple[torch.nn.Module, list[dict], dict[str, Any]]:
@@ -247,7 +249,8 @@ def _accepted_options(cls) -> set[str]:
     for klass in cls.__mro__:
         if "__init__" in vars(klass) and klass is not torch.nn.Module:
             for p in inspect.signature(klass.__init__).parameters.values():
-                if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in ("self", "in_feats", "num_classes"):
+                if (p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+                        and p.name not in ("self", "in_feats", "num_classes")):
                     names.add(p.name)
     return names
 

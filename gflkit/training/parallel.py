@@ -149,7 +149,10 @@ def shared_collection(data: Any) -> GraphCollection:
 
 def _entry(worker: Callable, rank: int, nproc: int, threads: int, folder: str, args: tuple,
            env: dict[str, str]) -> None:
-    """What a spawned rank runs: ``worker(rank, nproc, folder, *args)`` with ``env`` set, errors reported in one line."""
+    """What a spawned rank runs: ``worker(rank, nproc, folder, *args)`` with ``env`` set.
+
+    Errors are reported in one line.
+    """
     try:
         os.environ.update(env)  # this process's own environment: the launching process's stays as it is
         torch.set_num_threads(threads)

@@ -40,7 +40,8 @@ def test_run_folder(trained):
 
 
 def test_train_with_attention_aggregator(root, tmp_path):
-    table = csv_table(invoke("train", *FAST, "--aggregator", "att", "--run-dir", tmp_path / "att", "--data-root", root, "tiny"))
+    table = csv_table(invoke("train", *FAST, "--aggregator", "att", "--run-dir", tmp_path / "att", "--data-root", root,
+                             "tiny"))
     assert table.loc[0, "aggregator"] == "att"
 
 

@@ -307,6 +307,6 @@ def test_config_on_compare_sets_episodes_but_not_the_models(root, tmp_path):
     table = csv_table(invoke("compare", "tiny", "--config", first / "config.json", "--model", "lp", "--no-majority",
                           "--data-root", root))
     assert list(table.model) == ["lp"] and table.k_shot[0] == 5
-    overridden = csv_table(invoke("compare", "tiny", "--config", first / "config.json", "--model", "lp", "--k-shot", "3",
-                               "--no-majority", "--data-root", root))
+    overridden = csv_table(invoke("compare", "tiny", "--config", first / "config.json", "--model", "lp",
+                                  "--k-shot", "3", "--no-majority", "--data-root", root))
     assert overridden.k_shot[0] == 3

@@ -55,6 +55,7 @@ def _cli_bounded(*args: str, timeout: float = 120) -> subprocess.CompletedProces
                           preexec_fn=limit, env={**os.environ, "OMP_NUM_THREADS": "1"})
 
 
+@pytest.mark.slow
 def test_dev_zero_is_refused_without_being_read():
     done = _cli_bounded("train", "--config", "/dev/zero")
     errors = [line for line in done.stderr.splitlines() if line.startswith("Error")]
@@ -63,6 +64,7 @@ def test_dev_zero_is_refused_without_being_read():
                        "config.json or a .toml settings file")]
 
 
+@pytest.mark.slow
 def test_a_pipe_is_refused_without_waiting_for_a_writer(tmp_path):
     fifo = tmp_path / "settings.toml"
     os.mkfifo(fifo)
@@ -142,7 +144,8 @@ def test_compare_takes_the_same_file_and_checks_it_the_same_way(tmp_path):
 # -- values, through the options' own types ---------------------------------------------------------------
 
 @pytest.mark.parametrize("name, text, needle", [
-    ("s.toml", '[model_config]\nclusters = [32, "x"]\n', "model_config.clusters (--clusters): expected comma-separated"),
+    ("s.toml", '[model_config]\nclusters = [32, "x"]\n',
+     "model_config.clusters (--clusters): expected comma-separated"),
     ("s.toml", "[model_config]\nclusters = [32, true]\n", "model_config.clusters (--clusters)"),
     ("s.toml", "[model_config]\nclusters = [[32]]\n", "model_config.clusters (--clusters): expected a list of numbers"),
     ("s.toml", "[model_config]\nclusters = []\n", "model_config.clusters (--clusters)"),
@@ -152,7 +155,8 @@ def test_compare_takes_the_same_file_and_checks_it_the_same_way(tmp_path):
     ("s.toml", "[train_config]\nsteps = 0\n", "train_config.steps (--steps): 0 is not in the range x>=1"),
     ("s.toml", "[train_config]\nsteps = [1]\n", "train_config.steps (--steps): expected one value, got a list"),
     ("s.toml", "[train_config]\nsteps = {a = 1}\n", "train_config.steps (--steps): expected a value, got a table"),
-    ("s.toml", "[train_config]\nseed = 1979-05-27\n", "train_config.seed (--seed): expected a number, text or true/false"),
+    ("s.toml", "[train_config]\nseed = 1979-05-27\n",
+     "train_config.seed (--seed): expected a number, text or true/false"),
     ("s.toml", "[train_config]\nseed = -1\n", "train_config.seed (--seed)"),
     ("s.toml", '[train_config]\nlr = "fast"\n', "train_config.lr (--lr): 'fast' is not a valid"),
     ("s.toml", "[train_config]\nlr = inf\n", "train_config.lr (--lr): 'inf' is not a finite number"),
@@ -289,6 +293,7 @@ def _check_config(data: bytes, suffix: str, command: str) -> None:
 _commands = st.sampled_from(["train", "compare"])
 
 
+@pytest.mark.slow
 @FUZZ
 @given(document=_documents, command=_commands)
 def test_fuzz_json_documents(document, command):

@@ -166,7 +166,8 @@ def test_validate_rejects_bad_split_names():
 def test_build_graph_is_simple_and_symmetric():
     edges = [(0, 1), (1, 0), (0, 1), (2, 2), (2, 3), (3, 4), (4, 3), (4, 4), (5, 0)]
     n = 7  # node 6 is isolated
-    g = build_graph([s for s, _ in edges], [d for _, d in edges], n, torch.zeros(n, 2), torch.zeros(n, dtype=torch.long))
+    g = build_graph([s for s, _ in edges], [d for _, d in edges], n, torch.zeros(n, 2),
+                    torch.zeros(n, dtype=torch.long))
     ref = nx.Graph()
     ref.add_nodes_from(range(n))
     ref.add_edges_from(edges)

@@ -86,7 +86,8 @@ def test_the_target_built_later_with_features_from_has_the_same_fingerprint(netw
                                                         tmp_path / "x"]])
     assert first.exit_code == 0, first.output
     again = runner.invoke(cli, [str(a) for a in base + ["--train-graphs", "a", "--test-graphs", "c", "--keep-whole",
-                                                        "--features-from", tmp_path / "x", "--out-dir", tmp_path / "y"]])
+                                                        "--features-from", tmp_path / "x",
+                                                        "--out-dir", tmp_path / "y"]])
     assert again.exit_code == 0, again.output
     x, y = GraphCollection.load(tmp_path / "x"), GraphCollection.load(tmp_path / "y")
     assert feature_fingerprint(x) == feature_fingerprint(y) and feature_fingerprint(x)["transform"] != "none"

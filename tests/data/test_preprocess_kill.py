@@ -101,6 +101,7 @@ def _next_save(target: Path) -> None:
     ("save_graphs", True), ("checksum", True), ("replace_1", True), ("replace_2", True), ("remove_old", True),
     ("save_graphs", False), ("checksum", False), ("replace_1", False),
 ])
+@pytest.mark.slow
 def test_sigkill_during_save(moment, with_previous, previous, tmp_path):
     import shutil
 
@@ -120,6 +121,7 @@ def test_sigkill_during_save(moment, with_previous, previous, tmp_path):
     assert _hidden(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_sigkill_from_outside_while_writing(tmp_path):
     """Kill the real command as soon as its temporary folder appears (no hook)."""
     target = tmp_path / "coll"

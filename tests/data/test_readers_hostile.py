@@ -300,7 +300,8 @@ def test_non_finite_features_are_repaired_the_one_way(run, region, tmp_path):
     result = _predict(run, region / "edges.csv", region / "labels.csv", "--features", tmp_path / "nan.npy")
     assert len(csv_table(result)) == len(feat)
     lines = [line for line in result.stderr.splitlines() if "NaN" in line or "non-finite" in line]
-    assert lines == ["WARNING gflkit.prediction.predictor: 2 x non-finite feature value (set to 0) (first at nan.npy: row 3)"]
+    assert lines == ["WARNING gflkit.prediction.predictor: 2 x non-finite feature value (set to 0) "
+                     "(first at nan.npy: row 3)"]
 
     nodes = pd.DataFrame(np.load(region / "feat.npy"), columns=[f"f{j}" for j in range(32)]).astype(object)
     nodes.insert(0, "id", range(len(nodes)))

@@ -162,6 +162,7 @@ def test_missing_dump_is_one_line(tmp_path):
     assert str(tmp_path / "raw" / "aminer") in msg
 
 
+@pytest.mark.slow
 def test_cli_preprocess_aminer_end_to_end(tmp_path):
     from click.testing import CliRunner
 

@@ -53,7 +53,8 @@ def test_links_are_positions_not_ids(tmp_path):
 
 def test_dgl_npz_layout(tmp_path):
     feature = np.arange(12, dtype=np.float32).reshape(4, 3)
-    np.savez(tmp_path / "reddit_data.npz", feature=feature, label=np.array([2, 0, 0, 1]), node_types=np.array([1, 1, 2, 3]))
+    np.savez(tmp_path / "reddit_data.npz", feature=feature, label=np.array([2, 0, 0, 1]),
+             node_types=np.array([1, 1, 2, 3]))
     adj = sp.coo_matrix((np.ones(4), ([0, 1, 1, 2], [1, 0, 2, 2])), shape=(4, 4))
     sp.save_npz(tmp_path / "reddit_graph.npz", adj)
     src = read_reddit(tmp_path, num_classes=None)

@@ -131,6 +131,7 @@ def test_parquet(tiny, tmp_path):
     assert s.g.num_edges() == 14 and s.classes == ["x", "y"]
 
 
+@pytest.mark.slow
 def test_facebook_pages(shared_data):
     d = shared_data / "facebook_pages"
     s = read_table_graph(d / "edges" / "facebook_edges.csv", d / "target" / "facebook_target.csv",

@@ -13,7 +13,8 @@ import pytest
 from scipy import stats
 
 from gflkit.errors import GFLWarning, OneSeedWarning
-from gflkit.evaluation.statistics import estimate, paired_estimate, prob_improvement, two_level_half, unit_table, warn_one_seed
+from gflkit.evaluation.statistics import (estimate, paired_estimate, prob_improvement, two_level_half, unit_table,
+                                         warn_one_seed)
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "coverage.py"
 

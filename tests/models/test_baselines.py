@@ -33,6 +33,7 @@ def test_per_graph_baseline_beats_chance(test_sampler, name):
     assert np.mean(list(acc.values())) > CHANCE_MARGIN
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["planetoid", "deepwalk", "node2vec"])
 def test_per_graph_baseline_is_deterministic(small_family, test_sampler, name):
     gid = test_sampler.graph_ids[0]

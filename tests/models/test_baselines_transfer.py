@@ -46,6 +46,7 @@ def test_transfer_baseline_beats_chance(small_family, trained, name):
     assert np.mean(list(acc.values())) > 0.32
 
 
+@pytest.mark.slow
 def test_transfer_baseline_is_deterministic(small_family, trained):
     again = fit_transfer("matchingnet", small_family, EPISODES, QUICK, progress=False)
     first = trained["matchingnet"].model.state_dict()

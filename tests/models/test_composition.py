@@ -208,7 +208,8 @@ def test_resolve_device_names_what_to_install(monkeypatch):
     with pytest.raises(GFLError) as err:
         resolve_device("cuda:0")
     message = str(err.value)
-    assert "\n" not in message and "CPU-only build" in message and "pip install dgl -f https://data.dgl.ai/wheels/" in message
+    assert "\n" not in message and "CPU-only build" in message
+    assert "pip install dgl -f https://data.dgl.ai/wheels/" in message
     monkeypatch.setattr(torch.version, "cuda", "12.4")
     with pytest.raises(GFLError, match=r"torch-\d+\.\d+/cu124/repo.html"):
         resolve_device("cuda")

@@ -124,7 +124,7 @@ def test_outputs_and_gradients_equal_the_earlier_model(name):
     expected_grads = upgrade_state_dict(expected["grads"])  # recorded under 0.1.0's parameter names
     assert set(got["grads"]) == set(expected_grads)
     for key, grad in expected_grads.items():
-        torch.testing.assert_close(got["grads"][key], grad, **tol, msg=lambda m: f"{key}: {m}")
+        torch.testing.assert_close(got["grads"][key], grad, **tol, msg=lambda m, key=key: f"{key}: {m}")
 
 
 _OUTPUTS: dict = {}
@@ -137,7 +137,8 @@ def _current_outputs() -> dict:
 
 
 @pytest.mark.parametrize("cfg", [GFLConfig(), GFLConfig(aggregator="att", similarity="jaccard"),
-                                 GFLConfig(gate=False), PRESETS["protonet"]], ids=["default", "att-jaccard", "no-gate", "protonet"])
+                                 GFLConfig(gate=False), PRESETS["protonet"]],
+                         ids=["default", "att-jaccard", "no-gate", "protonet"])
 def test_score_episodes_equals_forward_on_each_episode(small_family, cfg):
     """One encoder pass for many episodes of a graph gives each episode's forward logits."""
     sampler = EpisodeSampler(small_family, "test", EpisodeConfig(k_shot=3), seed=0)
@@ -418,6 +419,7 @@ def test_meta_batch_parts_follow_the_threads_and_avoid_dropout(small_family):
         torch.set_num_threads(threads)
 
 
+@pytest.mark.slow
 def test_meta_batch_parts_may_share_a_graph(small_family):
     """A meta-batch drawn with replacement holds one graph in several parts at once."""
     from gflkit.training._engine import meta_batch_loss
@@ -427,7 +429,7 @@ def test_meta_batch_parts_may_share_a_graph(small_family):
     model = GFL(small_family.feat_size)
     values = set()
     ep = sampler.episode(gid, 0)
-    for i in range(40):
+    for _ in range(40):
         g = prepare_graph(small_family.graphs[gid])  # fresh: nothing DGL builds lazily exists yet
         loss, _ = meta_batch_loss(model, [g] * 8, [ep] * 8, workers=4)
         values.add(float(loss.detach()))
@@ -495,11 +497,11 @@ def test_step_loss_prepares_the_next_step_without_changing_a_bit(small_family, m
         model = GFL(small_family.feat_size, PRESETS[model_name])
         step_loss = StepLoss(model, lambda sampler, step: ids_of.get(step))
         for step in (1, 2, 3):
-            ahead = _loss_and_grads(model, lambda: step_loss(cache, sampler, ids_of[step], step))
+            ahead = _loss_and_grads(model, lambda step=step: step_loss(cache, sampler, ids_of[step], step))
             assert step_loss._ahead is not None and step_loss._ahead[0] == (tuple(ids_of[step + 1]), step + 1)
             graphs = [cache[gid] for gid in ids_of[step]]
-            plain = _loss_and_grads(model, lambda: meta_batch_loss(model, graphs, [sampler.episode(gid, step)
-                                                                                    for gid in ids_of[step]]))
+            plain = _loss_and_grads(model, lambda graphs=graphs, step=step: meta_batch_loss(
+                model, graphs, [sampler.episode(gid, step) for gid in ids_of[step]]))
             assert _same_bits(ahead, plain)
         # The loop asks for another meta-batch than the one prepared: it is computed from scratch.
         other = [sampler.graph_ids[0]] * 5

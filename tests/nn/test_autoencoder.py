@@ -114,4 +114,4 @@ def test_recon_loss_gradcheck(pair, directed):
     assert is_symmetric(bg) != directed
     for reduction in ("mean", "sum"):
         for normalize in (False, True):
-            assert torch.autograd.gradcheck(lambda x: recon_loss(bg, x, reduction, normalize), (d,))
+            assert torch.autograd.gradcheck(lambda x, r=reduction, n=normalize: recon_loss(bg, x, r, n), (d,))

@@ -73,8 +73,8 @@ def test_neighbour_sums_are_dgls_products(pair, dtype):
     bg = dgl.remove_edges(bg, torch.arange(0, bg.num_edges(), 3))  # directed
     x = torch.randn(bg.num_nodes(), 6, dtype=dtype)[:, ::2].requires_grad_()  # not contiguous
     src, dst = bg.edges()
-    dense = torch.zeros(bg.num_nodes(), bg.num_nodes(), dtype=dtype).index_put_((dst, src), torch.ones(len(src), dtype=dtype),
-                                                                                accumulate=True)
+    dense = torch.zeros(bg.num_nodes(), bg.num_nodes(), dtype=dtype).index_put_(
+        (dst, src), torch.ones(len(src), dtype=dtype), accumulate=True)
     forward, backward = neighbour_sum(bg, x), neighbour_sum_t(bg, x)
     assert not forward.requires_grad and not backward.requires_grad
     with torch.no_grad():

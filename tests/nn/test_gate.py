@@ -12,7 +12,7 @@ def test_gate_modes_start_where_documented(mode, start):
     torch.manual_seed(0)
     gate = HierarchyGate(32, 100, mode=mode)
     g = gate(torch.zeros(1, 32))  # a zero representation leaves only the bias
-    assert abs(float(g.detach().mean()) - start) < 0.25 if mode == "paper" else abs(float(g.detach().mean()) - start) < 0.01
+    assert abs(float(g.detach().mean()) - start) < (0.25 if mode == "paper" else 0.01)
     h = torch.randn(4, 32, requires_grad=True)
     gate(h).sum().backward()
     if mode == "centered":  # slope 0.5 and the usual weights: the representation gets a real gradient

@@ -56,7 +56,7 @@ gfl,mean,big,test,3,6,10,5,none,76.3,2.8,seeds x graphs,2.7,78.1,73.6,0.9,,,,,,,
 gfl,mean,big,test,3,6,10,5,lp,78.5,2.9,seeds x graphs,2.8,80.1,76.2,0.8,gfl-mean,2.3,2.1,2.5,1.0,1e-9,18,"0,1,2"
 protonet,,big,test,3,6,10,5,none,73.9,2.0,seeds x graphs,1.9,76.7,71.5,0.4,gfl-mean,-2.4,-3.3,-1.6,0.0,2e-6,18,"0,1,2"
 majority,,big,test,3,6,10,5,none,49.1,4.4,seeds x graphs,4.2,25.0,16.4,0.0,gfl-mean,-27.2,-28.5,-25.9,0.0,7e-28,18,"0,1,2"
-"""
+"""  # noqa: E501 (CSV rows as compare writes them)
 
 
 @pytest.fixture
@@ -268,6 +268,7 @@ def _png_size(path) -> tuple[int, int]:
     return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
 
 
+@pytest.mark.slow
 def test_plot_formats_and_dpi(plot_libraries, tmp_path):
     src = tmp_path / "r.csv"
     src.write_text(SHOTS_CSV)
@@ -331,6 +332,7 @@ def tiny_runs(small_family_dir, tmp_path_factory):
     return runs
 
 
+@pytest.mark.slow
 def test_plot_tsne_two_rows(plot_libraries, tiny_runs, small_family_dir, tmp_path):
     out = tmp_path / "tsne.png"
     result = CliRunner().invoke(cli, [

@@ -318,8 +318,9 @@ def test_node_table_with_feature_columns_and_own_ids(runs, region, tmp_path):
     labels = pd.read_csv(region / "labels.csv")
     labels["node"] += 1000
     labels.to_csv(tmp_path / "labels.csv", index=False)
-    table = csv_table(invoke("predict", runs["gfl"], "--edges", tmp_path / "edges.csv", "--nodes", tmp_path / "nodes.csv",
-                        "--feature-cols", "f", "--labels", tmp_path / "labels.csv"))
+    table = csv_table(invoke("predict", runs["gfl"], "--edges", tmp_path / "edges.csv",
+                             "--nodes", tmp_path / "nodes.csv", "--feature-cols", "f",
+                             "--labels", tmp_path / "labels.csv"))
     want = csv_table(_predict(runs["gfl"], region))
     assert table["node"].tolist() == [1000 + i for i in range(n)]
     assert table["label"].tolist() == want["label"].tolist()

@@ -78,6 +78,7 @@ def _lines(stderr: str, needle: str) -> list[str]:
 
 
 # -- the estimate ---------------------------------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("refine", ["none", "lp"])
 def test_estimate_tracks_the_true_accuracy(predictor, refine):
     """On 32 SBM graphs with known labels (240 nodes, 4 balanced classes, 5 labels each, features from weak to

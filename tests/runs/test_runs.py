@@ -286,13 +286,18 @@ def uninterrupted(root, tmp_path_factory):
     ("before any last.pt", signal.SIGKILL),
     ("after the first last.pt", signal.SIGINT),  # Ctrl-C
 ])
+@pytest.mark.slow
 def test_kill_then_resume_is_bit_identical(root, tmp_path, uninterrupted, moment, sig):
     reference, row = uninterrupted
     run = tmp_path / "run"
     if moment == "after the first last.pt":
-        ready = lambda partial: (partial / "last.pt").is_file()
+        marker = "last.pt"
     else:
-        ready = lambda partial: (partial / "config.json").is_file()
+        marker = "config.json"
+
+    def ready(partial):
+        return (partial / marker).is_file()
+
     code, stderr = _kill_when(run, ready, root, sig)
     if sig == signal.SIGINT:
         assert code == 130 and "Traceback" not in stderr
@@ -589,7 +594,8 @@ def test_resume_after_last_pt_was_replaced_by_another_shape_is_one_line(interrup
     from gflkit.models.gfl import GFL
 
     other = GFL(32, gflkit.model_config("gfl", hidden_feats=8))
-    torch.save(LoopState(step=3).checkpoint(other, torch.optim.Adam(other.parameters())), partial_path(interrupted) / "last.pt")
+    torch.save(LoopState(step=3).checkpoint(other, torch.optim.Adam(other.parameters())),
+               partial_path(interrupted) / "last.pt")
     line = one_line_error(invoke("train", "--resume", interrupted, "--data-root", root),
                           str(partial_path(interrupted) / "last.pt"), "start a fresh run")
     assert "encoder.conv1.weight is (32, 8) in the file and (32, 32) in the model" in line

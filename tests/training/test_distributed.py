@@ -67,6 +67,7 @@ def test_share_covers_every_item_once():
             assert max(map(len, parts)) - min(map(len, parts)) <= 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("meta_batch", [4, 5])
 def test_two_ranks_match_one_process(small_family, tmp_path, meta_batch, one_thread):
     """B graphs over 2 ranks (even and uneven split) give the single-process parameters, val curve and row."""
@@ -121,6 +122,7 @@ def _start_long_run(small_family_dir: Path, out: Path, timeout: int,
     return proc, pids
 
 
+@pytest.mark.slow
 def test_killed_rank_ends_the_job_naming_it(small_family_dir, tmp_path):
     out, timeout = tmp_path / "run", 60
     proc, pids = _start_long_run(small_family_dir, out, timeout)
@@ -146,6 +148,7 @@ def _lock(run: Path) -> Path:
     return run.with_name(f".{run.name}.lock")
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_every_rank(small_family_dir, tmp_path):
     out = tmp_path / "run"
     proc, pids = _start_long_run(small_family_dir, out, TIMEOUT)
@@ -171,6 +174,7 @@ def test_existing_run_needs_force(small_family, tmp_path):
         gflkit.train(small_family, train_cfg=TINY, run_dir=out, nproc=2, progress=False)
 
 
+@pytest.mark.slow
 def test_resume_over_two_ranks_matches_an_uninterrupted_run(small_family, tmp_path, monkeypatch, one_thread):
     """A run interrupted after its step-2 checkpoint, resumed with --nproc 2, ends as if never stopped."""
     cfg = replace(TINY, steps=6)
@@ -198,6 +202,7 @@ def test_resume_over_two_ranks_matches_an_uninterrupted_run(small_family, tmp_pa
     pd.testing.assert_frame_equal(gflkit.evaluate(out, small_family), whole_table, rtol=1e-9)
 
 
+@pytest.mark.slow
 def test_torchrun_prints_the_single_process_row(small_family_dir, tmp_path):
     args = ["train", str(small_family_dir), "--steps", "3", "--eval-every", "2", "--meta-batch", "3"]
     single = subprocess.run(_cli(*args, "--run-dir", str(tmp_path / "one")), capture_output=True, text=True,
@@ -213,6 +218,7 @@ def test_torchrun_prints_the_single_process_row(small_family_dir, tmp_path):
     assert (tmp_path / "two" / "best.pt").is_file()
 
 
+@pytest.mark.slow
 def test_run_jobs_keeps_order_and_raises():
     assert run_jobs(abs, [-3, 1, -2, 5], jobs=2) == [3, 1, 2, 5]
     assert run_jobs(abs, [-3, 1], jobs=1) == [3, 1]
@@ -224,6 +230,7 @@ def test_run_jobs_keeps_order_and_raises():
         run_jobs(int, ["1", "x", "3"], jobs=2)
 
 
+@pytest.mark.slow
 def test_compare_jobs_gives_the_same_rows(small_family_dir, one_thread):
     from gflkit.experiments import compare
 
@@ -236,6 +243,7 @@ def test_compare_jobs_gives_the_same_rows(small_family_dir, one_thread):
     pd.testing.assert_frame_equal(two, one)
 
 
+@pytest.mark.slow
 def test_ablate_jobs_gives_the_same_rows(small_family_dir, one_thread):
     from gflkit.experiments import ablate
 
@@ -296,6 +304,7 @@ def _report_env(rank: int, nproc: int, folder: str) -> None:
                                                             "started": {k: started.get(k) for k in keys}}))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")
 def test_loopback_settings_go_to_the_ranks_only():
     import json

@@ -95,6 +95,7 @@ def test_a_resume_checkpoint_whose_optimizer_state_does_not_fit_is_one_line():
     ]
     for ckpt, message in cases:
         with pytest.raises(GFLError, match=message) as err:
-            LoopState.restore({**ckpt, "source": "runs/.x.partial/last.pt"}, model, torch.optim.Adam(model.parameters()))
+            LoopState.restore({**ckpt, "source": "runs/.x.partial/last.pt"}, model,
+                              torch.optim.Adam(model.parameters()))
         assert str(err.value).startswith("runs/.x.partial/last.pt: ") and "start a fresh run" in str(err.value)
         assert "\n" not in str(err.value) and "\\n" not in str(err.value)

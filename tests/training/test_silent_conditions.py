@@ -77,6 +77,7 @@ def _carved(collection, seed: int, **kw):
                         **{"run_dir": False, **kw})[0]
 
 
+@pytest.mark.slow
 def test_val_from_train_is_seeded_and_selects_the_model(noval, caplog):
     collection = GraphCollection.load(noval / "processed" / "noval")
     with caplog.at_level("WARNING"):

@@ -135,7 +135,8 @@ def read_aminer(
         key, weight = np.unique(np.frombuffer(parser.pairs[0], np.int64) * n + np.frombuffer(parser.pairs[1], np.int64),
                                 return_counts=True)
         lo, hi = key // n, key % n
-    label, names = select_classes(label, venues.fields, classes, num_classes or (None if classes else TASKS[task]["num_classes"]))
+    wanted = num_classes or (None if classes else TASKS[task]["num_classes"])
+    label, names = select_classes(label, venues.fields, classes, wanted)
     g = build_graph(torch.from_numpy(lo), torch.from_numpy(hi), n, torch.from_numpy(feat), torch.from_numpy(label))
     if weight is not None:
         u, v = (t.numpy() for t in g.edges())
@@ -145,7 +146,8 @@ def read_aminer(
     meta = {
         "dump": str(dump), "task": task, "lines": parser.lines, "papers": n_papers,
         "papers_unmapped_venue": int((field < 0).sum()), "unmapped_venues_top": dict(parser.unmapped.most_common(10)),
-        "venue_map": venues.origin, "features": f"hashed TF-IDF ({n_buckets} buckets) + truncated SVD to {dim}, seed {seed}",
+        "venue_map": venues.origin,
+        "features": f"hashed TF-IDF ({n_buckets} buckets) + truncated SVD to {dim}, seed {seed}",
     }
     if task == "collaboration":
         meta["authors"] = n

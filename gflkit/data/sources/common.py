@@ -59,7 +59,8 @@ def select_classes(
         index = {str(n): i for i, n in enumerate(names)}
         unknown = [c for c in classes if str(c) not in index]
         if unknown:
-            raise GFLError(f"unknown class(es) {', '.join(map(str, unknown))}: choose from {', '.join(map(str, names))}")
+            raise GFLError(f"unknown class(es) {', '.join(map(str, unknown))}: "
+                           f"choose from {', '.join(map(str, names))}")
         keep = sorted({index[str(c)] for c in classes})
     else:
         counts = np.bincount(label[label >= 0], minlength=len(names))

@@ -8,7 +8,8 @@ Two layouts are read:
   listed in ``test.index``; ``graph`` maps a node to its neighbours. Where the
   test ids leave gaps (Citeseer: 15) the gap rows stay as nodes with zero
   features and no label, as in the GCN reference code; they keep the edges
-  ``graph`` gives them. Their count is kept in ``meta["padding_rows"]``. Classes are the one-hot column indices (``"0"``...).
+  ``graph`` gives them. Their count is kept in ``meta["padding_rows"]``. Classes are the one-hot column
+  indices (``"0"``...).
 * LINQS Pubmed-Diabetes (https://linqs-data.soe.ucsc.edu/public/Pubmed-Diabetes.tgz):
   ``Pubmed-Diabetes.NODE.paper.tab`` (TF-IDF weights of 500 words and a label
   ``1``/``2``/``3`` per paper: experimental, type 1, type 2 diabetes) and
@@ -94,7 +95,8 @@ def read_planetoid(
     if not isinstance(adjacency, dict):
         raise DataFormatError(f"{files['graph']}: expected a dict of neighbour lists; download the file again")
     test_ids = _read_test_index(files["test.index"], report)
-    if allx.shape[1] != tx.shape[1] or len(test_ids) != tx.shape[0] or len(ally) != allx.shape[0] or len(ty) != tx.shape[0]:
+    if (allx.shape[1] != tx.shape[1] or len(test_ids) != tx.shape[0] or len(ally) != allx.shape[0]
+            or len(ty) != tx.shape[0]):
         raise DataFormatError(
             f"{folder}/ind.{name}.*: allx {allx.shape}, ally {np.shape(ally)}, tx {tx.shape}, ty {np.shape(ty)} and "
             f"{len(test_ids)} test ids do not fit together; download the files again"
@@ -227,6 +229,7 @@ def read_pubmed(
     if not (folder / f"ind.{name}.x").is_file():
         err = missing_file(folder / f"ind.{name}.x", "planetoid", folder)
         if name == "pubmed":
-            err = GFLError(f"{err} (or the LINQS files {LINQS_FILES[0]} and {LINQS_FILES[1]} from {DOWNLOADS['linqs']})")
+            err = GFLError(f"{err} (or the LINQS files {LINQS_FILES[0]} and {LINQS_FILES[1]} "
+                           f"from {DOWNLOADS['linqs']})")
         raise err
     return read_planetoid(folder, name, classes, num_classes)

@@ -163,7 +163,8 @@ def read_graphsage(
     folder = Path(folder)
     prefix = prefix or find_prefix(folder)
     name = _prefix_name(folder, prefix)
-    paths = {k: require_file(folder / f"{prefix}-{k}", "reddit") for k in ("G.json", "feats.npy", "id_map.json", "class_map.json")}
+    paths = {k: require_file(folder / f"{prefix}-{k}", "reddit")
+             for k in ("G.json", "feats.npy", "id_map.json", "class_map.json")}
     report = BadInputReport(str(paths["G.json"]))
     with reading(paths["G.json"], _NODE_LINK):
         ids, src, dst, links = _scan_node_link(paths["G.json"], report)

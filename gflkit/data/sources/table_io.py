@@ -134,6 +134,7 @@ def _encodable(text: str) -> bool:
 
 
 def column(df: pd.DataFrame, name: str, path: Path, option: str) -> pd.Series:
+    """Column ``name`` of ``df`` read from ``path``; a missing one names ``option`` to set."""
     if name not in df.columns:
         raise GFLError(f"{path}: no column {name!r} (columns: {', '.join(map(str, df.columns))}); set {option}")
     return df[name]

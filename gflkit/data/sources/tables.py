@@ -444,7 +444,7 @@ def read_table_collection(edges, nodes, *, features=None, columns: TableColumns,
     feat, used = _finish_features(t.feat, feat_size, seed, transform, fit, str(features or nodes), fit_rows=rows,
                                   fitted_on=fitted)
     graphs, extras, order = [], [], [(s, i) for s in SPLITS for i, sp_ in enumerate(splits) if sp_ == s]
-    for split, i in order:
+    for _, i in order:
         g = table_subgraph(t, feat, i, slices)
         g.ndata["orig_id"] = torch.from_numpy(t.node_id[bounds[i]:bounds[i + 1]])
         graphs.append(g)
