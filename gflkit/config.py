@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
+from .devices import resolve_device
 from .errors import GFLError
 from .names import (CHECKPOINT_EVERY, DEFAULT_TIMEOUT, ENCODERS, GATE_MODES, PGNN_NORMS,  # noqa: F401 - ENCODERS
                     encoder_names)  # stays importable here
@@ -304,10 +306,6 @@ class RunSettings:
     device: Any = None
 
     def __post_init__(self) -> None:
-        import os
-
-        from .devices import resolve_device
-
         run_dir = self.run_dir
         if run_dir is True or not (run_dir is None or run_dir is False or isinstance(run_dir, (str, os.PathLike))):
             raise GFLError(f"run_dir={run_dir!r}: give a folder, None (./runs/<name>) or False (keep no run folder)")

@@ -17,6 +17,7 @@ import re
 from typing import TYPE_CHECKING
 
 from .errors import GFLError
+from .names import GFL_MODELS
 
 if TYPE_CHECKING:
     import torch
@@ -86,9 +87,7 @@ def resolve_device(device: str | torch.device | None, option: str = "device") ->
 def require_cpu(name: str, device: torch.device) -> None:
     """Only GFL models compute on a GPU: a one-line error when the model ``name`` is given another device."""
     if device.type != "cpu":
-        from .config import PRESETS
-
-        raise GFLError(f"`device={device}`: only GFL models ({', '.join(PRESETS)}) run on a GPU; {name} runs on "
+        raise GFLError(f"`device={device}`: only GFL models ({', '.join(GFL_MODELS)}) run on a GPU; {name} runs on "
                        f"the CPU (leave `device` out)")
 
 

@@ -11,7 +11,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import torch
 
-__all__ = ["FeatureStats", "feature_statistics", "collection_feature_stats", "training_feature_stats"]
+__all__ = ["FeatureStats"]
 
 
 @dataclass(frozen=True, eq=False)

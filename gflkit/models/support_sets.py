@@ -12,7 +12,7 @@ import torch
 
 from ..errors import GFLError
 
-__all__ = ["CHUNK", "flat_support", "chunked", "check_head_classes", "cannot_predict"]
+__all__ = []
 
 #: Query nodes scored at a time.
 CHUNK = 1 << 18

@@ -215,8 +215,8 @@ class RunFolder:
             )
         if self.path.exists() and not (self.path.is_dir() and ((self.path / CONFIG_FILE).is_file()
                                                                 or not any(self.path.iterdir()))):
-            raise GFLError(f"{self.path} exists and is not a gflkit run (no {CONFIG_FILE}); `force=True` replaces only a "
-                           f"run or an empty folder: choose another `run_dir`")
+            raise GFLError(f"{self.path} exists and is not a gflkit run (no {CONFIG_FILE}); `force=True` replaces "
+                           f"only a run or an empty folder: choose another `run_dir`")
         if self.work.exists():
             log.warning("removing %s, left by an interrupted run (`resume` continues such a run)", self.work)
             _remove(self.work)

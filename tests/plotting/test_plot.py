@@ -294,7 +294,7 @@ def test_plot_output_name_and_format_must_agree(tmp_path):
     assert result.exit_code == 2
     assert "ending in .png, .pdf or .svg" in result.output
     result = CliRunner().invoke(cli, ["plot", "shots", str(src), "-o", str(tmp_path / "fig.png"), "--format", "svg"])
-    assert result.exit_code == 1 and "--format is svg" in result.output
+    assert result.exit_code == 1 and "but --format svg" in result.output
     assert not (tmp_path / "fig.png").exists()
 
 
