@@ -65,6 +65,10 @@ class OneSeedWarning(GFLWarning):
         super().__init__(f"{self.WHAT}; to include it, {self.ADVICE.get(context, self.ADVICE['experiment'])}")
 
 
+class NoSignalWarning(GFLWarning):
+    """No compared model beats the majority-class row: the table cannot show that any model learned."""
+
+
 class SettingError(GFLError):
     """A setting (a parameter of a gflkit function) that does not fit the data.
 

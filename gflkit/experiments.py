@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import warnings
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Sequence
 
@@ -38,7 +39,7 @@ from .config import ABLATIONS, AGGREGATORS, EpisodeConfig, GFLConfig, TrainConfi
 from .data import GraphCollection, load_collection
 from .devices import resolve_device
 from .episodes import EpisodeSampler
-from .errors import GFLError
+from .errors import GFLError, NoSignalWarning
 from .evaluation.statistics import warn_one_seed
 from .evaluation.scoring import baseline_records, majority_records, paired
 from .models.baselines import PER_GRAPH, TRANSFER
@@ -339,7 +340,29 @@ def compare(
                                   episodes, seeds, method, ci, base=_label(model, agg, "none")))
     rows = _with_paired(entries, _compare_reference(entries, reference, [r.method for r in refines]), ci)
     warn_one_seed(len(seeds))
+    warn_no_signal(rows, collection.name)
     return _table(rows)
+
+
+def warn_no_signal(rows: list[dict], dataset: str) -> None:
+    """Warn (:class:`~gflkit.errors.NoSignalWarning`) when no model's accuracy is above the majority row's.
+
+    Such a table shows no model learning anything from the labels: the labels
+    may carry no signal the models can use (e.g. a no-signal family), or
+    training failed. Balanced accuracy then tells the models apart from a
+    constant answer.
+    """
+    majority = [r["accuracy"] for r in rows if r.get("model") == MAJORITY]
+    others = [(r["accuracy"], r.get("model"), r.get("aggregator"), r.get("refine")) for r in rows
+              if r.get("model") != MAJORITY]
+    if not majority or not others or max(a for a, *_ in others) > majority[0]:
+        return
+    best = max(others, key=lambda o: o[0])
+    name = "-".join(str(p) for p in best[1:3] if p) + (f"+{best[3]}" if best[3] not in (None, "none") else "")
+    warnings.warn(NoSignalWarning(
+        f"no model beats the majority class on {dataset}: the best, {name}, scores {best[0]:.2f} against "
+        f"{majority[0]:.2f}; the labels may carry no signal these models use, or training failed (compare "
+        f"balanced_accuracy, which is 100/classes for a constant answer)"), stacklevel=3)
 
 
 def _compare_reference(entries: list[_Entry], reference: str | None, methods: list[str]):

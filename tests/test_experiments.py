@@ -269,3 +269,31 @@ def test_rerun_into_the_same_runs_root_needs_force(small_family_dir, tmp_path):
     forced = CliRunner().invoke(cli, args + ["--force"])
     assert forced.exit_code == 0, forced.output
     assert forced.stdout == first.stdout  # the same seeded run, replaced
+
+
+def _rows(majority: float, *others: float) -> list[dict]:
+    rows = [{"model": "gfl", "aggregator": "mean", "refine": "none", "accuracy": a} for a in others]
+    return rows + [{"model": "majority", "aggregator": None, "refine": "none", "accuracy": majority}]
+
+
+def test_a_table_where_no_model_beats_the_majority_row_warns_once():
+    from gflkit.errors import NoSignalWarning
+    from gflkit.experiments import warn_no_signal
+
+    with pytest.warns(NoSignalWarning, match=r"no model beats the majority class on twitch: the best, gfl-mean, "
+                                             r"scores 40\.00 against 41\.00") as caught:
+        warn_no_signal(_rows(41.0, 40.0, 39.0), "twitch")
+    assert len(caught) == 1
+    with pytest.warns(NoSignalWarning):  # a tie is no improvement
+        warn_no_signal(_rows(41.0, 41.0), "twitch")
+
+
+def test_no_warning_when_a_model_beats_the_majority_row_or_there_is_none():
+    import warnings
+
+    from gflkit.experiments import warn_no_signal
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_no_signal(_rows(41.0, 40.0, 41.5), "cora")
+        warn_no_signal([{"model": "gfl", "accuracy": 10.0}], "cora")
