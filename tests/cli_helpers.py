@@ -7,12 +7,27 @@ import pandas as pd
 from click.testing import CliRunner, Result
 from gflkit_cli.main import cli
 
-__all__ = ["invoke", "csv_table", "one_line_error"]
+__all__ = ["invoke", "invoke_until_first_checkpoint", "csv_table", "one_line_error"]
 
 
 def invoke(*args) -> Result:
     """Run ``gflkit ARGS...`` in-process; arguments may be paths or numbers."""
     return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def invoke_until_first_checkpoint(monkeypatch, *args) -> Result:
+    """``invoke(*args)`` with a Ctrl-C right after the run's first resume checkpoint (``last.pt``) is written."""
+    from gflkit.runs.folder import RunFolder
+
+    original = RunFolder.save_last
+
+    def save_then_stop(self, ckpt):
+        original(self, ckpt)
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(RunFolder, "save_last", save_then_stop)
+        return invoke(*args)
 
 
 def csv_table(result: Result, **read_csv) -> pd.DataFrame:

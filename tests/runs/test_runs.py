@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from cli_helpers import invoke, one_line_error
+from cli_helpers import invoke, invoke_until_first_checkpoint, one_line_error
 
 import gflkit
 from gflkit.config import EpisodeConfig, TrainConfig
@@ -561,16 +561,9 @@ def test_run_without_recorded_hashes_is_complete_but_unverified(finished, root, 
 @pytest.fixture
 def interrupted(root, tmp_path, monkeypatch):
     """A run stopped by Ctrl-C right after its first resume checkpoint (step 3 of 6)."""
-    original = RunFolder.save_last
-
-    def save_then_stop(self, ckpt):
-        original(self, ckpt)
-        raise KeyboardInterrupt
-
     run = tmp_path / "run"
-    with monkeypatch.context() as patch:
-        patch.setattr(RunFolder, "save_last", save_then_stop)
-        stopped = train(root, "--run-dir", run, "--checkpoint-every", "3")
+    stopped = invoke_until_first_checkpoint(monkeypatch, "train", *FAST, "--data-root", root, "tiny", "--run-dir", run,
+                                            "--checkpoint-every", "3")
     assert stopped.exit_code == 130 and "--resume" in stopped.stderr
     assert (partial_path(run) / "last.pt").is_file()
     return run

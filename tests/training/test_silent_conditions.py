@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from cli_helpers import csv_table, invoke, one_line_error
+from cli_helpers import csv_table, invoke, invoke_until_first_checkpoint, one_line_error
 
 import gflkit
 from gflkit.data import GraphCollection
@@ -22,7 +22,7 @@ from gflkit.data.sources.base import SourceGraph
 from gflkit.data.sources.table_io import fit_svd
 from gflkit.data.sources.tables import TableColumns, read_table_collection
 from gflkit.errors import SettingError
-from gflkit.runs.folder import RunFolder, partial_path
+from gflkit.runs.folder import partial_path
 
 FAST = ["--steps", "6", "--eval-every", "2", "--k-shot", "3", "--n-query", "3", "--meta-batch", "2"]
 
@@ -119,16 +119,8 @@ def test_resume_moves_the_same_graphs_and_ends_as_an_uninterrupted_run(noval, tm
             "--no-eval", "--checkpoint-every", "4"]
     whole = invoke(*args, "--run-dir", tmp_path / "whole")
     assert whole.exit_code == 0, whole.output
-    original = RunFolder.save_last
-
-    def save_then_stop(self, ckpt):
-        original(self, ckpt)
-        raise KeyboardInterrupt
-
     run = tmp_path / "run"
-    with monkeypatch.context() as patch:
-        patch.setattr(RunFolder, "save_last", save_then_stop)
-        stopped = invoke(*args, "--run-dir", run)
+    stopped = invoke_until_first_checkpoint(monkeypatch, *args, "--run-dir", run)
     assert stopped.exit_code == 130 and (partial_path(run) / "last.pt").is_file()
     resumed = invoke("train", "--resume", run, "--data-root", noval, "--no-eval")
     assert resumed.exit_code == 0, resumed.output
