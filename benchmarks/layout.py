@@ -16,7 +16,8 @@ from types import SimpleNamespace
 def gflkit_layout() -> SimpleNamespace:
     """``GraphCache``, ``batch_episodes``, ``prepare_graph``, ``graph_accuracies``, ``GFL``,
     ``meta_batch_loss`` and ``StepLoss`` (``None`` before they existed), the training loop's optimizer
-    class ``Adam`` and the context its update runs in (``update_threads``), and
+    ``Adam(params, lr=)`` (``gflkit.loop.default_optimizer`` where it exists) and the context its
+    update runs in (``update_threads``), and
     the source folder, all from the tree of the loaded ``gflkit``."""
     import contextlib
     import importlib
@@ -46,12 +47,17 @@ def gflkit_layout() -> SimpleNamespace:
                                 prepare_graph=gfl.prepare_graph, graph_accuracies=evaluate.graph_accuracies,
                                 GFL=gfl.GFL, meta_batch_loss=None, StepLoss=None)
         modules = [evaluate, gfl]
-    if (root / "optim.py").exists():  # gflkit's own Adam (from 2275ac6 to d63f082)
+    loop = importlib.import_module("gflkit.loop") if (root / "loop.py").exists() else None
+    if loop is not None and hasattr(loop, "default_optimizer"):  # the loop's own choice of Adam
+        config = importlib.import_module("gflkit.config")
+        parts.Adam = lambda params, lr: loop.default_optimizer(config.TrainConfig(lr=lr))(params)
+        modules.append(loop)
+    elif (root / "optim.py").exists():  # gflkit's own Adam (from 1e8a329 to d63f082)
         parts.Adam = importlib.import_module("gflkit.optim").Adam
         modules.append(importlib.import_module("gflkit.optim"))
     else:
         parts.Adam = torch.optim.Adam
-    # The loop's update on one thread, where it has one_thread (since 2275ac6).
+    # The loop's update on one thread, where it has one_thread (since 37ee726).
     parts.update_threads = getattr(batching, "one_thread", None) if (root / "batching.py").exists() else None
     parts.update_threads = parts.update_threads or contextlib.nullcontext
     for module in modules:
