@@ -17,7 +17,8 @@ from types import SimpleNamespace
 def gflkit_layout() -> SimpleNamespace:
     """``GraphCache``, ``batch_episodes``, ``prepare_graph``, ``graph_accuracies``, ``GFL``,
     ``meta_batch_loss`` and ``StepLoss`` (``None`` before they existed), the training loop's optimizer
-    class ``Adam`` and the context its update runs in (``update_threads``), and
+    ``Adam(params, lr=)`` (``gflkit.loop.default_optimizer`` where it exists) and the context its
+    update runs in (``update_threads``), and
     the source folder, all from the tree of the loaded ``gflkit``."""
     import contextlib
     import importlib
@@ -55,7 +56,14 @@ def gflkit_layout() -> SimpleNamespace:
                                 prepare_graph=gfl.prepare_graph, graph_accuracies=evaluate.graph_accuracies,
                                 GFL=gfl.GFL, meta_batch_loss=None, StepLoss=None)
         modules = [evaluate, gfl]
-    if (root / "optim.py").exists():  # gflkit's own Adam (from 2275ac6 to d63f082)
+    loop_name = "gflkit.training.loop" if (root / "training" / "loop.py").exists() else "gflkit.loop"
+    loop = importlib.import_module(loop_name) if (root / "training" / "loop.py").exists() or (root / "loop.py").exists() \
+        else None
+    if loop is not None and hasattr(loop, "default_optimizer"):  # the loop's own choice of Adam
+        config = importlib.import_module("gflkit.config")
+        parts.Adam = lambda params, lr: loop.default_optimizer(config.TrainConfig(lr=lr))(params)
+        modules.append(loop)
+    elif (root / "optim.py").exists():  # gflkit's own Adam (from 1e8a329 to d63f082)
         parts.Adam = importlib.import_module("gflkit.optim").Adam
         modules.append(importlib.import_module("gflkit.optim"))
     else:

