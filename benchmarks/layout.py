@@ -56,9 +56,9 @@ def gflkit_layout() -> SimpleNamespace:
                                 prepare_graph=gfl.prepare_graph, graph_accuracies=evaluate.graph_accuracies,
                                 GFL=gfl.GFL, meta_batch_loss=None, StepLoss=None)
         modules = [evaluate, gfl]
-    loop_name = "gflkit.training.loop" if (root / "training" / "loop.py").exists() else "gflkit.loop"
-    loop = importlib.import_module(loop_name) if (root / "training" / "loop.py").exists() or (root / "loop.py").exists() \
-        else None
+    loop_file = next((f for f in (root / "training" / "loop.py", root / "loop.py") if f.exists()), None)
+    loop = importlib.import_module("gflkit.training.loop" if loop_file and loop_file.parent.name == "training"
+                                   else "gflkit.loop") if loop_file else None
     if loop is not None and hasattr(loop, "default_optimizer"):  # the loop's own choice of Adam
         config = importlib.import_module("gflkit.config")
         parts.Adam = lambda params, lr: loop.default_optimizer(config.TrainConfig(lr=lr))(params)
