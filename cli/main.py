@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import logging
 import os
+import _thread
 import signal
 import sys
+import threading
 import warnings
 
 # OpenMP worker threads (torch's and DGL's kernels share one libgomp) busy-wait
@@ -40,8 +42,36 @@ def _interrupted(err: BaseException | None = None) -> SystemExit:
 _signalled: list[int] = []
 
 
+def _importing(frame) -> bool:
+    """Whether ``frame`` runs inside an import (a module's top-level code, or the import machinery)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+#: A Ctrl-C that arrived inside an import and is still to be delivered.
+_pending = threading.Event()
+
+
+def _redeliver() -> None:
+    if _pending.is_set():
+        _thread.interrupt_main()
+
+
 def _on_sigint(signum, frame) -> None:
     _signalled.append(signum)
+    if _importing(frame):
+        # A KeyboardInterrupt raised while an extension module (torch, DGL) is being imported can cross
+        # one of its C++ frames, which then aborts the whole process (SIGABRT). Deliver the Ctrl-C again
+        # shortly, until it arrives outside any import; a command that ends first ends as interrupted.
+        _pending.set()
+        timer = threading.Timer(0.05, _redeliver)
+        timer.daemon = True
+        timer.start()
+        return
+    _pending.clear()
     raise KeyboardInterrupt
 
 
@@ -64,10 +94,14 @@ try:
     from gflkit.errors import GFLError, GFLWarning
 except BaseException:
     if _signalled:
+        _pending.clear()
         raise _interrupted() from None
     raise
 finally:
     _set_sigint(signal.default_int_handler)
+if _pending.is_set():  # a Ctrl-C during the imports above, not delivered yet
+    _pending.clear()
+    raise _interrupted()
 
 
 def _one_line(text: str) -> str:
@@ -134,13 +168,22 @@ class GFLGroup(click.Group):
         # Commands import torch and DGL when they start: a Ctrl-C then is recorded, as at start-up.
         _set_sigint(_on_sigint)
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("always", GFLWarning)
-                warnings.showwarning = _show_warning
-                return super().invoke(ctx)
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("always", GFLWarning)
+                    warnings.showwarning = _show_warning
+                    result = super().invoke(ctx)
+            except Exception:
+                if _pending.is_set():  # a Ctrl-C deferred during an import: that is how the command ended
+                    raise KeyboardInterrupt from None
+                raise
+            if _pending.is_set():
+                raise KeyboardInterrupt
+            return result
         except GFLError as err:
             raise click.ClickException(_one_line(_with_flags(self, ctx, err))) from None
         except KeyboardInterrupt as err:
+            _pending.clear()
             raise _interrupted(err) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
