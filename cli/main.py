@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import logging
 import os
-import _thread
 import signal
 import sys
-import threading
 import warnings
+
+from gflkit.interrupts import on_sigint as _on_sigint
+from gflkit.interrupts import pending as _pending
+from gflkit.interrupts import received as _signalled
+from gflkit.interrupts import set_sigint as _set_sigint
 
 # OpenMP worker threads (torch's and DGL's kernels share one libgomp) busy-wait
 # between parallel regions; when the cores are shared with other work, the
@@ -39,53 +42,8 @@ def _interrupted(err: BaseException | None = None) -> SystemExit:
     return SystemExit(INTERRUPTED)
 
 
-_signalled: list[int] = []
-
-
-def _importing(frame) -> bool:
-    """Whether ``frame`` runs inside an import (a module's top-level code, or the import machinery)."""
-    while frame is not None:
-        if frame.f_code.co_filename.startswith("<frozen importlib"):
-            return True
-        frame = frame.f_back
-    return False
-
-
-#: A Ctrl-C that arrived inside an import and is still to be delivered.
-_pending = threading.Event()
-
-
-def _redeliver() -> None:
-    if _pending.is_set():
-        _thread.interrupt_main()
-
-
-def _on_sigint(signum, frame) -> None:
-    _signalled.append(signum)
-    if _importing(frame):
-        # A KeyboardInterrupt raised while an extension module (torch, DGL) is being imported can cross
-        # one of its C++ frames, which then aborts the whole process (SIGABRT). Deliver the Ctrl-C again
-        # shortly, until it arrives outside any import; a command that ends first ends as interrupted.
-        _pending.set()
-        timer = threading.Timer(0.05, _redeliver)
-        timer.daemon = True
-        timer.start()
-        return
-    _pending.clear()
-    raise KeyboardInterrupt
-
-
-# Importing torch and DGL takes seconds: a Ctrl-C then must not print a
-# traceback. A KeyboardInterrupt inside an extension module's import can
-# surface as another error (a half-initialised module), so the signal itself
-# is recorded.
-def _set_sigint(handler) -> None:
-    try:
-        signal.signal(signal.SIGINT, handler)
-    except ValueError:  # not the main thread: leave signals alone
-        pass
-
-
+# Importing torch and DGL takes seconds: a Ctrl-C then must not print a traceback or abort the process
+# (gflkit.interrupts delivers it once the import is over).
 _set_sigint(_on_sigint)
 try:
     import click

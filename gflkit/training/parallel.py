@@ -31,6 +31,7 @@ import torch.distributed as tdist
 from ..devices import check_workers
 from ..data import GraphCollection
 from ..errors import GFLError
+from ..interrupts import on_sigint, set_sigint
 from ..io import remove_inside
 
 __all__ = []
@@ -153,6 +154,7 @@ def _entry(worker: Callable, rank: int, nproc: int, threads: int, folder: str, a
 
     Errors are reported in one line.
     """
+    set_sigint(on_sigint)  # a Ctrl-C is raised only where it can be (never in an import or a weakref callback)
     try:
         os.environ.update(env)  # this process's own environment: the launching process's stays as it is
         torch.set_num_threads(threads)
