@@ -484,13 +484,18 @@ def test_finished_run_records_the_sha256_of_its_files(finished):
     assert list(table["status"]) == ["complete"] and list(table["verified"]) == ["yes"] and errors == []
 
 
-def test_random_bytes_best_pt_is_listed_damaged_and_not_loaded(finished, root, tmp_path):
-    run = _copy(finished, tmp_path)
-    _random_bytes(run / "best.pt")
+def _listed_damaged(run: Path, name: str) -> None:
+    """Random bytes in ``run/name``: ``gflkit runs`` lists the run as damaged, naming the file, in one stderr line."""
+    _random_bytes(run / name)
     table, stderr = _listing(run.parent)
     row = table.iloc[0]
-    assert (row["status"], row["verified"]) == ("damaged", "no") and row["reason"].startswith("best.pt: SHA-256")
-    assert len(stderr) == 1 and str(run) in stderr[0] and "best.pt" in stderr[0]
+    assert (row["status"], row["verified"]) == ("damaged", "no") and row["reason"].startswith(f"{name}: SHA-256")
+    assert len(stderr) == 1 and str(run) in stderr[0] and name in stderr[0]
+
+
+def test_random_bytes_best_pt_is_listed_damaged_and_not_loaded(finished, root, tmp_path):
+    run = _copy(finished, tmp_path)
+    _listed_damaged(run, "best.pt")
     for command in (["evaluate", run, "--data-root", root],
                     ["predict", run / "best.pt", "--graph", "tiny:6", "--labels", tmp_path / "l.csv"],
                     ["embed", run, "--graph", "tiny:6", "-o", tmp_path / "z.npy"]):
@@ -501,11 +506,7 @@ def test_random_bytes_best_pt_is_listed_damaged_and_not_loaded(finished, root, t
 
 def test_random_bytes_metrics_csv_is_listed_damaged(finished, root, tmp_path):
     run = _copy(finished, tmp_path)
-    _random_bytes(run / "metrics.csv")
-    table, stderr = _listing(run.parent)
-    row = table.iloc[0]
-    assert (row["status"], row["verified"]) == ("damaged", "no") and row["reason"].startswith("metrics.csv: SHA-256")
-    assert len(stderr) == 1 and str(run) in stderr[0] and "metrics.csv" in stderr[0]
+    _listed_damaged(run, "metrics.csv")
     line = one_line_error(invoke("train", "--resume", run, "--data-root", root), str(run / "metrics.csv"), "SHA-256")
     _no_escaped_text(line)
     assert invoke("evaluate", run, "--data-root", root).exit_code == 0  # best.pt itself is intact
