@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
-from gflkit.utils import atomic_write_text  # noqa: E402
+from gflkit.io import atomic_write_text  # noqa: E402
 
 
 def regions(src: np.ndarray, dst: np.ndarray, n: int, parts: int) -> np.ndarray:
