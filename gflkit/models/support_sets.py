@@ -30,14 +30,21 @@ def chunked(n: int, score: Callable[[slice], torch.Tensor]) -> torch.Tensor:
     return torch.cat([score(slice(lo, min(lo + CHUNK, n))) for lo in range(0, n, CHUNK)])
 
 
-def check_head_classes(model, support: Sequence[torch.Tensor]) -> None:
-    """A model with a classifier head scores at most as many classes as it was trained with."""
-    if len(support) > model.num_classes:
+def check_head_classes(model, support: Sequence[torch.Tensor], others: Sequence[str] = ()) -> None:
+    """A model with a classifier head (``head_classes``) scores at most as many classes as it was trained
+    with; ``others``: the models that score any classes, named in the error."""
+    if getattr(model, "head_classes", False) and len(support) > model.num_classes:
+        hint = f" ({_listed(others)} can)" if others else ""
         raise GFLError(f"the {model.name} run was trained with a {model.num_classes}-class head; it cannot predict "
-                       f"{len(support)} classes (GFL, protonet, knn and matchingnet can)")
+                       f"{len(support)} classes{hint}")
 
 
-def cannot_predict(model) -> GFLError:
-    """The error for a model without ``class_scores``."""
-    return GFLError(f"{getattr(model, 'name', type(model).__name__)} cannot predict on a new graph: only GFL, "
-                    f"protonet, knn, matchingnet, maml and agf runs can")
+def cannot_predict(model, able: Sequence[str] = ()) -> GFLError:
+    """The error for a model without ``class_scores``; ``able``: the models that have it."""
+    hint = f": only {_listed(able)} runs can" if able else ""
+    return GFLError(f"{getattr(model, 'name', type(model).__name__)} cannot predict on a new graph{hint}")
+
+
+def _listed(names: Sequence[str]) -> str:
+    names = list(names)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"

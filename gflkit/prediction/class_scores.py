@@ -1,11 +1,12 @@
 """Class scores of every node of a new graph, for each model that can predict on one.
 
 Each such model answers ``class_scores(g, support, z=None)`` itself (:class:`~gflkit.models.gfl.GFL`
-with any preset, Protonet included, and the transfer baselines K-NN, Matching Network, MAML and
-All-Graph-Finetune); this module dispatches to it. GFL, K-NN and Matching Network
+with any preset, Protonet included, and the transfer baselines K-NN, Matching Network, MAML, GPN and
+All-Graph-Finetune); this module dispatches to it, and names the models that can when one cannot
+(:func:`predicting_models`, read from the registry). GFL, K-NN, Matching Network and GPN
 compare node embeddings with the labelled (support) nodes, so they score any
 classes, each with any number of support nodes. MAML and All-Graph-Finetune
-adapt their classifier head on the support nodes, so they take at most as many
+adapt their classifier head on the support nodes (``head_classes``), so they take at most as many
 classes as they were trained with. Scores of all nodes are computed in chunks of
 :data:`CHUNK` nodes; nothing is ``n x n``.
 """
@@ -19,7 +20,9 @@ from torch import nn
 
 from ..errors import GFLError
 from ..models.gfl import GFL
-from ..models.support_sets import CHUNK, cannot_predict  # noqa: F401 - CHUNK stays importable here
+from ..models.baselines import TRANSFER
+from ..models.support_sets import CHUNK, cannot_predict, check_head_classes  # noqa: F401 - CHUNK stays importable
+from ..names import GFL_MODELS
 
 __all__ = []
 
@@ -27,6 +30,13 @@ __all__ = []
 def gfl_prototypes(model: GFL, g: dgl.DGLGraph, z: torch.Tensor, support: Sequence[torch.Tensor]) -> torch.Tensor:
     """One prototype per class from support sets of any sizes (:meth:`GFL.class_prototypes`)."""
     return model.class_prototypes(g, z, support)
+
+
+def predicting_models(any_classes: bool = False) -> list[str]:
+    """The models whose runs predict on a new graph: GFL's presets and the transfer baselines with
+    ``class_scores`` (read from the registry); ``any_classes``: only those not bound to a classifier head."""
+    return [*GFL_MODELS, *(name for name, cls in TRANSFER.items() if hasattr(cls, "class_scores")
+                           and not (any_classes and getattr(cls, "head_classes", False)))]
 
 
 def class_scores(model: nn.Module, g: dgl.DGLGraph, support: Sequence[torch.Tensor],
@@ -38,7 +48,7 @@ def class_scores(model: nn.Module, g: dgl.DGLGraph, support: Sequence[torch.Tens
         g: a prepared graph (:func:`~gflkit.graphs.prepare_graph`).
         support: per class, the ids of its labelled nodes in ``g`` (any number >= 1).
         z: the model's node embeddings of ``g`` (:func:`shared_embeddings`) when already computed: models
-            that compare embeddings (GFL, K-NN, Matching Network) then skip the encoder, so
+            that compare embeddings (GFL, K-NN, Matching Network, GPN) then skip the encoder, so
             scoring ``g`` from several support sets embeds it once. MAML and All-Graph-Finetune
             adapt their encoder to the support set and ignore it.
 
@@ -47,7 +57,8 @@ def class_scores(model: nn.Module, g: dgl.DGLGraph, support: Sequence[torch.Tens
     """
     score = getattr(model, "class_scores", None)
     if score is None:
-        raise cannot_predict(model)
+        raise cannot_predict(model, predicting_models())
+    check_head_classes(model, support, predicting_models(any_classes=True))
     return score(g, support, z)
 
 

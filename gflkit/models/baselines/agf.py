@@ -83,6 +83,7 @@ class AllGraphFinetune(GCNClassifier):
     """
 
     name = "agf"
+    head_classes = True
 
     def __init__(self, in_feats: int, num_classes: int, *, finetune_steps: int = 20,
                  finetune_lr: float = 0.01, **options) -> None:

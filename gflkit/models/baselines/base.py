@@ -23,6 +23,9 @@ class TransferBaseline(nn.Module):
     """
 
     name: str = "baseline"
+    #: Whether :meth:`class_scores` (where defined) adapts a classifier head, and so scores at most
+    #: :attr:`num_classes` classes; models that compare embeddings score any classes.
+    head_classes: bool = False
 
     def __init__(self, in_feats: int, num_classes: int, **options: Any) -> None:
         super().__init__()

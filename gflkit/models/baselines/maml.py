@@ -50,6 +50,7 @@ class MAML(TransferBaseline):
     """
 
     name = "maml"
+    head_classes = True
 
     def __init__(self, in_feats: int, num_classes: int, *, hidden_feats: int = 32, out_feats: int = 32,
                  inner_lr: float = 0.001, inner_steps: int = 5, test_steps: int = 10,
