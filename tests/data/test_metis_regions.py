@@ -34,3 +34,17 @@ def test_regions_are_written_with_inner_edges_only(tmp_path):
     assert (kept["id_1"].map(region) == kept["id_2"].map(region)).all()
     assert len(kept) == len(edges) - 1  # only the bridge is cut
     assert sorted(out.iterdir()) == [out / "edges.csv", out / "nodes.csv"]
+
+
+def test_planetoid_tables_then_regions(tmp_path, shared_data):
+    tables = tmp_path / "cora"
+    script = SCRIPT.parent / "planetoid_tables.py"
+    done = subprocess.run([sys.executable, str(script), str(shared_data / "planetoid"), str(tables)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "2708 nodes, 5278 edges, 7 classes" in done.stderr
+    nodes, edges = pd.read_csv(tables / "nodes.csv"), pd.read_csv(tables / "edges.csv")
+    feat = np.load(tables / "features.npy")
+    assert len(nodes) == feat.shape[0] == 2708 and feat.shape[1] == 1433
+    assert (edges["src"] < edges["dst"]).all() and len(edges) == 5278
+    assert sorted(p.name for p in tables.iterdir()) == ["edges.csv", "features.npy", "nodes.csv"]
