@@ -51,12 +51,12 @@ def _with_value(df: pd.DataFrame, value: str, source) -> pd.DataFrame:
     if value == "accuracy":
         return df
     if "delta" not in df.columns:
-        raise GFLError(f"{source}: no column 'delta' (write the rows with compare --reference), or choose "
+        raise GFLError(f"{source}: no column 'delta' (compare rows paired with a reference row have one), or choose "
                        f"`value=accuracy`")
     df = df[pd.to_numeric(df["delta"], errors="coerce").notna()]
     if df.empty:
-        raise GFLError(f"{source}: no row has a delta (compare --reference writes one for every row but the "
-                       f"reference's); choose `value=accuracy`")
+        raise GFLError(f"{source}: no row has a delta (every compare row but the reference's has one); "
+                       f"choose `value=accuracy`")
     delta = df["delta"].astype(float)
     half = (df["delta_hi"].astype(float) - delta) if "delta_hi" in df.columns else np.nan
     return df.assign(accuracy=delta, ci95=half)
@@ -102,7 +102,7 @@ def heatmap_figure(path, x: str, y: str, model: str | None = None, value: str = 
     if not twice.empty:
         first = twice.iloc[0]
         raise GFLError(f"{source}: several {model} rows at {x}={first[x]}, {y}={first[y]} (several seeds or "
-                       f"files?); keep one row per cell (compare --seed 0,1,2 writes one)")
+                       f"files?); keep one row per cell (a compare over several seeds writes one)")
     xs, ys = _ordered(rows[x]), _ordered(rows[y])
     grid = np.full((len(ys), len(xs)), np.nan)
     sure = np.zeros_like(grid, dtype=bool)
