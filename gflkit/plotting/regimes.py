@@ -112,7 +112,7 @@ def heatmap_figure(path, x: str, y: str, model: str | None = None, value: str = 
         if value == "delta" and {"delta_lo", "delta_hi"} <= set(row.index):
             lo, hi = float(row["delta_lo"]), float(row["delta_hi"])
             sure[i, j] = lo > 0 or hi < 0
-    fig = new_figure(1.2 + 1.0 * len(xs) + 1.2, 1.2 + 0.8 * len(ys))
+    fig = new_figure(2.0 + 1.0 * len(xs) + 1.2, 1.4 + 0.8 * len(ys))
     ax = fig.subplots()
     if value == "delta":
         limit = float(np.nanmax(np.abs(grid))) if np.isfinite(grid).any() else 1.0
