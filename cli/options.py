@@ -72,6 +72,41 @@ class IntList(click.ParamType):
         return values
 
 
+class Span(click.ParamType):
+    """One number or a ``MIN,MAX`` range, each finite and within ``[low, high]``; returns ``(min, max)``.
+
+    A single value ``v`` gives ``(v, v)``. With ``integer`` the values are integers.
+    """
+
+    name = "span"
+
+    def __init__(self, low: float | None = None, high: float | None = None, integer: bool = False) -> None:
+        self.low, self.high, self.integer = low, high, integer
+
+    def get_metavar(self, param, *args, **kwargs) -> str:
+        return "N|MIN,MAX" if self.integer else "X|MIN,MAX"
+
+    def convert(self, value: Any, param, ctx) -> tuple:
+        if isinstance(value, (list, tuple)):
+            parts = [str(v).strip() for v in value]
+        else:
+            parts = [x.strip() for x in str(value).split(",")]
+        kind = "integer" if self.integer else "number"
+        try:
+            values = [int(x) if self.integer else float(x) for x in parts]
+        except ValueError:
+            self.fail(f"expected one {kind} or MIN,MAX, got {value!r}.", param, ctx)
+        if len(values) not in (1, 2) or not all(math.isfinite(v) for v in values):
+            self.fail(f"expected one finite {kind} or MIN,MAX, got {value!r}.", param, ctx)
+        if (self.low is not None and min(values) < self.low) or (self.high is not None and max(values) > self.high):
+            bounds = " and ".join(b for b in (f">= {self.low}" if self.low is not None else "",
+                                              f"<= {self.high}" if self.high is not None else "") if b)
+            self.fail(f"every value must be {bounds}, got {value!r}.", param, ctx)
+        if values[0] > values[-1]:
+            self.fail(f"give MIN,MAX with MIN <= MAX, got {value!r}.", param, ctx)
+        return values[0], values[-1]
+
+
 class GraphCounts(IntList):
     """``TRAIN,VAL,TEST`` graph counts: three integers >= 0 with at least one train graph."""
 

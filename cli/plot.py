@@ -95,3 +95,54 @@ def tsne(run, data, baseline_run, graph_id, negatives, seed, data_root, output, 
 
     _wrote(tsne_figure.plot_tsne(run, output, data, baseline_run=baseline_run, graph_id=graph_id,
                                  negatives=negatives, seed=seed, root=data_root, fmt=fmt, dpi=dpi))
+
+
+def _property_options(f):
+    f = click.option("--value", type=click.Choice(["delta", "accuracy"]), default=None,
+                     help="What is drawn: the delta to the compare reference row, or the accuracy.")(f)
+    return f
+
+
+@plot.command()
+@click.argument("results", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--x", "x", required=True, metavar="COLUMN", help="Property column of the horizontal axis.")
+@click.option("--y", "y", required=True, metavar="COLUMN", help="Property column of the vertical axis.")
+@click.option("--model", default=None, metavar="NAME",
+              help="The model drawn (gfl-mean, protonet, lp, protonet+lp...) [default: the first with a value].")
+@_property_options
+@figure_options
+def heatmap(results, x, y, model, value, output, fmt, dpi):
+    """One model's delta to the reference over two properties of a regime map.
+
+    RESULTS are 'gflkit compare' CSVs (with --reference) concatenated, each row
+    carrying its family's property values as extra columns, as
+    scripts/regime_map.py writes them: a cell per pair of --x and --y values,
+    its delta written in it (bold with * when the delta's 95% interval
+    excludes 0). --value accuracy draws the accuracy instead.
+    """
+    from gflkit.plotting import regimes
+
+    _wrote(regimes.plot_heatmap(list(results), output, x=x, y=y, model=model, value=value or "delta", fmt=fmt,
+                                dpi=dpi))
+
+
+@plot.command()
+@click.argument("results", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--x", "x", required=True, metavar="COLUMN",
+              help="Column of the horizontal axis: a property of a regime map, or k_shot.")
+@click.option("--panel", default=None, metavar="COLUMN",
+              help="A panel per value of this column [default: per dataset when there are several].")
+@_property_options
+@figure_options
+def lines(results, x, panel, value, output, fmt, dpi):
+    """Accuracy against one property, a line with a 95% band per model.
+
+    RESULTS are 'gflkit compare' CSVs with a column per property (a regime
+    map's, see 'plot heatmap'); --panel draws a panel per value of a second
+    property. Rows of one seed each are averaged. --value delta draws each
+    model's delta to the reference instead.
+    """
+    from gflkit.plotting import regimes
+
+    _wrote(regimes.plot_lines(list(results), output, x=x, panel=panel, value=value or "accuracy", fmt=fmt,
+                              dpi=dpi))

@@ -8,7 +8,7 @@ import click
 from gflkit.errors import GFLError
 from gflkit.names import DEFAULT_COLLECTION
 
-from .options import (FiniteFloatRange, FolderName, collection_dir_option, GraphCounts, IntList, data_root_option,
+from .options import (FiniteFloatRange, FolderName, collection_dir_option, GraphCounts, Span, data_root_option,
                       info, seed_option, writing_collection)
 
 #: Where ``preprocess synthetic --small`` writes unless given --name.
@@ -28,16 +28,34 @@ def preprocess() -> None:
               help="A small family for tests and quick trials (16/4/8 graphs of 200-400 nodes, 32 features).")
 @click.option("--graphs", "n_graphs", type=GraphCounts(), default=None, metavar="TRAIN,VAL,TEST",
               help="Graphs per split (default 100,10,20; with --small 16,4,8).")
-@click.option("--nodes", type=IntList(min_value=1, size=2), default=None, metavar="MIN,MAX",
-              help="Range of nodes per graph (default 3000,6000).")
+@click.option("--nodes", type=Span(1, integer=True), default=None,
+              help="Nodes per graph: N, or a range MIN,MAX drawn per graph (default 3000,6000; --small 200,400).")
+@click.option("--degree", type=Span(2), default=None,
+              help="Mean degree of a graph: X >= 2, or a range MIN,MAX drawn per graph (default 3,5).")
+@click.option("--homophily", type=Span(0, 1), default=None,
+              help="Share of a node's edges inside its community, in [0, 1]: X, or a range MIN,MAX drawn per "
+                   "graph (default 0.5,0.9).")
+@click.option("--snr", type=FiniteFloatRange(0), default=None,
+              help="Feature signal-to-noise: spread of the class centres over the feature noise, per feature "
+                   "(default 0.16; --small 0.32).")
+@click.option("--test-shift", type=FiniteFloatRange(0), default=None,
+              help="A family-level shift of the test graphs' features (not train or val), per feature, in the "
+                   "units of --snr (default 0: none).")
 @click.option("--classes", "num_classes", type=click.IntRange(2), default=None, help="Number of classes (default 4).")
 @click.option("--feat-size", type=click.IntRange(1), default=None, help="Features per node (default 128).")
 @click.option("--outlier-rate", type=FiniteFloatRange(0, 1), default=None,
               help="Share of nodes carrying another class's feature profile (default 0.15).")
 @seed_option()
 @data_root_option
-def synthetic(name, out_dir, small, n_graphs, nodes, num_classes, feat_size, outlier_rate, seed, data_root):
-    """The built-in seeded family of attributed graphs (the default data)."""
+def synthetic(name, out_dir, small, n_graphs, nodes, degree, homophily, snr, test_shift, num_classes, feat_size,
+              outlier_rate, seed, data_root):
+    """The built-in seeded family of attributed graphs (the default data).
+
+    Each of --nodes, --degree, --homophily, --snr, --test-shift and --classes
+    changes one property of the family and leaves the others as they are; the
+    manifest records every setting (sampler). Without them the family is the
+    default one, number for number.
+    """
     from gflkit.data import SMALL_SPEC, SyntheticSpec, make_synthetic_family
     from gflkit.data.synthetic import check_memory
 
@@ -50,18 +68,21 @@ def synthetic(name, out_dir, small, n_graphs, nodes, num_classes, feat_size, out
     changes = {}
     if n_graphs:
         changes.update(n_train=n_graphs[0], n_val=n_graphs[1], n_test=n_graphs[2])
-    if nodes:
-        if not nodes[0] <= nodes[1]:
-            raise click.BadParameter("give MIN,MAX with 1 <= MIN <= MAX", param_hint="--nodes")
-        changes.update(min_nodes=nodes[0], max_nodes=nodes[1])
-    for key, value in (("num_classes", num_classes), ("feat_size", feat_size), ("outlier_rate", outlier_rate)):
+    for low, high, span in (("min_nodes", "max_nodes", nodes), ("min_degree", "max_degree", degree),
+                            ("min_homophily", "max_homophily", homophily)):
+        if span is not None:
+            changes.update({low: span[0], high: span[1]})
+    if snr is not None:
+        changes["center_scale"] = snr * spec.noise
+    for key, value in (("num_classes", num_classes), ("feat_size", feat_size), ("outlier_rate", outlier_rate),
+                       ("test_shift", test_shift)):
         if value is not None:
             changes[key] = value
     try:
         spec = replace(spec, **changes)
         check_memory(spec)  # before anything is allocated
     except GFLError as err:
-        raise click.UsageError(f"{err} (--graphs, --nodes, --classes, --feat-size)") from None
+        raise click.UsageError(f"{err} (--graphs, --nodes, --degree, --classes, --feat-size)") from None
     with writing_collection(out_dir, name, data_root) as target:
         collection = make_synthetic_family(spec, seed=seed, name=name, progress=True)
         path = collection.save(target)

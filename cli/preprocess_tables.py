@@ -7,6 +7,7 @@ authors' released graphs as given.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -97,6 +98,9 @@ def table_columns(kw: dict, graph_col: str | None = None, split_col: str | None 
 @click.option("--features-from", default=None, metavar="COLLECTION",
               help="Apply this collection's saved feature transform instead of fitting a new one (same raw "
                    "features, e.g. a second family for one model).")
+@click.option("--bin-quantiles", "label_quantiles", type=click.IntRange(2), default=None, metavar="N",
+              help="Bin a numeric label column into N quantile classes named 0 (lowest) .. N-1; the bins are "
+                   "recorded in the manifest (meta.label_bins).")
 @click.option("--k-shot", type=click.IntRange(1), default=10, show_default=True,
               help="Warn about classes with fewer than k_shot + 1 labelled nodes in every graph.")
 @click.option("--parts", type=click.IntRange(1), default=None,
@@ -104,14 +108,15 @@ def table_columns(kw: dict, graph_col: str | None = None, split_col: str | None 
 @click.option("--ego-hops", type=click.IntRange(1), default=2, show_default=True, help="Radius of ego-nets.")
 @cross_network_options
 @sampler_options()
-def tables(folder, edges, nodes, features, graph_col, split_col, feat_size, features_from, k_shot, parts, ego_hops,
-           **kw):
+def tables(folder, edges, nodes, features, graph_col, split_col, feat_size, features_from, label_quantiles, k_shot,
+           parts, ego_hops, **kw):
     """Your own edge and node tables -> a collection.
 
     FOLDER (default <root>/raw/tables/) holds edges.csv (src,dst) and nodes.csv
     (id,label,features...). Without --graph-col the tables are one large graph,
     sampled into --graphs (default 100,10,20) graphs. Labels -1, empty and NaN
-    mean unlabelled (--unlabelled). A reduction of the features is fitted once
+    mean unlabelled (--unlabelled); --bin-quantiles N bins a numeric label
+    column (a count) into N quantile classes. A reduction of the features is fitted once
     and saved with the collection (transform.npz); --features-from reuses one.
     With --graph-col it is fitted on the train graphs (networks) only, never on
     a test graph, and applied to all (the manifest's fitted_on says so).
@@ -122,6 +127,7 @@ def tables(folder, edges, nodes, features, graph_col, split_col, feat_size, feat
     --keep-whole keeps each network as one graph.
     """
     name = kw["name"] or "tables"
+    kw["label_quantiles"] = label_quantiles
     with writing_collection(kw["out_dir"], name, kw["data_root"]) as target:
         _tables(folder, edges, nodes, features, graph_col, split_col, feat_size, features_from, k_shot, parts,
                 ego_hops, name, target, kw)
@@ -138,7 +144,7 @@ def _tables(folder, edges, nodes, features, graph_col, split_col, feat_size, fea
 
     folder = Path(folder) if folder else raw_dir("tables", kw["data_root"])
     edges, nodes = _table(folder, edges, "edges"), _table(folder, nodes, "nodes")
-    columns = table_columns(kw, graph_col, split_col)
+    columns = replace(table_columns(kw, graph_col, split_col), label_quantiles=kw.pop("label_quantiles"))
     classes = [c.strip() for c in kw["classes"].split(",") if c.strip()] if kw["classes"] else None
     transform, fit = _transform_from(features_from, kw["data_root"])
     common = dict(features=features, columns=columns, classes=classes, feat_size=feat_size, seed=kw["seed"],

@@ -9,6 +9,28 @@ some graphs transfers to others. What varies per graph:
   edges that stay inside a class) and mean degree are drawn per graph;
 * a per-graph perturbation of the class centres and a per-graph feature shift.
 
+One property can be varied at a time (each knob is a :class:`SyntheticSpec`
+field, recorded in the manifest; ``gflkit preprocess synthetic`` exposes them):
+
+* homophily: ``min_homophily == max_homophily`` fixes the share of a node's
+  edges that stay inside its community. A node's community is the class whose
+  features it carries, so outliers (``outlier_rate``, with ``outlier_links``)
+  link like their profile class and the edge homophily measured on labels is
+  somewhat lower than the knob unless ``outlier_rate`` or ``outlier_links`` is 0
+  (each graph's measured value is recorded as ``edge_homophily``);
+* feature signal-to-noise: ``center_scale / noise`` (per feature, for a node of
+  median propensity). Over ``feat_size`` informative features the class
+  centres lie about ``center_scale * sqrt(2 * feat_size)`` apart;
+* shift between train and test graphs: ``test_shift`` adds one family-level
+  vector (per feature ``test_shift`` times a standard normal draw, in the
+  units of ``center_scale``) to the features of every test graph. Train and
+  val graphs are left as they are, so neither training nor early stopping sees
+  the shift;
+* size and density: ``min_nodes``/``max_nodes`` and ``min_degree``/``max_degree``
+  (equal bounds fix them; every node starts one edge, so a mean degree below 2
+  gives about 2);
+* number of classes: ``num_classes``.
+
 Nodes have a heavy-tailed degree propensity. Peripheral (low-propensity) nodes
 get noisier features, and a share of them carry the feature profile of another
 class while keeping their own label and their own class's links. A support
@@ -60,6 +82,7 @@ class SyntheticSpec:
     outlier_links: float = 1.0  # share of outliers that also link like their profile class
     n_types: int = 1  # graph types, each with its own informative feature block
     type_offset: float = 0.5  # spread of the per-type feature offsets
+    test_shift: float = 0.0  # family-level feature shift added to the test graphs only
 
     def __post_init__(self) -> None:
         problems = []
@@ -76,7 +99,7 @@ class SyntheticSpec:
         if not all(0.0 <= r <= 1.0 for r in rates):  # also false for NaN
             problems.append("rates and homophily must lie in [0, 1]")
         numbers = (self.min_degree, self.max_degree, self.center_scale, self.graph_shift, self.class_jitter,
-                   self.noise, self.type_offset)
+                   self.noise, self.type_offset, self.test_shift)
         if not all(np.isfinite(x) and x >= 0 for x in numbers) or self.min_degree > self.max_degree:
             problems.append("degrees, scales and noise must be finite and >= 0 (min_degree <= max_degree)")
         if problems:
@@ -109,7 +132,21 @@ def _weighted_choice(rng: np.random.Generator, pool: np.ndarray, weight: np.ndar
     return rng.choice(pool, size=size, p=p)
 
 
-def _make_graph(spec: SyntheticSpec, centers: np.ndarray, offsets: np.ndarray, rng: np.random.Generator):
+def edge_homophily(g) -> float:
+    """Share of the edges between two labelled nodes of ``g`` that join nodes of one label (NaN without any)."""
+    src, dst = g.edges()
+    label = g.ndata["label"]
+    a, b = label[src], label[dst]
+    both = (a >= 0) & (b >= 0)
+    return float((a[both] == b[both]).double().mean()) if bool(both.any()) else float("nan")
+
+
+def _rounded(x: float) -> float | None:
+    return None if np.isnan(x) else round(x, 4)  # the manifest is strict JSON
+
+
+def _make_graph(spec: SyntheticSpec, centers: np.ndarray, offsets: np.ndarray, rng: np.random.Generator,
+                shift: np.ndarray | None = None):
     n = int(rng.integers(spec.min_nodes, spec.max_nodes + 1))
     kind = int(rng.integers(spec.n_types))
     block = np.array_split(np.arange(spec.feat_size), spec.n_types)[kind]
@@ -156,6 +193,8 @@ def _make_graph(spec: SyntheticSpec, centers: np.ndarray, offsets: np.ndarray, r
     feat = rng.standard_normal((n, spec.feat_size))  # in place from here: the same numbers, fewer copies
     feat *= sigma[:, None]
     feat += graph_centers[profile]
+    if shift is not None:  # drawn from no generator of the graph's: its other numbers stay the same
+        feat += shift
 
     unlabelled = rng.random(n) < spec.unlabelled_rate
     label = np.where(unlabelled, -1, label)
@@ -168,7 +207,8 @@ def _make_graph(spec: SyntheticSpec, centers: np.ndarray, offsets: np.ndarray, r
         if pool.size:
             dst[i] = _weighted_choice(rng, pool, theta, 1)[0]
     g = build_graph(src, dst, n, torch.from_numpy(feat.astype(np.float32)), torch.from_numpy(label))
-    extra = {"homophily": round(homophily, 4), "mean_degree": round(mean_degree, 4), "type": kind}
+    extra = {"homophily": round(homophily, 4), "mean_degree": round(mean_degree, 4), "type": kind,
+             "edge_homophily": _rounded(edge_homophily(g))}
     return g, extra
 
 
@@ -179,7 +219,7 @@ def make_synthetic_family(
 
     Graph ``i`` is drawn from ``np.random.default_rng([seed, 1, i])``, so it does
     not depend on how many graphs are drawn before it (graphs are drawn on one
-    thread per torch thread). A family that would not
+    thread per torch thread); the test shift comes from ``[seed, 2]``. A family that would not
     fit in the available memory is refused before anything is allocated.
     """
     check_memory(spec)
@@ -187,10 +227,14 @@ def make_synthetic_family(
     centers = spec.center_scale * family_rng.standard_normal((spec.num_classes, spec.feat_size))
     offsets = spec.type_offset * family_rng.standard_normal((spec.n_types, spec.feat_size))
     splits = ["train"] * spec.n_train + ["val"] * spec.n_val + ["test"] * spec.n_test
+    # Its own generator, so the family's other numbers do not depend on the shift.
+    shift = spec.test_shift * np.random.default_rng([seed, 2]).standard_normal(spec.feat_size) \
+        if spec.test_shift else None
     graphs, extras = [], []
 
     def draw(i: int):
-        return _make_graph(spec, centers, offsets, np.random.default_rng([seed, 1, i]))
+        return _make_graph(spec, centers, offsets, np.random.default_rng([seed, 1, i]),
+                           shift if splits[i] == "test" else None)
 
     # Each graph has its own generator, so graphs drawn side by side on threads
     # (NumPy fills its arrays with the GIL released) are the graphs drawn one

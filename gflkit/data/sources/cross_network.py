@@ -191,6 +191,8 @@ def read_cross_network(edges, nodes, *, columns: TableColumns, train: Sequence[s
         collection = sample_networks(networks, roles, seed=seed, name=name, progress=progress, **dict(sampler))
     collection.source = "tables"
     collection.meta.update(files=[str(f) for f in (edges, nodes, features) if f], bad_input=t.report.as_dict())
+    if t.label_bins is not None:
+        collection.meta["label_bins"] = t.label_bins
     attach_transform(collection, used)
     warning = small_classes(collection, k_shot)
     if warning:

@@ -26,6 +26,11 @@ unique within a graph. Labels map to classes sorted by name (by value when all
 labels are integers); an empty cell, ``NaN`` and the ``unlabelled`` markers
 (default ``-1``) mean unlabelled. Malformed rows are counted in the returned
 report, never fatal.
+
+A numeric label column (a count, a score) can be binned into quantile classes
+(``TableColumns.label_quantiles``, as Geom-GCN bins the Wikipedia networks'
+traffic into 5 classes): see :func:`quantile_classes`. The bins are recorded in
+the manifest (``meta.label_bins``).
 """
 from __future__ import annotations
 
@@ -83,6 +88,7 @@ class TableColumns:
     features: str | Sequence[str] | None = None
     feature_key: str | None = None
     unlabelled: Sequence[str] = ("-1",)
+    label_quantiles: int | None = None  # bin a numeric label column into this many quantile classes
 
 
 @dataclass
@@ -97,6 +103,7 @@ class _Tables:
     dst: np.ndarray
     node_split: list[str]  # split column value of each node ("" when absent)
     report: BadInputReport
+    label_bins: dict | None = None  # the quantile bins of a binned label column
 
 
 @dataclass
@@ -204,7 +211,7 @@ def _read(edges, nodes, features, cols: TableColumns, classes) -> _Tables:
         ecode = np.zeros(len(src), np.int64)
     rows = _node_rows(nd, report)
     with reading(nodes or edges):
-        label, class_list = _labels(nd, rows, cols, classes, report)
+        label, class_list, bins = _labels(nd, rows, cols, classes, report)
     with reading(features or nodes or edges):  # the feature file, else the node table's feature columns
         feat = _features(nd, rows, features, cols, report)
 
@@ -221,7 +228,7 @@ def _read(edges, nodes, features, cols: TableColumns, classes) -> _Tables:
                 unit="data rows")
     split = column(nd.frame, cols.split, nodes, "`split_col`").str.strip().to_numpy()[rows] if cols.split else []
     return _Tables(code, node_id, nd.names, feat, torch.from_numpy(label), class_list,
-                   pos[0][known], pos[1][known], list(split), report)
+                   pos[0][known], pos[1][known], list(split), report, bins)
 
 
 def _node_rows(nd: _Nodes, report) -> np.ndarray:
@@ -257,19 +264,72 @@ def _positions(code: np.ndarray, node_id: np.ndarray, ecode: np.ndarray, eid: np
     return np.where((ecode >= 0) & (eid >= 0), pos, -1).astype(np.int64)
 
 
-def _labels(nd: _Nodes, rows, cols: TableColumns, classes, report) -> tuple[np.ndarray, list[str]]:
-    """Class index per node (``-1`` unlabelled) and the class names."""
+def quantile_classes(raw: np.ndarray, quantiles: int, where: str) -> tuple[np.ndarray, dict]:
+    """Bin numeric label texts into ``quantiles`` quantile classes named ``"0"`` (lowest) upwards.
+
+    The edges are the ``i / quantiles`` quantiles (``numpy.quantile``, linear)
+    of the numeric values; a value goes to the highest bin whose lower edge it
+    reaches, so equal values always share a class. When ties make edges
+    coincide, the empty bins are dropped and the classes renumbered (fewer
+    classes than asked; a warning says so). Empty texts stay ``""``
+    (unlabelled); texts that are not finite numbers come back as ``None``.
+
+    Args:
+        raw: label texts, ``""`` for no label.
+        quantiles: number of bins (>= 2).
+        where: the file and column, for the error when no value is numeric.
+
+    Returns:
+        The class name of each text (``""`` unlabelled, ``None`` not a number)
+        and the bins: ``quantiles``, ``edges`` (lower edge of each class, then
+        the maximum), ``counts`` per class.
+    """
+    import pandas as pd
+
+    given = raw != ""
+    number = pd.to_numeric(pd.Series(raw, dtype=object).where(given), errors="coerce").to_numpy(dtype=np.float64)
+    ok = given & np.isfinite(number)
+    if not ok.any():
+        first = raw[given][0] if given.any() else ""
+        raise GFLError(f"{where}: no numeric label to bin into quantile classes (first value {first!r}); "
+                       "give a numeric label column or leave `label_quantiles` out")
+    edges = np.quantile(number[ok], np.linspace(0.0, 1.0, quantiles + 1))
+    lower = np.unique(edges[:-1])  # ties can make edges coincide: one class per distinct lower edge
+    code = np.searchsorted(lower, number[ok], side="right") - 1
+    counts = np.bincount(code, minlength=len(lower))
+    keep = counts > 0
+    lower, counts = lower[keep], counts[keep]
+    code = np.cumsum(keep)[code] - 1
+    names = np.full(len(raw), "", dtype=object)
+    names[given & ~ok] = None
+    names[ok] = code.astype(str)
+    if len(lower) < quantiles:
+        log.warning("%s: ties leave %d of %d quantile classes", where, len(lower), quantiles)
+    bins = {"quantiles": quantiles, "edges": [float(x) for x in lower] + [float(edges[-1])],
+            "counts": [int(c) for c in counts]}
+    return names, bins
+
+
+def _labels(nd: _Nodes, rows, cols: TableColumns, classes, report) -> tuple[np.ndarray, list[str], dict | None]:
+    """Class index per node (``-1`` unlabelled), the class names and the quantile bins (or ``None``)."""
     if nd.frame is None or cols.label is None:
-        return np.full(len(rows), -1, dtype=np.int64), [str(c) for c in classes or []]
+        return np.full(len(rows), -1, dtype=np.int64), [str(c) for c in classes or []], None
     raw = column(nd.frame, cols.label, nd.path, "`label_col`").str.strip().to_numpy()[rows]
     raw = np.where(unlabelled_mask(raw, cols.unlabelled), "", raw)
+    bins = None
+    if cols.label_quantiles:
+        binned, bins = quantile_classes(raw, cols.label_quantiles, f"{nd.path}: column {cols.label!r}")
+        bad = np.array([v is None for v in binned], dtype=bool)
+        add_lines(report, "non-numeric label", nd.path.name, nd.lines[rows][bad])
+        raw = np.where(bad, "", binned).astype(str)
+        bins["column"] = cols.label
     class_list = sorted_classes(raw, classes)
     index = {c: i for i, c in enumerate(class_list)}
     label = np.array([index.get(v, -1) if v else -1 for v in raw], dtype=np.int64)
     add_lines(report, "label outside class set", nd.path.name, nd.lines[rows][(label < 0) & (raw != "")])
     if not class_list:
         raise GFLError(f"{nd.path}: no labelled node in column {cols.label!r}; set `label_col`")
-    return label, class_list
+    return label, class_list, bins
 
 
 def _feature_key(nd: _Nodes, features: Path, cols: TableColumns) -> str:
@@ -388,6 +448,8 @@ def read_table_graph(edges, nodes=None, *, features=None, columns: TableColumns 
     g = build_graph(t.src, t.dst, len(t.node_id), feat, t.label)
     g.ndata["orig_id"] = torch.from_numpy(t.node_id)
     meta = {"files": [str(f) for f in (edges, nodes, features) if f]}
+    if t.label_bins is not None:
+        meta["label_bins"] = t.label_bins
     if used is not None:
         meta["feature_transform"] = used.describe()
     return SourceGraph(g, t.classes, name, "tables", t.report, meta, transform=used)
@@ -454,6 +516,8 @@ def read_table_collection(edges, nodes, *, features=None, columns: TableColumns,
     collection = GraphCollection(graphs, [s for s, _ in order], t.classes, name=name, source="tables", seed=seed,
                                  graph_extra=extras, meta={"files": [str(f) for f in (edges, nodes, features) if f]},
                                  sampler={"method": "given", "split_col": columns.split, "seed": seed})
+    if t.label_bins is not None:
+        collection.meta["label_bins"] = t.label_bins
     attach_transform(collection, used)
     warning = small_classes(collection, k_shot)
     if warning:
