@@ -34,10 +34,10 @@ def check_head_classes(model, support: Sequence[torch.Tensor]) -> None:
     """A model with a classifier head scores at most as many classes as it was trained with."""
     if len(support) > model.num_classes:
         raise GFLError(f"the {model.name} run was trained with a {model.num_classes}-class head; it cannot predict "
-                       f"{len(support)} classes (GFL, protonet, knn and matchingnet can)")
+                       f"{len(support)} classes (GFL, protonet, knn, matchingnet and the tlp models can)")
 
 
 def cannot_predict(model) -> GFLError:
     """The error for a model without ``class_scores``."""
     return GFLError(f"{getattr(model, 'name', type(model).__name__)} cannot predict on a new graph: only GFL, "
-                    f"protonet, knn, matchingnet, maml and agf runs can")
+                    f"protonet, knn, matchingnet, maml, agf and tlp runs can")
