@@ -31,6 +31,9 @@ TRANSFER_BASELINES: dict[str, str] = {
     "maml": ".maml:MAML",
     "gpn": ".gpn:GraphPrototypicalNetwork",
     "transfer-head": ".transfer_head:TransferHead",
+    "tlp": ".tlp:TransductiveLinearProbe",
+    "tlp-bgrl": ".tlp:BootstrapLinearProbe",
+    "tlp-sup": ".tlp:SupervisedLinearProbe",
 }
 #: Their names when this module was imported (choices of the command line).
 PER_GRAPH_MODELS = tuple(PER_GRAPH_BASELINES)
@@ -94,6 +97,7 @@ MODEL_DISPLAY_NAMES = {
     "gpn": "GPN",
     "gcn": "Non-transfer GCN", "lp": "Label Propagation", "node2vec": "node2vec", "deepwalk": "DeepWalk",
     "planetoid": "Planetoid", "majority": "Majority class",
+    "tlp": "TLP (GRACE)", "tlp-bgrl": "TLP (BGRL)", "tlp-sup": "TLP (supervised)",
 }
 #: What each ablation variant is (Table 3): the variant is named by what it removes.
 VARIANT_DISPLAY_NAMES = {

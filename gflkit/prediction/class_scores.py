@@ -1,11 +1,11 @@
 """Class scores of every node of a new graph, for each model that can predict on one.
 
 Each such model answers ``class_scores(g, support, z=None)`` itself (:class:`~gflkit.models.gfl.GFL`
-with any preset, Protonet included, and the transfer baselines K-NN, Matching Network, MAML, GPN and
-All-Graph-Finetune); this module dispatches to it, and names the models that can when one cannot
+with any preset, Protonet included, and the transfer baselines K-NN, Matching Network, MAML, GPN,
+All-Graph-Finetune and TLP); this module dispatches to it, and names the models that can when one cannot
 (:func:`predicting_models`, read from the registry). GFL, K-NN, Matching Network and GPN
-compare node embeddings with the labelled (support) nodes, so they score any
-classes, each with any number of support nodes. MAML and All-Graph-Finetune
+compare node embeddings with the labelled (support) nodes, and TLP fits a linear probe
+on them, so they score any classes, each with any number of support nodes. MAML and All-Graph-Finetune
 adapt their classifier head on the support nodes (``head_classes``), so they take at most as many
 classes as they were trained with. Scores of all nodes are computed in chunks of
 :data:`CHUNK` nodes; nothing is ``n x n``.

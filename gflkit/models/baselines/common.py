@@ -1,4 +1,4 @@
-"""Pieces shared by the per-graph baselines: seeds, support targets, a linear classifier."""
+"""Pieces shared by the baselines: seeds, support targets, a linear classifier."""
 from __future__ import annotations
 
 import dgl
@@ -61,6 +61,44 @@ def standardise(x: torch.Tensor) -> torch.Tensor:
     return (x - x.mean(0)) / x.std(0).clamp_min(1e-6)
 
 
+def fit_linear(
+    xs: torch.Tensor,
+    target: torch.Tensor,
+    num_classes: int,
+    *,
+    weight_decay: float = 1e-3,
+    max_iter: int = 500,
+    tol: float = 1e-9,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Multiclass logistic regression fitted on the rows ``xs``: its weight and bias, in float64.
+
+    Minimises mean cross-entropy ``+ weight_decay * ||W||^2`` (bias not
+    penalised) with L-BFGS and a strong-Wolfe line search, in float64, until
+    the gradient or the change in loss falls below ``tol``: the penalty makes
+    the loss strictly convex, so the solver reaches its unique minimum from the
+    zero start and the result depends on the inputs alone. Works under
+    ``torch.no_grad()`` too (the fit enables gradients for itself).
+
+    Shapes:
+        xs ``(S, F)``, target ``(S,)`` -> weight ``(F, num_classes)``, bias ``(num_classes,)``.
+    """
+    xs = xs.detach().double()
+    weight = torch.zeros(xs.shape[1], num_classes, dtype=torch.float64, requires_grad=True)
+    bias = torch.zeros(num_classes, dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.LBFGS([weight, bias], lr=1.0, max_iter=max_iter, tolerance_grad=tol,
+                            tolerance_change=tol, history_size=20, line_search_fn="strong_wolfe")
+
+    def closure() -> torch.Tensor:
+        opt.zero_grad()
+        loss = F.cross_entropy(xs @ weight + bias, target) + weight_decay * weight.pow(2).sum()
+        loss.backward()
+        return loss
+
+    with torch.enable_grad():
+        opt.step(closure)
+    return weight.detach(), bias.detach()
+
+
 def fit_predict_linear(
     x: torch.Tensor,
     support: torch.Tensor,
@@ -72,30 +110,13 @@ def fit_predict_linear(
     max_iter: int = 500,
     tol: float = 1e-9,
 ) -> torch.Tensor:
-    """Multiclass logistic regression fitted on the support rows of ``x``.
+    """Multiclass logistic regression (:func:`fit_linear`) fitted on the support rows of ``x``.
 
-    Minimises mean cross-entropy ``+ weight_decay * ||W||^2`` (bias not
-    penalised) with L-BFGS and a strong-Wolfe line search, in float64, until
-    the gradient or the change in loss falls below ``tol``: the penalty makes
-    the loss strictly convex, so the solver reaches its unique minimum from the
-    zero start and the result depends on the inputs alone. It stands in for the
-    scikit-learn classifier of the paper's appendix B.
+    It stands in for the scikit-learn classifier of the paper's appendix B.
 
     Shapes:
         x ``(N, F)``; support, target ``(S,)``; query ``(Q,)`` -> ``(Q,)`` classes.
     """
-    xs = x[support].detach().double()  # (S, F)
-    weight = torch.zeros(x.shape[1], num_classes, dtype=torch.float64, requires_grad=True)
-    bias = torch.zeros(num_classes, dtype=torch.float64, requires_grad=True)
-    opt = torch.optim.LBFGS([weight, bias], lr=1.0, max_iter=max_iter, tolerance_grad=tol,
-                            tolerance_change=tol, history_size=20, line_search_fn="strong_wolfe")
-
-    def closure() -> torch.Tensor:
-        opt.zero_grad()
-        loss = F.cross_entropy(xs @ weight + bias, target) + weight_decay * weight.pow(2).sum()
-        loss.backward()
-        return loss
-
-    opt.step(closure)
+    weight, bias = fit_linear(x[support], target, num_classes, weight_decay=weight_decay, max_iter=max_iter, tol=tol)
     with torch.no_grad():
         return (x[query].double() @ weight + bias).argmax(1)

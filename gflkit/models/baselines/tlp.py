@@ -1,0 +1,300 @@
+"""Transductive linear probing (TLP; Tan et al., LoG 2022): a pretrained GCN encoder, a linear probe per test graph.
+
+A GCN encoder (GFL's two-layer 32-unit encoder, :class:`~gflkit.nn.GCNEncoder`,
+which computes ``dgl.nn.GraphConv(norm="both")``) is pretrained on the train
+graphs, then frozen. On a test graph it embeds every node (transductively: the
+whole graph, queries included); each embedding column is standardised over
+the graph's nodes, and a multiclass logistic regression with an L2 penalty is
+fitted on the support nodes' embeddings by L-BFGS from zero weights, in float64
+(:func:`~gflkit.models.baselines.common.fit_linear`: a strictly convex loss, so
+the probe depends on its inputs alone). Each query takes the probe's argmax.
+
+Three pretraining methods, one registered model each (the method is fixed by the
+model name, recorded in the run's ``pretrain`` option):
+
+* ``tlp``, **GRACE** (Zhu et al. 2020): two views of each graph by dropping
+  edges and masking feature columns at GRACE's Cora rates (edges 0.2 and 0.4,
+  features 0.3 and 0.4), a two-layer projection head, and the InfoNCE loss
+  with temperature ``tau`` (0.5) whose negatives are the other anchors in both
+  views (inter- and intra-view). Memory never grows with ``N^2``: the loss is
+  computed on at most ``max_nodes`` anchor nodes per graph and step, drawn
+  without replacement from the global torch generator (seeded by the run,
+  saved in its resume checkpoints), so its similarity matrices are at most
+  ``max_nodes x max_nodes`` (all nodes, in order, when the graph is smaller).
+* ``tlp-bgrl``, **BGRL** (Thakoor et al. 2022): the same two views; an online
+  encoder with a predictor regresses the other view's embedding by a target
+  encoder (cosine loss, no negatives). The target is an exponential moving
+  average of the online encoder, ``target <- ema * target + (1 - ema) * online``,
+  updated under ``torch.no_grad`` at the start of each training step from the
+  weights the previous step left (the same sequence of targets as an update
+  after each optimizer step); it takes no gradient and is part of the state
+  dict, so checkpoints keep it.
+* ``tlp-sup``, **supervised**: the encoder with a linear head trained by
+  cross-entropy on the labelled nodes of the train graphs; the head is not
+  used on a test graph.
+
+Pretraining runs in the shared training loop (:func:`gflkit.training.meta.fit_transfer`:
+Adam, ``meta_batch`` graphs per step); like every transfer baseline, the
+weights kept are those whose probe scores best on the val graphs, so the
+val labels choose the stopping step while GRACE and BGRL never see a label.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Sequence
+
+import dgl
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ...episodes import Episode
+from ...graphs import one_thread
+from ...nn import GCNEncoder
+from ...nn.conv import add_gcn_norm
+from ..support_sets import flat_support
+from .base import TransferBaseline
+from .common import fit_linear, standardise, support_targets
+
+__all__: list[str] = []
+
+#: Pretraining methods.
+PRETRAIN_METHODS = ("grace", "bgrl", "supervised")
+
+
+def augmented_view(g: dgl.DGLGraph, drop_edge: float, mask_feat: float) -> tuple[dgl.DGLGraph, torch.Tensor]:
+    """A random view of ``g`` (GRACE's augmentations), drawn from the global torch generator.
+
+    Every edge but the self-loops is dropped with probability ``drop_edge`` (each
+    direction on its own, as GRACE does); every feature column is zeroed with
+    probability ``mask_feat`` for all nodes at once.
+
+    Args:
+        g: a prepared graph (self-loops, ``ndata["feat"]``).
+
+    Shapes:
+        returns the view (self-loops kept, its own GCN normalisation) and its features ``(N, F)``.
+    """
+    src, dst = g.edges()
+    keep = (src == dst) | (torch.rand(len(src), device=src.device) >= drop_edge)
+    view = add_gcn_norm(dgl.graph((src[keep], dst[keep]), num_nodes=g.num_nodes()))
+    x = g.ndata["feat"]
+    mask = (torch.rand(x.shape[1], device=x.device) >= mask_feat).to(x.dtype)
+    return view, x * mask
+
+
+def anchor_nodes(n: int, max_nodes: int, device: torch.device | None = None) -> torch.Tensor:
+    """The anchors of one graph's contrastive loss: all ``n`` nodes in order when ``n <= max_nodes``,
+    else ``max_nodes`` of them drawn without replacement from the global torch generator.
+
+    Shapes:
+        returns ``(min(n, max_nodes),)`` node ids.
+    """
+    if n <= max_nodes:
+        return torch.arange(n, device=device)
+    return torch.randperm(n, device=device)[:max_nodes]
+
+
+def grace_loss(u: torch.Tensor, v: torch.Tensor, tau: float) -> torch.Tensor:
+    """GRACE's symmetric InfoNCE loss between the projections of the same anchors in two views.
+
+    Anchor ``i`` of view ``u`` has its positive ``v_i`` and ``2B - 2`` negatives:
+    the other anchors of both views. With ``s`` the cosine similarity,
+    ``l(u_i, v_i) = -log(e^{s(u_i, v_i)/tau} / (sum_k e^{s(u_i, v_k)/tau} + sum_{k != i} e^{s(u_i, u_k)/tau}))``,
+    and the loss is the mean of ``l(u_i, v_i)`` and ``l(v_i, u_i)`` over the anchors.
+    Its similarity matrices are ``B x B``.
+
+    Shapes:
+        u, v ``(B, d)`` -> scalar.
+    """
+    u, v = F.normalize(u, dim=1), F.normalize(v, dim=1)
+    eye = torch.eye(len(u), dtype=torch.bool, device=u.device)
+
+    def half(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        between = a @ b.T / tau  # (B, B)
+        within = (a @ a.T / tau).masked_fill(eye, float("-inf"))  # (B, B), itself excluded
+        return (torch.cat([between, within], 1).logsumexp(1) - between.diagonal()).mean()
+
+    return 0.5 * (half(u, v) + half(v, u))
+
+
+def bgrl_loss(prediction: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """BGRL's loss ``2 - 2 cos(prediction_i, target_i)`` averaged over nodes; no gradient reaches ``target``.
+
+    Shapes:
+        prediction, target ``(N, d)`` -> scalar.
+    """
+    return (2 - 2 * F.cosine_similarity(prediction, target.detach(), dim=1)).mean()
+
+
+class TransductiveLinearProbe(TransferBaseline):
+    """TLP with GRACE pretraining (model ``tlp``); see the module docstring.
+
+    Args:
+        in_feats: node feature size.
+        num_classes: size of the shared label set (the supervised head's width).
+        pretrain: the pretraining method; fixed by the class (:attr:`method`), recorded in checkpoints.
+        hidden_feats, out_feats: GCN widths (paper: 32, 32).
+        proj_feats: hidden width of GRACE's projection head and BGRL's predictor.
+        drop_edge_1, drop_edge_2: edge-drop rates of the two views (GRACE, BGRL).
+        mask_feat_1, mask_feat_2: feature-masking rates of the two views (GRACE, BGRL).
+        tau: InfoNCE temperature (GRACE).
+        max_nodes: anchors per graph and step of GRACE's loss (its memory is ``O(max_nodes^2)``).
+        ema: BGRL's target decay.
+        probe_weight_decay: L2 penalty of the linear probe.
+        probe_iter: L-BFGS iterations of the probe.
+
+    Shapes:
+        :meth:`embed` -> ``(N, out_feats)``; :meth:`class_scores` -> ``(N, C)``.
+    """
+
+    name = "tlp"
+    #: The pretraining method of this model name.
+    method = "grace"
+
+    def __init__(self, in_feats: int, num_classes: int, *, pretrain: str | None = None, hidden_feats: int = 32,
+                 out_feats: int = 32, proj_feats: int = 32, drop_edge_1: float = 0.2, drop_edge_2: float = 0.4,
+                 mask_feat_1: float = 0.3, mask_feat_2: float = 0.4, tau: float = 0.5, max_nodes: int = 1024,
+                 ema: float = 0.99, probe_weight_decay: float = 1e-3, probe_iter: int = 500) -> None:
+        pretrain = self.method if pretrain is None else pretrain
+        if pretrain != self.method:
+            other = {m: n for n, m in _NAMES.items()}.get(pretrain)
+            hint = f"train the model {other}" if other else f"choose one of {', '.join(PRETRAIN_METHODS)}"
+            raise ValueError(f"pretrain={pretrain!r}: the model {self.name} pretrains with {self.method}; {hint}")
+        for key, rate in (("drop_edge_1", drop_edge_1), ("drop_edge_2", drop_edge_2),
+                          ("mask_feat_1", mask_feat_1), ("mask_feat_2", mask_feat_2)):
+            if not 0 <= rate < 1:
+                raise ValueError(f"{key}={rate} must lie in [0, 1)")
+        if tau <= 0:
+            raise ValueError(f"tau={tau} must be positive")
+        if max_nodes < 2:
+            raise ValueError(f"max_nodes={max_nodes} must be at least 2")
+        if not 0 <= ema < 1:
+            raise ValueError(f"ema={ema} must lie in [0, 1)")
+        if probe_weight_decay <= 0 or probe_iter < 1:
+            raise ValueError("probe_weight_decay must be positive and probe_iter at least 1")
+        if min(hidden_feats, out_feats, proj_feats) < 1:
+            raise ValueError("hidden_feats, out_feats and proj_feats must be positive")
+        super().__init__(in_feats, num_classes, pretrain=pretrain, hidden_feats=hidden_feats, out_feats=out_feats,
+                         proj_feats=proj_feats, drop_edge_1=drop_edge_1, drop_edge_2=drop_edge_2,
+                         mask_feat_1=mask_feat_1, mask_feat_2=mask_feat_2, tau=tau, max_nodes=max_nodes, ema=ema,
+                         probe_weight_decay=probe_weight_decay, probe_iter=probe_iter)
+        self.encoder = GCNEncoder(in_feats, hidden_feats, out_feats)
+        if pretrain == "grace":
+            self.projector = nn.Sequential(nn.Linear(out_feats, proj_feats), nn.ELU(), nn.Linear(proj_feats, out_feats))
+        elif pretrain == "bgrl":
+            self.predictor = nn.Sequential(nn.Linear(out_feats, proj_feats), nn.PReLU(),
+                                           nn.Linear(proj_feats, out_feats))
+            self.target = copy.deepcopy(self.encoder).requires_grad_(False)
+        else:
+            self.head = nn.Linear(out_feats, num_classes)
+
+    # -- pretraining ---------------------------------------------------------------------------------------------
+
+    def _views(self, g: dgl.DGLGraph) -> list[tuple[dgl.DGLGraph, torch.Tensor]]:
+        o = self.options
+        return [augmented_view(g, o["drop_edge_1"], o["mask_feat_1"]),
+                augmented_view(g, o["drop_edge_2"], o["mask_feat_2"])]
+
+    def contrastive_loss(self, g: dgl.DGLGraph) -> torch.Tensor:
+        """GRACE's loss on one graph: two views, at most ``max_nodes`` anchors (:func:`grace_loss`)."""
+        (g1, x1), (g2, x2) = self._views(g)
+        h1, h2 = self.encoder(g1, x1), self.encoder(g2, x2)  # (N, d): linear in N
+        nodes = anchor_nodes(g.num_nodes(), self.options["max_nodes"], h1.device)
+        return grace_loss(self.projector(h1[nodes]), self.projector(h2[nodes]), self.options["tau"])
+
+    @torch.no_grad()
+    def update_target(self) -> None:
+        """BGRL's moving average: ``target <- ema * target + (1 - ema) * online``, parameter by parameter."""
+        m = self.options["ema"]
+        for t, o in zip(self.target.parameters(), self.encoder.parameters()):
+            t.mul_(m).add_(o.detach(), alpha=1 - m)
+
+    def bootstrap_loss(self, g: dgl.DGLGraph) -> torch.Tensor:
+        """BGRL's symmetric loss on one graph: each view's prediction against the other view's target."""
+        (g1, x1), (g2, x2) = self._views(g)
+        p1, p2 = self.predictor(self.encoder(g1, x1)), self.predictor(self.encoder(g2, x2))
+        with torch.no_grad():
+            t1, t2 = self.target(g1, x1), self.target(g2, x2)
+        return 0.5 * (bgrl_loss(p1, t2) + bgrl_loss(p2, t1))
+
+    def step_loss(self, graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode],
+                  labels: Sequence[torch.Tensor]) -> torch.Tensor:
+        """The pretraining loss, averaged over the meta-batch's graphs (``episodes`` are not used;
+        ``labels`` only by the supervised method, over the graphs with labelled nodes: zero without any).
+        BGRL first moves its target (:meth:`update_target`)."""
+        method = self.options["pretrain"]
+        if method == "bgrl":
+            self.update_target()
+        losses = []
+        for g, label in zip(graphs, labels):
+            if method == "grace":
+                losses.append(self.contrastive_loss(g))
+            elif method == "bgrl":
+                losses.append(self.bootstrap_loss(g))
+            else:
+                nodes = torch.nonzero(label >= 0).squeeze(1)
+                if len(nodes):  # a graph without labelled nodes teaches the supervised head nothing
+                    losses.append(F.cross_entropy(self.head(self.encoder(g))[nodes], label[nodes]))
+        if not losses:
+            return torch.zeros((), requires_grad=True)
+        return torch.stack(losses).mean()
+
+    # -- the probe -----------------------------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def embed(self, g: dgl.DGLGraph) -> torch.Tensor:
+        """The frozen encoder's node embeddings. Shapes: ``(N, out_feats)``."""
+        return self.encoder(g)
+
+    @torch.no_grad()
+    def shared_embeddings(self, g: dgl.DGLGraph) -> torch.Tensor:
+        """What the probe reads: :meth:`embed` with each column standardised over the graph's nodes;
+        the ``z`` :meth:`class_scores` takes for every support set of ``g``."""
+        return standardise(self.embed(g))
+
+    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor],
+                     z: torch.Tensor | None = None) -> torch.Tensor:
+        """The linear probe's logits for every node of a new graph, fitted on its support nodes
+        (any classes, any support sizes). ``z``: :meth:`shared_embeddings` of ``g`` when already computed.
+
+        Shapes:
+            support: ``C`` tensors of ``(K_c,)`` ids; returns ``(N, C)``.
+        """
+        z = self.shared_embeddings(g) if z is None else z
+        ids, target = flat_support(support)
+        return self._probe(z, ids.to(z.device), target.to(z.device), len(support))
+
+    def node_scores(self, g: dgl.DGLGraph, episode: Episode) -> torch.Tensor:
+        """The probe's logits for every node, fitted on the episode's support set. Shapes: ``(N, C)``."""
+        support, target = support_targets(episode)
+        return self._probe(self.shared_embeddings(g), support, target, episode.support.shape[0])
+
+    def predict(self, g: dgl.DGLGraph, episode: Episode) -> torch.Tensor:
+        """Shapes: returns ``(Q,)`` classes of ``episode.query``."""
+        return self.node_scores(g, episode)[episode.query].argmax(1)
+
+    def _probe(self, z: torch.Tensor, ids: torch.Tensor, target: torch.Tensor, width: int) -> torch.Tensor:
+        with one_thread():  # hundreds of tiny L-BFGS steps: waking a second thread costs more than it saves
+            weight, bias = fit_linear(z[ids], target, width, weight_decay=self.options["probe_weight_decay"],
+                                      max_iter=self.options["probe_iter"])
+        with torch.no_grad():
+            return (z.double() @ weight + bias).to(z.dtype)
+
+
+class BootstrapLinearProbe(TransductiveLinearProbe):
+    """TLP with BGRL pretraining (model ``tlp-bgrl``; options as :class:`TransductiveLinearProbe`)."""
+
+    name = "tlp-bgrl"
+    method = "bgrl"
+
+
+class SupervisedLinearProbe(TransductiveLinearProbe):
+    """TLP with a supervised encoder (model ``tlp-sup``; options as :class:`TransductiveLinearProbe`)."""
+
+    name = "tlp-sup"
+    method = "supervised"
+
+
+#: Model name of each pretraining method.
+_NAMES = {cls.name: cls.method for cls in (TransductiveLinearProbe, BootstrapLinearProbe, SupervisedLinearProbe)}
