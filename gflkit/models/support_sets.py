@@ -25,19 +25,19 @@ def flat_support(support: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.T
     return ids, target
 
 
-def chunked(n: int, score: Callable[[slice], torch.Tensor]) -> torch.Tensor:
-    """``score(nodes)`` of ``n`` nodes, :data:`CHUNK` at a time, concatenated."""
-    return torch.cat([score(slice(lo, min(lo + CHUNK, n))) for lo in range(0, n, CHUNK)])
+def chunked(n: int, score: Callable[[slice], torch.Tensor], size: int = CHUNK) -> torch.Tensor:
+    """``score(nodes)`` of ``n`` nodes, ``size`` (default :data:`CHUNK`) at a time, concatenated."""
+    return torch.cat([score(slice(lo, min(lo + size, n))) for lo in range(0, n, size)])
 
 
 def check_head_classes(model, support: Sequence[torch.Tensor]) -> None:
     """A model with a classifier head scores at most as many classes as it was trained with."""
     if len(support) > model.num_classes:
         raise GFLError(f"the {model.name} run was trained with a {model.num_classes}-class head; it cannot predict "
-                       f"{len(support)} classes (GFL, protonet, knn and matchingnet can)")
+                       f"{len(support)} classes (GFL, protonet, knn, matchingnet and gmeta can)")
 
 
 def cannot_predict(model) -> GFLError:
     """The error for a model without ``class_scores``."""
     return GFLError(f"{getattr(model, 'name', type(model).__name__)} cannot predict on a new graph: only GFL, "
-                    f"protonet, knn, matchingnet, maml and agf runs can")
+                    f"protonet, knn, matchingnet, maml, agf and gmeta runs can")

@@ -46,10 +46,15 @@ def gcn_norm(g: dgl.DGLGraph) -> tuple[torch.Tensor, torch.Tensor]:
     return _degree_norm(g.out_degrees()), _degree_norm(g.in_degrees())
 
 
-def add_gcn_norm(g: dgl.DGLGraph) -> dgl.DGLGraph:
-    """Store the degree normalisation of ``g`` in its ``ndata`` (in place); returns ``g``."""
-    g.ndata[NORM_SRC] = _degree_norm(g.out_degrees())
-    g.ndata[NORM_DST] = _degree_norm(g.in_degrees())
+def add_gcn_norm(g: dgl.DGLGraph, out_degrees: torch.Tensor | None = None,
+                 in_degrees: torch.Tensor | None = None) -> dgl.DGLGraph:
+    """Store the degree normalisation of ``g`` in its ``ndata`` (in place); returns ``g``.
+
+    ``out_degrees`` and ``in_degrees`` (``(N,)``), when the caller knows them, spare DGL building
+    the graph's sparse formats to count them.
+    """
+    g.ndata[NORM_SRC] = _degree_norm(g.out_degrees() if out_degrees is None else out_degrees)
+    g.ndata[NORM_DST] = _degree_norm(g.in_degrees() if in_degrees is None else in_degrees)
     return g
 
 
