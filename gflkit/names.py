@@ -90,7 +90,8 @@ COLLAPSE_FACTOR = 2.0
 #: ``gfl-<aggregator>``; the one place these names are written.
 MODEL_DISPLAY_NAMES = {
     "gfl": "GFL", "gfl-mean": "GFL-mean", "gfl-att": "GFL-att", "protonet": "Protonet", "maml": "MAML",
-    "matchingnet": "Matching Network", "knn": "K-NN", "agf": "All-Graph-Finetune", "gmeta": "G-Meta", "transfer-head": "Transfer head",
+    "matchingnet": "Matching Network", "knn": "K-NN", "agf": "All-Graph-Finetune", "gmeta": "G-Meta",
+    "transfer-head": "Transfer head",
     "gcn": "Non-transfer GCN", "lp": "Label Propagation", "node2vec": "node2vec", "deepwalk": "DeepWalk",
     "planetoid": "Planetoid", "majority": "Majority class",
 }
