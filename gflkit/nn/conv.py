@@ -75,7 +75,8 @@ def propagate(g: dgl.DGLGraph, x: torch.Tensor) -> torch.Tensor:
 
 class _Propagate(torch.autograd.Function):
     """``dst * (S (src * x))`` with ``S = A + I``; the backward pass ``src * (S^T (dst * dy))``
-    (no gradient for the normalisation ``src``, ``dst``: stored constants of the graph)."""
+    (no gradient for the normalisation ``src``, ``dst``: stored constants of the graph), itself a
+    propagation, differentiable again when the backward pass builds a graph (``create_graph=True``)."""
 
     @staticmethod
     def forward(ctx, x, src, dst, g):
@@ -86,6 +87,9 @@ class _Propagate(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         src, dst = ctx.saved_tensors
+        if torch.is_grad_enabled():  # create_graph: the backward pass is itself differentiated (second-order MAML)
+            reverse = ctx.g if is_symmetric(ctx.g) else dgl.reverse(ctx.g, copy_ndata=False, copy_edata=False)
+            return _Propagate.apply(grad, dst, src, reverse), None, None, None
         scaled = grad * dst
         spread = neighbour_sum(ctx.g, scaled) if is_symmetric(ctx.g) else neighbour_sum_t(ctx.g, scaled)
         return spread.mul_(src), None, None, None  # the normalisation is a constant of the graph

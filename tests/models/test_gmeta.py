@@ -11,7 +11,7 @@ from cli_helpers import csv_table, invoke
 
 import gflkit  # noqa: F401  (DGL compat shim first)
 from gflkit.config import EpisodeConfig, TrainConfig
-from gflkit.episodes import EpisodeSampler
+from gflkit.episodes import Episode, EpisodeSampler
 from gflkit.evaluation.scoring import transfer_accuracies
 from gflkit.graphs import GraphCache, prepare_graph
 from gflkit.models.baselines import TRANSFER
@@ -94,6 +94,27 @@ def test_forward_backward_reaches_every_weight(small_family):
     loss.backward()
     for name, p in model.named_parameters():
         assert p.grad is not None and p.grad.abs().sum() > 0, name
+
+
+@pytest.mark.parametrize("encoder", ["gcn", "gin"])
+def test_the_second_order_meta_gradient_is_exact(encoder):
+    g, _ = _random_graph(n=12, p=0.3)
+    g.ndata["feat"] = torch.randn(12, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    ep = Episode(0, torch.tensor([[0, 1], [4, 5]]), torch.tensor([2, 3, 6, 7, 8]), torch.tensor([0, 0, 1, 1, 1]))
+    torch.manual_seed(0)
+    model = TRANSFER["gmeta"](5, 2, hidden_feats=4, out_feats=3, encoder=encoder, inner_steps=2, inner_lr=0.5,
+                              first_order=False, train_queries=None).double()
+    weight = next(model.encoder.conv1.parameters())
+    (exact,) = torch.autograd.grad(model.step_loss([g], [ep], [None]), [weight])
+    numeric = torch.zeros_like(weight)
+    with torch.no_grad():
+        for i in np.ndindex(*weight.shape):
+            weight[i] += 1e-6
+            up = model.step_loss([g], [ep], [None])
+            weight[i] -= 2e-6
+            numeric[i] = (up - model.step_loss([g], [ep], [None])) / 2e-6
+            weight[i] += 1e-6
+    torch.testing.assert_close(exact, numeric, atol=1e-6, rtol=1e-4)
 
 
 def test_the_inner_loop_lowers_the_support_loss(small_family):
