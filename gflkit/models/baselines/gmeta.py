@@ -50,7 +50,7 @@ from ..support_sets import chunked, flat_support
 from .base import TransferBaseline
 from .common import support_targets
 
-__all__ = ["GMeta"]
+__all__ = []  # reached through the registry: gflkit.models.baselines.TRANSFER["gmeta"]
 
 Params = dict[str, torch.Tensor]
 
