@@ -49,7 +49,7 @@ _PREDICT_HELP = """Label every node of a new graph from a few labelled ones, wit
     COLLECTION:GRAPH_ID. Edges are undirected (one direction is enough;
     self-loops and duplicates are dropped). Raw features go through the saved
     feature transform of the run's collection. The classes need not be the
-    training classes: GFL, protonet, knn and matchingnet take any classes with
+    training classes: GFL, protonet, knn, matchingnet, gpn, gmeta and the tlp models take any classes with
     at least one labelled node each (maml and agf at most the run's number of
     classes); a warning names classes with fewer labelled nodes than the run's
     k_shot. --refine propagates the scores over the graph as in evaluate.

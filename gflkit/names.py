@@ -30,6 +30,7 @@ TRANSFER_BASELINES: dict[str, str] = {
     "matchingnet": ".matchingnet:MatchingNetwork",
     "maml": ".maml:MAML",
     "gpn": ".gpn:GraphPrototypicalNetwork",
+    "gmeta": ".gmeta:GMeta",
     "transfer-head": ".transfer_head:TransferHead",
     "tlp": ".tlp:TransductiveLinearProbe",
     "tlp-bgrl": ".tlp:BootstrapLinearProbe",
@@ -94,7 +95,7 @@ COLLAPSE_FACTOR = 2.0
 MODEL_DISPLAY_NAMES = {
     "gfl": "GFL", "gfl-mean": "GFL-mean", "gfl-att": "GFL-att", "protonet": "Protonet", "maml": "MAML",
     "matchingnet": "Matching Network", "knn": "K-NN", "agf": "All-Graph-Finetune", "transfer-head": "Transfer head",
-    "gpn": "GPN",
+    "gpn": "GPN", "gmeta": "G-Meta",
     "gcn": "Non-transfer GCN", "lp": "Label Propagation", "node2vec": "node2vec", "deepwalk": "DeepWalk",
     "planetoid": "Planetoid", "majority": "Majority class",
     "tlp": "TLP (GRACE)", "tlp-bgrl": "TLP (BGRL)", "tlp-sup": "TLP (supervised)",

@@ -25,9 +25,9 @@ def flat_support(support: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.T
     return ids, target
 
 
-def chunked(n: int, score: Callable[[slice], torch.Tensor]) -> torch.Tensor:
-    """``score(nodes)`` of ``n`` nodes, :data:`CHUNK` at a time, concatenated."""
-    return torch.cat([score(slice(lo, min(lo + CHUNK, n))) for lo in range(0, n, CHUNK)])
+def chunked(n: int, score: Callable[[slice], torch.Tensor], size: int = CHUNK) -> torch.Tensor:
+    """``score(nodes)`` of ``n`` nodes, ``size`` (default :data:`CHUNK`) at a time, concatenated."""
+    return torch.cat([score(slice(lo, min(lo + size, n))) for lo in range(0, n, size)])
 
 
 def check_head_classes(model, support: Sequence[torch.Tensor], others: Sequence[str] = ()) -> None:

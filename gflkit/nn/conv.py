@@ -46,10 +46,15 @@ def gcn_norm(g: dgl.DGLGraph) -> tuple[torch.Tensor, torch.Tensor]:
     return _degree_norm(g.out_degrees()), _degree_norm(g.in_degrees())
 
 
-def add_gcn_norm(g: dgl.DGLGraph) -> dgl.DGLGraph:
-    """Store the degree normalisation of ``g`` in its ``ndata`` (in place); returns ``g``."""
-    g.ndata[NORM_SRC] = _degree_norm(g.out_degrees())
-    g.ndata[NORM_DST] = _degree_norm(g.in_degrees())
+def add_gcn_norm(g: dgl.DGLGraph, out_degrees: torch.Tensor | None = None,
+                 in_degrees: torch.Tensor | None = None) -> dgl.DGLGraph:
+    """Store the degree normalisation of ``g`` in its ``ndata`` (in place); returns ``g``.
+
+    ``out_degrees`` and ``in_degrees`` (``(N,)``), when the caller knows them, spare DGL building
+    the graph's sparse formats to count them.
+    """
+    g.ndata[NORM_SRC] = _degree_norm(g.out_degrees() if out_degrees is None else out_degrees)
+    g.ndata[NORM_DST] = _degree_norm(g.in_degrees() if in_degrees is None else in_degrees)
     return g
 
 
@@ -70,7 +75,8 @@ def propagate(g: dgl.DGLGraph, x: torch.Tensor) -> torch.Tensor:
 
 class _Propagate(torch.autograd.Function):
     """``dst * (S (src * x))`` with ``S = A + I``; the backward pass ``src * (S^T (dst * dy))``
-    (no gradient for the normalisation ``src``, ``dst``: stored constants of the graph)."""
+    (no gradient for the normalisation ``src``, ``dst``: stored constants of the graph), itself a
+    propagation, differentiable again when the backward pass builds a graph (``create_graph=True``)."""
 
     @staticmethod
     def forward(ctx, x, src, dst, g):
@@ -81,6 +87,9 @@ class _Propagate(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         src, dst = ctx.saved_tensors
+        if torch.is_grad_enabled():  # create_graph: the backward pass is itself differentiated (second-order MAML)
+            reverse = ctx.g if is_symmetric(ctx.g) else dgl.reverse(ctx.g, copy_ndata=False, copy_edata=False)
+            return _Propagate.apply(grad, dst, src, reverse), None, None, None
         scaled = grad * dst
         spread = neighbour_sum(ctx.g, scaled) if is_symmetric(ctx.g) else neighbour_sum_t(ctx.g, scaled)
         return spread.mul_(src), None, None, None  # the normalisation is a constant of the graph

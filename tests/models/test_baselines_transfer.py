@@ -23,7 +23,8 @@ EPISODES = EpisodeConfig(k_shot=10)
 # A few steps are enough to clear chance (25%) on the small family: after 30
 # steps the transfer baselines reach about 50-65% mean test accuracy.
 QUICK = TrainConfig(steps=30, meta_batch=3, eval_every=10, seed=0)
-OPTIONS = {"maml": {"first_order": True, "inner_steps": 2}, "agf": {"finetune_steps": 10}}
+OPTIONS = {"maml": {"first_order": True, "inner_steps": 2}, "agf": {"finetune_steps": 10},
+           "gmeta": {"inner_steps": 2, "max_nodes": 32}}
 
 
 @pytest.fixture(scope="module")

@@ -55,6 +55,8 @@ def test_propagate_gradient_on_symmetric_and_directed_graphs(pair, directed):
     x = torch.randn(bg.num_nodes(), 3, dtype=torch.float64, generator=torch.Generator().manual_seed(4),
                     requires_grad=True)
     assert torch.autograd.gradcheck(lambda v: propagate(bg, v), (x,))
+    # the backward pass is differentiable too (second-order meta-gradients)
+    assert torch.autograd.gradgradcheck(lambda v: propagate(bg, v).pow(2), (x,))
     conv = GraphConv(3, 3, norm="both", weight=False, bias=False).double()
     weights = torch.randn(bg.num_nodes(), 3, dtype=torch.float64)
     (ours,) = torch.autograd.grad((propagate(bg, x) * weights).sum(), x)
