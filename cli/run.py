@@ -252,7 +252,7 @@ def train(data, model, run_dir, force, resume, checkpoint_every, options, split,
     from gflkit.runs.folder import partial_path
     from gflkit.devices import resolve_device
 
-    resolve_device(device)  # before any data is read or generated
+    device = resolve_device(device)  # before any data is read or generated; passed on resolved
 
     if split == "none":
         deprecation_warning("--split none", "--no-eval")

@@ -49,8 +49,16 @@ def _dgl_wheel_hint() -> str:
     return f"install DGL's CUDA build: pip install dgl -f {DGL_WHEELS}/torch-{torch_minor}/{tag}/repo.html"
 
 
+#: The CUDA devices found to work in this process, by name: each is checked once per process
+#: (a command resolves its device where it parses the option, in its run's settings and in the
+#: training function; the answer cannot change while the process runs). Failures are not kept.
+_WORKING: dict[str, torch.device] = {}
+
+
 def resolve_device(device: str | torch.device | None, option: str = "device") -> torch.device:
     """``cpu``, ``cuda`` or ``cuda:N`` as a :class:`torch.device`, once it is known to work here.
+
+    A CUDA device is checked the first time it is named; later calls return the same answer.
 
     Args:
         device: the device name (``None``: ``cpu``).
@@ -69,6 +77,8 @@ def resolve_device(device: str | torch.device | None, option: str = "device") ->
         raise GFLError(f"`{option}={name}`: choose cpu, cuda or cuda:N")
     if name == "cpu":
         return torch.device("cpu")
+    if name in _WORKING:
+        return _WORKING[name]
     import dgl
 
     if not dgl_cuda_build():
@@ -81,6 +91,7 @@ def resolve_device(device: str | torch.device | None, option: str = "device") ->
     if dev.index is not None and dev.index >= torch.cuda.device_count():
         raise GFLError(f"`{option}={name}`: this machine has {torch.cuda.device_count()} CUDA device(s), "
                        f"numbered from 0")
+    _WORKING[name] = dev
     return dev
 
 

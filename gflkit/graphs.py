@@ -19,7 +19,7 @@ import torch
 
 from .data import GraphCollection
 from .episodes import Episode
-from .nn.conv import add_gcn_norm, is_symmetric, set_symmetric
+from .nn.conv import add_gcn_norm, graph_facts, is_symmetric, set_symmetric
 
 __all__ = ["prepare_graph", "batch_episodes"]
 
@@ -49,17 +49,27 @@ def _shifted_support(bg: dgl.DGLGraph, episodes: Sequence[Episode], offsets: lis
     return torch.stack([ep.support + off for ep, off in zip(episodes, offsets)]).to(bg.device)
 
 
-def batch_episodes(graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode]):
+def batch_episodes(graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode], *, features: bool = True):
     """One batched graph and the episodes' node ids shifted into it.
 
     Args:
         graphs: prepared graphs (:func:`prepare_graph`).
         episodes: one episode per graph.
+        features: concatenate the graphs' ``ndata["feat"]`` into the batch's. ``False``
+            leaves them out and notes each graph's own feature tensor beside the
+            batch (:func:`~gflkit.nn.conv.member_features`), for a model that reads
+            them graph by graph: no copy of the features (11.5 MB per meta-batch of
+            5 graphs of 4,500 nodes and 128 features).
 
     Returns:
         ``(bg, support (B, C, K), queries)`` with ``queries`` a list of ``(Q_b,)``.
     """
-    bg = dgl.batch(list(graphs))
+    graphs = list(graphs)
+    if features:
+        bg = dgl.batch(graphs)
+    else:
+        bg = dgl.batch(graphs, ndata=[k for k in graphs[0].ndata.keys() if k != "feat"])
+        graph_facts(bg)["member_features"] = [g.ndata["feat"] for g in graphs]
     set_symmetric(bg, all(is_symmetric(g) for g in graphs))  # each graph is checked once, then remembered
     offsets = _offsets(bg)
     queries = [(ep.query + off).to(bg.device) for ep, off in zip(episodes, offsets)]

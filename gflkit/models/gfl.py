@@ -22,7 +22,7 @@ from ..nn import (
     Distance, GraphDecoder, GraphPrototype, HierarchicalGraphRepresentation, HierarchyGate, MeanPrototype,
     PrototypeGNN, make_encoder, recon_loss,
 )
-from ..nn.conv import propagate
+from ..nn.conv import member_features, propagate
 from ..nn.distance import cross_entropy
 from .support_sets import chunked
 
@@ -263,11 +263,21 @@ class GFL(nn.Module):
             recon = recon_loss(g, d, self.recon_reduction, normalize=self.recon_normalize)
         return GFLOutput(scores, protos, recon, gate)
 
+    @property
+    def takes_feature_parts(self) -> bool:
+        """Whether the encoder takes a batch's features as one tensor per graph; a batch made
+        without its features (``batch_episodes(..., features=False)``) then saves their copy."""
+        return bool(getattr(self.encoder, "takes_feature_parts", False))
+
     def _feature_parts(self, g: dgl.DGLGraph) -> list[torch.Tensor] | None:
         """The batch's features as one block of rows per graph, where the encoder takes them so
         (``takes_feature_parts``): its first layer then multiplies each graph's block and sums its
-        weight gradient graph by graph (``parts_matmul``); ``None``: the features as one tensor."""
-        if not getattr(self.encoder, "takes_feature_parts", False):
+        weight gradient graph by graph (``parts_matmul``); ``None``: the features as one tensor.
+        A batch made without its features gives its members' own feature tensors."""
+        members = member_features(g)
+        if members is not None:
+            return list(members)
+        if not self.takes_feature_parts:
             return None
         return list(g.ndata["feat"].split(g.batch_num_nodes().tolist()))
 

@@ -178,6 +178,12 @@ def graph_facts(g: dgl.DGLGraph) -> dict[str, Any]:
         return facts
 
 
+def member_features(g: dgl.DGLGraph) -> list[torch.Tensor] | None:
+    """Each member graph's features of a batch made without them
+    (:func:`gflkit.graphs.batch_episodes` with ``features=False``), else ``None``."""
+    return graph_facts(g).get("member_features")
+
+
 def is_symmetric(g: dgl.DGLGraph) -> bool:
     """Whether every edge ``u -> v`` of ``g`` has its reverse ``v -> u`` (an undirected graph).
 

@@ -6,7 +6,9 @@ run's settings record. The engine knows nothing of the model beyond three calls:
 ``model(bg, support, queries)``, ``model.loss(out, labels)`` and, where the model
 has one, ``model.prepare(bg, support)``, which computes ahead (on any thread,
 before the parameters are read) what a forward pass over that batch reads
-besides the parameters; the forward pass then finds it.
+besides the parameters; the forward pass then finds it. Where the model says it
+reads a batch's features graph by graph (``model.takes_feature_parts``), the
+batch is made without copying them (``batch_episodes(..., features=False)``).
 
 With several torch threads, a meta-batch is cut into parts with about the same
 number of nodes (:func:`split_by_nodes`), one per thread. Each part's forward and
@@ -105,7 +107,8 @@ def _prepare_part(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: Se
     """One part's :func:`~gflkit.graphs.batch_episodes`, with ``model.prepare`` run on it."""
     for g in {id(g): g for g in graphs}.values():
         make_thread_safe(g)
-    batch = batch_episodes(graphs, episodes)
+    # A model that reads the features graph by graph takes them from the graphs themselves.
+    batch = batch_episodes(graphs, episodes, features=not getattr(model, "takes_feature_parts", False))
     prepare = getattr(model, "prepare", None)
     if prepare is not None:
         prepare(batch[0], batch[1])

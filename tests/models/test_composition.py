@@ -219,6 +219,23 @@ def test_resolve_device_names_what_to_install(monkeypatch):
         resolve_device("cuda")
 
 
+def test_a_working_cuda_device_is_checked_once_per_process(monkeypatch):
+    import gflkit.devices as devices
+
+    checks = []
+    monkeypatch.setattr(devices, "_WORKING", {})
+    monkeypatch.setattr(devices, "dgl_cuda_build", lambda: checks.append("dgl") or True)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert resolve_device("cuda:0") == resolve_device(torch.device("cuda:0")) == torch.device("cuda:0")
+    assert checks == ["dgl"]  # the second call found the first one's answer
+    with pytest.raises(GFLError, match="has 1 CUDA device"):  # a failure is not remembered: checked each time
+        resolve_device("cuda:1")
+    with pytest.raises(GFLError, match="has 1 CUDA device"):
+        resolve_device("cuda:1")
+    assert checks == ["dgl", "dgl", "dgl"]
+
+
 def test_this_dgl_is_reported_as_a_cpu_build():
     """PyPI's DGL 2.1 has no CUDA: the probe must say so here (and the doctor reports the same)."""
     from gflkit.devices import dgl_cuda_build

@@ -464,6 +464,25 @@ def _same_bits(a, b) -> bool:
 
 
 @pytest.mark.parametrize("model_name", ["gfl", "protonet"])
+def test_a_batch_without_its_features_gives_the_same_bits(small_family, model_name):
+    graphs, episodes = _meta_batch(small_family, size=3)
+    torch.manual_seed(0)
+    model = GFL(small_family.feat_size, PRESETS[model_name])
+    assert model.takes_feature_parts
+    labels = [ep.query_label for ep in episodes]
+
+    def run(features: bool):
+        bg, support, queries = batch_episodes(graphs, episodes, features=features)
+        assert ("feat" in bg.ndata) == features
+        return _loss_and_grads(model, lambda: model.loss(model(bg, support, queries), labels))
+
+    assert _same_bits(run(False), run(True))
+    bg, _, _ = batch_episodes(graphs, episodes, features=False)
+    assert [f.data_ptr() for f in gflkit.nn.conv.member_features(bg)] == [g.ndata["feat"].data_ptr() for g in graphs]
+    assert gflkit.nn.conv.member_features(batch_episodes(graphs, episodes)[0]) is None
+
+
+@pytest.mark.parametrize("model_name", ["gfl", "protonet"])
 @pytest.mark.parametrize("workers", [1, 2, 3])
 def test_a_prepared_meta_batch_gives_the_loss_computed_from_scratch(small_family, model_name, workers):
     from gflkit.training._engine import meta_batch_loss, prepare_meta_batch
