@@ -1,6 +1,12 @@
 """Result CSVs of ``gflkit compare`` side by side, as one Markdown table.
 
     python scripts/markdown_table.py Facebook=facebook.csv Cora=cora.csv [...] > table.md
+    python scripts/markdown_table.py Facebook=a.csv+b.csv --save-dir results/table2 > table.md
+
+A family may take several CSVs joined by ``+`` (runs of more models against the
+same reference on the same seeds and episodes); a row found twice (the
+reference, rerun in each) is kept once, from the first file. ``--save-dir``
+writes each family's joined CSV there as ``<name>.csv``.
 
 One row per model (the paper's names), per family two cells: accuracy ± the
 half-width of its 95% interval, and the paired difference to the CSV's
@@ -12,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import pandas as pd
 
@@ -43,12 +50,18 @@ def cells(row: pd.Series) -> tuple[str, str]:
 def main(argv=None) -> None:
     """Parse ``NAME=CSV`` pairs and print the table."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("families", nargs="+", help="NAME=CSV")
+    p.add_argument("families", nargs="+", help="NAME=CSV[+CSV...]")
+    p.add_argument("--save-dir", default=None, help="write each family's joined CSV here")
     a = p.parse_args(argv)
     tables = {}
     for item in a.families:
-        name, _, path = item.partition("=")
-        tables[name] = pd.read_csv(path)
+        name, _, paths = item.partition("=")
+        df = pd.concat([pd.read_csv(path) for path in paths.split("+")], ignore_index=True)
+        df = df[~df.apply(row_key, axis=1).duplicated()].reset_index(drop=True)
+        tables[name] = df
+        if a.save_dir:
+            Path(a.save_dir).mkdir(parents=True, exist_ok=True)
+            df.to_csv(Path(a.save_dir) / f"{name}.csv", index=False, float_format="%.4f")
     order: list[str] = []
     for df in tables.values():
         order += [k for k in map(row_key, (r for _, r in df.iterrows())) if k not in order]
