@@ -51,6 +51,12 @@ FEATURE_KEYS = ("row", "node", "graph-node")
 DEFAULT_COLLECTION = "synthetic"
 #: Steps between resume checkpoints (``gflkit.training.meta.CHECKPOINT_EVERY``).
 CHECKPOINT_EVERY = 50
+#: Scores behind the relational structure among a class's support nodes (``gflkit.config.GFLConfig.similarity``;
+#: :mod:`gflkit.nn.relation`): from the graph (``khop-cn``, ``jaccard``, ``adamic-adar``, ``pagerank``, ``ppr``), from
+#: the embeddings (``learned``) or both (``combined``).
+SIMILARITIES = ("khop-cn", "jaccard", "adamic-adar", "pagerank", "ppr", "learned", "combined")
+#: Similarities whose relation weights are learned from the node embeddings (a part with parameters).
+LEARNED_SIMILARITIES = ("learned", "combined")
 #: Forms of the hierarchical gate (``gflkit.config.GFLConfig.gate_mode``).
 GATE_MODES = ("open", "centered", "paper")
 #: Normalisations of the PGNN's relation matrix (``gflkit.config.GFLConfig.pgnn_norm``).
