@@ -69,7 +69,9 @@ class GFLConfig:
         gate: modulate the PGNN parameters with the hierarchical graph gate.
         gate_mode: the gate's form and start (:class:`~gflkit.nn.HierarchyGate`):
             ``"open"`` (default: sigmoid near 1), ``"centered"`` (2 sigmoid,
-            starting at 1) or ``"paper"`` (sigmoid with the usual initialisation).
+            starting at 1), ``"paper"`` (sigmoid with the usual initialisation) or
+            ``"feature"`` (one value per PGNN output feature, ``1 + tanh`` of the
+            layer-normalised representation, starting around 1).
         levels: R, number of levels of the hierarchical graph representation.
         clusters: number of clusters of levels 2..R (length ``levels - 1``).
         graph_feats: size of the hierarchical graph representation h.
@@ -103,7 +105,8 @@ class GFLConfig:
     mu0: float = field(default=0.1, metadata={"help": "Weight given to relations below mu."})
     gate: bool = field(default=True, metadata={"help": "Hierarchical graph representation gate on the PGNN."})
     gate_mode: str = field(default="open",
-        metadata={"help": "Form and start of the gate: open (sigmoid near 1), centered (2 sigmoid) or paper."})
+        metadata={"help": "Form and start of the gate: open (sigmoid near 1), centered (2 sigmoid), paper, or feature "
+                "(1 + tanh, one value per PGNN output feature)."})
     levels: int = field(default=3, metadata={"help": "R, levels of the hierarchical graph representation."})
     clusters: tuple[int, ...] = field(default=(32, 8), metadata={"help": "Clusters of levels 2..R, comma-separated."})
     graph_feats: int = field(default=32, metadata={"help": "Size of the graph representation."})

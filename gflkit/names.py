@@ -58,7 +58,7 @@ SIMILARITIES = ("khop-cn", "jaccard", "adamic-adar", "pagerank", "ppr", "learned
 #: Similarities whose relation weights are learned from the node embeddings (a part with parameters).
 LEARNED_SIMILARITIES = ("learned", "combined")
 #: Forms of the hierarchical gate (``gflkit.config.GFLConfig.gate_mode``).
-GATE_MODES = ("open", "centered", "paper")
+GATE_MODES = ("open", "centered", "paper", "feature")
 #: Normalisations of the PGNN's relation matrix (``gflkit.config.GFLConfig.pgnn_norm``).
 PGNN_NORMS = ("row", "sym")
 #: Node encoders of GFL (``gflkit.nn.make_encoder``): dgl.nn's GraphConv, SAGEConv, GATConv, GINConv.

@@ -38,7 +38,9 @@ class PrototypeGNN(nn.Module):
 
     Shapes:
         support ``(B, C, K, in_feats)``, weights ``(B, C, K, K)``, gate
-        ``(B, num_params)`` or ``None`` -> prototypes ``(B, C, out_feats)``.
+        ``(B, num_params)`` (one value per parameter), ``(B, out_feats)`` (one
+        per output feature: column ``f`` of ``W`` and ``b_f`` scaled) or
+        ``None`` -> prototypes ``(B, C, out_feats)``.
     """
 
     def __init__(self, in_feats: int, out_feats: int, pool: str = "mean", activation: str = "tanh",
@@ -88,6 +90,8 @@ class PrototypeGNN(nn.Module):
         agg = agg.view(b, c * k, d)
         if gate is None:
             out = agg @ self.weight + self.bias
+        elif gate.shape[-1] == self.out_feats:  # one value per output feature: scales W's columns and b
+            out = torch.bmm(agg, self.weight.unsqueeze(0) * gate.unsqueeze(1)) + (self.bias * gate).unsqueeze(1)
         else:
             n_w = self.weight.numel()
             w = self.weight.unsqueeze(0) * gate[:, :n_w].view(b, d, self.out_feats)  # (B, d, out)

@@ -11,7 +11,7 @@ from nn_graphs import _adj, _model_graph
 from gflkit.config import GFLConfig
 from gflkit.errors import GFLError
 from gflkit.nn import GraphPrototype, PrototypeGNN, relation_weights, support_similarity
-from gflkit.nn.relation import PPR_FLOOR, PPR_RESTART, RelationScorer, ppr_log_ratio, ppr_matrix
+from gflkit.nn.relation import PPR_FLOOR, PPR_RESTART, PPR_TOL, RelationScorer, ppr_log_ratio, ppr_matrix
 
 SUPPORT = [torch.tensor([[0, 4, 9], [2, 7, 13]]), torch.tensor([[1, 5, 10], [3, 6, 8]])]
 
@@ -42,10 +42,13 @@ def test_ppr_matrix_is_the_dense_inverse(pair):
     h = pair[0]
     g = _model_graph(h)
     sources = torch.tensor([0, 3, 7, 14])
-    p = ppr_matrix(g, sources)
+    p = ppr_matrix(g, sources, tol=1e-13)
     assert p.dtype == torch.float64 and p.shape == (15, 4)
     ref = _dense_ppr(_adj(h).double().numpy())[:, sources.numpy()]
-    np.testing.assert_allclose(p.numpy(), ref, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(p.numpy(), ref, rtol=0, atol=1e-11)
+    # the default tolerance: within its documented L1 bound of the fixed point
+    bound = PPR_TOL * (1 - PPR_RESTART) / PPR_RESTART
+    assert float((ppr_matrix(g, sources) - torch.from_numpy(ref)).abs().sum(0).max()) <= bound
     np.testing.assert_allclose(p.sum(0).numpy(), 1.0, atol=1e-8)  # no dangling node: a distribution
     # and networkx's PageRank with the same restart
     nx_ppr = nx.pagerank(h, alpha=1 - PPR_RESTART, personalization={3: 1.0}, tol=1e-12)
@@ -60,8 +63,8 @@ def test_ppr_on_a_directed_graph_with_a_dangling_node_is_the_dense_inverse():
         adj[v, u] = 1.0  # column u: where a walk at u goes
     src, dst = zip(*edges)
     g = dgl.add_self_loop(dgl.graph((torch.tensor(src), torch.tensor(dst)), num_nodes=5))
-    p = ppr_matrix(g, torch.arange(5))
-    np.testing.assert_allclose(p.numpy(), _dense_ppr(adj), atol=1e-8)
+    p = ppr_matrix(g, torch.arange(5), tol=1e-13)
+    np.testing.assert_allclose(p.numpy(), _dense_ppr(adj), atol=1e-11)
     assert float(p[:, 0].sum()) < 1.0
 
 
@@ -72,7 +75,9 @@ def test_ppr_log_ratio_matches_the_dense_reference_on_a_batch(pair):
     assert score.shape == (2, 2, 3, 3) and score.dtype == torch.float32
     for b, h in enumerate(pair):
         ref = _dense_log_ratio(_adj(h).double().numpy(), SUPPORT[b])
-        np.testing.assert_allclose(score[b].numpy(), ref, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(score[b].numpy(), ref, rtol=0, atol=1e-3)  # default tolerance
+        exact = ppr_log_ratio(bg, support, tol=1e-13)[b]
+        np.testing.assert_allclose(exact.numpy(), ref, rtol=1e-5, atol=1e-5)
         torch.testing.assert_close(score[b], score[b].transpose(-1, -2))  # undirected: symmetric
     torch.testing.assert_close(support_similarity(bg, support, "combined"), score)
 
