@@ -44,7 +44,7 @@ REFINE_STEPS = 10
 #: Figure formats of ``gflkit plot`` (``gflkit.plotting.FORMATS``).
 FIGURE_FORMATS = ("png", "pdf", "svg")
 #: Parameters ``gflkit sweep --param`` varies (``gflkit.experiments.SWEEP_PARAMS``).
-SWEEP_PARAM_NAMES = ("mu", "mu0", "similarity", "distance", "aggregator", "levels", "gamma", "k-shot")
+SWEEP_PARAM_NAMES = ("mu", "mu0", "similarity", "distance", "aggregator", "levels", "gamma", "gate-mode", "k-shot")
 #: How a feature file's rows map to nodes (``gflkit.data.sources.tables.FEATURE_KEYS``).
 FEATURE_KEYS = ("row", "node", "graph-node")
 #: Name of the built-in synthetic family (``gflkit.data.DEFAULT_COLLECTION``).
