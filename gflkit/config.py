@@ -18,11 +18,10 @@ from typing import Any
 from .devices import resolve_device
 from .errors import GFLError
 from .names import (CHECKPOINT_EVERY, DEFAULT_TIMEOUT, ENCODERS, GATE_MODES, PGNN_NORMS,  # noqa: F401 - ENCODERS
-                    encoder_names)  # stays importable here
+                    SIMILARITIES, encoder_names)  # and SIMILARITIES stay importable here
 
 __all__ = ["GFLConfig", "EpisodeConfig", "TrainConfig", "RunSettings"]
 
-SIMILARITIES = ("khop-cn", "jaccard", "adamic-adar", "pagerank")
 DISTANCES = ("inner", "cosine", "euclidean")
 AGGREGATORS = ("mean", "att")
 
@@ -56,14 +55,23 @@ class GFLConfig:
         pgnn_activation: ``"tanh"`` (as designed) or ``"none"`` on the PGNN output.
         pgnn_norm: ``"row"`` (``D^-1 R``, default) or ``"sym"`` (GCN's
             ``D^-1/2 R D^-1/2``, the paper's literal choice) in the PGNN.
-        similarity: relational structure score, one of :data:`SIMILARITIES`.
+        similarity: relational structure score, one of :data:`SIMILARITIES`:
+            from the graph (``khop-cn``, the paper's; ``jaccard``,
+            ``adamic-adar``, ``pagerank``; ``ppr``, the personalised PageRank
+            mass between two support nodes over the whole graph, as a log
+            ratio to the walk's stationary mass), from the node embeddings
+            (``learned``: bilinear attention over support pairs, trained end
+            to end) or both (``combined``: the ``ppr`` log ratio and the
+            learned score summed as logits, with a learned weight on the first).
         hops: k of the k-hop common-neighbour score (paper: 3).
         mu: threshold; a relation weight below ``mu`` becomes ``mu0``.
         mu0: weight given to relations below the threshold (``mu0 < mu``).
         gate: modulate the PGNN parameters with the hierarchical graph gate.
         gate_mode: the gate's form and start (:class:`~gflkit.nn.HierarchyGate`):
             ``"open"`` (default: sigmoid near 1), ``"centered"`` (2 sigmoid,
-            starting at 1) or ``"paper"`` (sigmoid with the usual initialisation).
+            starting at 1), ``"paper"`` (sigmoid with the usual initialisation) or
+            ``"feature"`` (one value per PGNN output feature, ``1 + tanh`` of the
+            layer-normalised representation, starting around 1).
         levels: R, number of levels of the hierarchical graph representation.
         clusters: number of clusters of levels 2..R (length ``levels - 1``).
         graph_feats: size of the hierarchical graph representation h.
@@ -89,13 +97,16 @@ class GFLConfig:
     pgnn_activation: str = field(default="tanh", metadata={"help": "Activation of the PGNN layer."})
     pgnn_norm: str = field(default="row",
         metadata={"help": "PGNN normalisation: row (D^-1 R) or sym (D^-1/2 R D^-1/2, as in the paper)."})
-    similarity: str = field(default="khop-cn", metadata={"help": "Similarity behind the relational structure."})
+    similarity: str = field(default="khop-cn", metadata={
+        "help": "Similarity behind the relational structure: from the graph (khop-cn, jaccard, adamic-adar, pagerank, "
+                "ppr), learned from the embeddings (learned) or both (combined)."})
     hops: int = field(default=3, metadata={"help": "k of the k-hop common-neighbour similarity."})
     mu: float = field(default=0.5, metadata={"help": "Threshold: relation weights below it become mu0."})
     mu0: float = field(default=0.1, metadata={"help": "Weight given to relations below mu."})
     gate: bool = field(default=True, metadata={"help": "Hierarchical graph representation gate on the PGNN."})
     gate_mode: str = field(default="open",
-        metadata={"help": "Form and start of the gate: open (sigmoid near 1), centered (2 sigmoid) or paper."})
+        metadata={"help": "Form and start of the gate: open (sigmoid near 1), centered (2 sigmoid), paper, or feature "
+                "(1 + tanh, one value per PGNN output feature)."})
     levels: int = field(default=3, metadata={"help": "R, levels of the hierarchical graph representation."})
     clusters: tuple[int, ...] = field(default=(32, 8), metadata={"help": "Clusters of levels 2..R, comma-separated."})
     graph_feats: int = field(default=32, metadata={"help": "Size of the graph representation."})

@@ -69,6 +69,7 @@ SWEEP_PARAMS: dict[str, tuple[str, str, Any]] = {
     "aggregator": ("model", "aggregator", str),
     "levels": ("model", "levels", int),
     "gamma": ("model", "gamma", float),
+    "gate-mode": ("model", "gate_mode", str),
     "k-shot": ("episode", "k_shot", int),
 }
 

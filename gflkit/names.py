@@ -49,15 +49,21 @@ REFINE_STEPS = 10
 #: Figure formats of ``gflkit plot`` (``gflkit.plotting.FORMATS``).
 FIGURE_FORMATS = ("png", "pdf", "svg")
 #: Parameters ``gflkit sweep --param`` varies (``gflkit.experiments.SWEEP_PARAMS``).
-SWEEP_PARAM_NAMES = ("mu", "mu0", "similarity", "distance", "aggregator", "levels", "gamma", "k-shot")
+SWEEP_PARAM_NAMES = ("mu", "mu0", "similarity", "distance", "aggregator", "levels", "gamma", "gate-mode", "k-shot")
 #: How a feature file's rows map to nodes (``gflkit.data.sources.tables.FEATURE_KEYS``).
 FEATURE_KEYS = ("row", "node", "graph-node")
 #: Name of the built-in synthetic family (``gflkit.data.DEFAULT_COLLECTION``).
 DEFAULT_COLLECTION = "synthetic"
 #: Steps between resume checkpoints (``gflkit.training.meta.CHECKPOINT_EVERY``).
 CHECKPOINT_EVERY = 50
+#: Scores behind the relational structure among a class's support nodes (``gflkit.config.GFLConfig.similarity``;
+#: :mod:`gflkit.nn.relation`): from the graph (``khop-cn``, ``jaccard``, ``adamic-adar``, ``pagerank``, ``ppr``), from
+#: the embeddings (``learned``) or both (``combined``).
+SIMILARITIES = ("khop-cn", "jaccard", "adamic-adar", "pagerank", "ppr", "learned", "combined")
+#: Similarities whose relation weights are learned from the node embeddings (a part with parameters).
+LEARNED_SIMILARITIES = ("learned", "combined")
 #: Forms of the hierarchical gate (``gflkit.config.GFLConfig.gate_mode``).
-GATE_MODES = ("open", "centered", "paper")
+GATE_MODES = ("open", "centered", "paper", "feature")
 #: Normalisations of the PGNN's relation matrix (``gflkit.config.GFLConfig.pgnn_norm``).
 PGNN_NORMS = ("row", "sym")
 #: Node encoders of GFL (``gflkit.nn.make_encoder``): dgl.nn's GraphConv, SAGEConv, GATConv, GINConv.

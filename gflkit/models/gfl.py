@@ -328,7 +328,8 @@ def _parts(in_feats: int, cfg: GFLConfig) -> dict:
     if cfg.uses_hierarchy:
         hierarchy = HierarchicalGraphRepresentation(cfg.out_feats, cfg.graph_feats, cfg.levels, cfg.clusters,
                                                     cfg.aggregator)
-        gate = HierarchyGate(cfg.graph_feats, prototype.num_params, mode=cfg.gate_mode)
+        gated = cfg.out_feats if cfg.gate_mode == "feature" else prototype.num_params
+        gate = HierarchyGate(cfg.graph_feats, gated, mode=cfg.gate_mode)
     return dict(encoder=encoder, prototype=prototype, distance=Distance(cfg.distance, cfg.cosine_scale),
                 hierarchy=hierarchy, gate=gate, decoder=decoder, gamma=cfg.gamma,
                 recon_reduction=cfg.recon_reduction, recon_normalize=cfg.recon_normalize)

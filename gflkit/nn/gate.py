@@ -27,9 +27,17 @@ class HierarchyGate(nn.Module):
         0.5 back to the hierarchy.
         ``"paper"``: the paper's ``sigmoid`` with the usual initialisation
         (about 0.5 at the start).
+        ``"feature"``: one gate value per PGNN *output feature* instead of
+        per parameter (``num_params`` is then the PGNN's output width: the
+        gate scales each column of ``W`` and the bias, a FiLM-style gain), of
+        the form ``1 + tanh(W_g LayerNorm(h) + b_g)`` with the usual
+        initialisation and ``b_g = 0``: it starts with mean 1 (values about
+        0.2-1.8 across features, the same order for every graph) and slope
+        1, and the representation is normalised per graph so the gate's input
+        has unit scale whatever the hierarchy's output scale.
     """
 
-    MODES = ("open", "centered", "paper")
+    MODES = ("open", "centered", "paper", "feature")
 
     def __init__(self, graph_feats: int, num_params: int, open_bias: float = 3.0, mode: str = "open") -> None:
         super().__init__()
@@ -37,6 +45,7 @@ class HierarchyGate(nn.Module):
             raise ValueError(f"gate mode must be one of {', '.join(self.MODES)}, not {mode!r}")
         self.open_bias, self.mode = open_bias, mode
         self.linear = nn.Linear(graph_feats, num_params)
+        self.norm = nn.LayerNorm(graph_feats, elementwise_affine=False) if mode == "feature" else None
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -47,9 +56,11 @@ class HierarchyGate(nn.Module):
             nn.init.constant_(self.linear.bias, self.open_bias)
         else:
             self.linear.reset_parameters()
-            if self.mode == "centered":
+            if self.mode in ("centered", "feature"):
                 nn.init.zeros_(self.linear.bias)
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
+        if self.mode == "feature":
+            return 1 + torch.tanh(self.linear(self.norm(h)))
         g = torch.sigmoid(self.linear(h))
         return 2 * g if self.mode == "centered" else g

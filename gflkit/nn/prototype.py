@@ -11,7 +11,8 @@ import torch
 from torch import nn
 
 from .conv import graph_facts
-from .relation import relation_weights, support_similarity
+from ..names import LEARNED_SIMILARITIES
+from .relation import RelationScorer, relation_weights, support_similarity
 
 __all__ = ["PrototypeGNN", "GraphPrototype", "MeanPrototype"]
 
@@ -37,7 +38,9 @@ class PrototypeGNN(nn.Module):
 
     Shapes:
         support ``(B, C, K, in_feats)``, weights ``(B, C, K, K)``, gate
-        ``(B, num_params)`` or ``None`` -> prototypes ``(B, C, out_feats)``.
+        ``(B, num_params)`` (one value per parameter), ``(B, out_feats)`` (one
+        per output feature: column ``f`` of ``W`` and ``b_f`` scaled) or
+        ``None`` -> prototypes ``(B, C, out_feats)``.
     """
 
     def __init__(self, in_feats: int, out_feats: int, pool: str = "mean", activation: str = "tanh",
@@ -87,6 +90,8 @@ class PrototypeGNN(nn.Module):
         agg = agg.view(b, c * k, d)
         if gate is None:
             out = agg @ self.weight + self.bias
+        elif gate.shape[-1] == self.out_feats:  # one value per output feature: scales W's columns and b
+            out = torch.bmm(agg, self.weight.unsqueeze(0) * gate.unsqueeze(1)) + (self.bias * gate).unsqueeze(1)
         else:
             n_w = self.weight.numel()
             w = self.weight.unsqueeze(0) * gate[:, :n_w].view(b, d, self.out_feats)  # (B, d, out)
@@ -110,11 +115,17 @@ class GraphPrototype(nn.Module):
     thresholded by :func:`~gflkit.nn.relation.relation_weights`); the PGNN pools
     their embeddings along those relations into the prototype.
 
+    With ``similarity="learned"`` or ``"combined"`` the weights are computed from
+    the support embeddings at every forward pass by a
+    :class:`~gflkit.nn.relation.RelationScorer` (``scorer``, trained with the
+    rest; the gate does not scale it); ``combined`` adds its graph part (the
+    ``ppr`` score, remembered as the fixed weights are).
+
     Args:
         pgnn: the prototype GNN; its parameters are the ones the gate scales.
         similarity: similarity behind the relational structure (``khop-cn``, ...).
         hops: k of the k-hop similarity.
-        mu, mu0: relation weights below ``mu`` become ``mu0``.
+        mu, mu0: relation weights below ``mu`` become ``mu0`` (learned weights: ``mu0`` is their floor).
 
     Shapes:
         z ``(N, d)``, support ``(E, C, K)`` ids in ``g``, gate ``(E, num_params)``
@@ -126,6 +137,8 @@ class GraphPrototype(nn.Module):
         super().__init__()
         self.pgnn = pgnn
         self.similarity, self.hops, self.mu, self.mu0 = similarity, hops, mu, mu0
+        self.scorer = (RelationScorer(pgnn.in_feats, structure=similarity == "combined", mu0=mu0)
+                       if similarity in LEARNED_SIMILARITIES else None)
 
     @property
     def num_params(self) -> int:
@@ -135,8 +148,10 @@ class GraphPrototype(nn.Module):
     def extra_repr(self) -> str:
         return f"similarity={self.similarity}, hops={self.hops}, mu={self.mu}, mu0={self.mu0}"
 
-    def relations(self, g: dgl.DGLGraph, support: torch.Tensor, one_graph: bool = False) -> torch.Tensor:
-        """Relation weights ``(E, C, K, K)`` among each class's support nodes.
+    def relations(self, g: dgl.DGLGraph, support: torch.Tensor, one_graph: bool = False) -> torch.Tensor | None:
+        """The graph's part of the relation weights ``(E, C, K, K)`` among each class's support nodes:
+        the weights of a similarity from the graph; the ``ppr`` scores of ``combined``;
+        ``None`` for ``learned``.
 
         They depend on the graph and the support sets only, not on any
         parameter. Those of a graph object and support set are remembered
@@ -146,6 +161,8 @@ class GraphPrototype(nn.Module):
         scores the same episodes of a graph in every validation round, and
         :meth:`prepare` computes a batch's weights before its forward pass.
         """
+        if self.similarity == "learned":
+            return None
         key = (one_graph, self.similarity, self.hops, self.mu, self.mu0, tuple(support.shape),
                support.detach().cpu().numpy().tobytes())
         known = graph_facts(g).setdefault("relations", {})
@@ -159,7 +176,8 @@ class GraphPrototype(nn.Module):
                 score = score.view(e, c, k, k)
             else:
                 score = support_similarity(g, support, self.similarity, self.hops)
-            weights = relation_weights(score, self.similarity, self.mu, self.mu0)
+            weights = score if self.scorer is not None else relation_weights(score, self.similarity, self.mu,
+                                                                                   self.mu0)
             if len(known) >= _REMEMBER_PER_GRAPH:
                 known.clear()
             known[key] = weights
@@ -174,7 +192,17 @@ class GraphPrototype(nn.Module):
                 one_graph: bool = False) -> torch.Tensor:
         """Prototypes of support sets ``(E, C, K)``: one set per graph of a batched
         ``g`` (E = B), or, with ``one_graph``, E episodes of one graph."""
-        return self.pgnn(z[support], self.relations(g, support, one_graph), gate)
+        h = z[support]
+        return self.pgnn(h, self._weights(g, h, support, one_graph), gate)
+
+    def weights(self, g: dgl.DGLGraph, z: torch.Tensor, support: torch.Tensor, one_graph: bool = False) -> torch.Tensor:
+        """The relation weights ``(E, C, K, K)`` the PGNN reads for these support sets (from the
+        graph, or learned from ``z``: then with their gradient)."""
+        return self._weights(g, z[support], support, one_graph)
+
+    def _weights(self, g: dgl.DGLGraph, h: torch.Tensor, support: torch.Tensor, one_graph: bool) -> torch.Tensor:
+        structure = self.relations(g, support, one_graph)
+        return structure if self.scorer is None else self.scorer(h, structure)
 
 
 class MeanPrototype(nn.Module):

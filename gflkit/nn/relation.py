@@ -16,17 +16,37 @@ is linear in the number of nodes. Scores (paper Table 5):
 * ``adamic-adar``: ``sum over common neighbours w of 1 / log(deg w)``; weight ``sigmoid(score)``.
 * ``pagerank``: personalised PageRank (restart 0.15) from ``u`` evaluated at ``v``,
   symmetrised; weight = score divided by the largest score of the class.
+* ``ppr``: personalised PageRank over the whole graph, converged (see
+  :func:`ppr_matrix`), as a log ratio to what a walk that forgot where it
+  started would give (:func:`ppr_log_ratio`); weight ``sigmoid(score)``, 0.5
+  where the pair is as related as two nodes of their degrees at random.
+* ``learned`` and ``combined`` score pairs from the node embeddings with a
+  :class:`RelationScorer` (parameters, trained end to end); ``combined`` adds
+  the ``ppr`` score as a second logit. :func:`support_similarity` gives their
+  graph part: nothing for ``learned`` (zeros), the ``ppr`` score for ``combined``.
 """
 from __future__ import annotations
+
 
 import dgl
 import numpy as np
 import scipy.sparse as sp
 import torch
+from torch import nn
 
+from ..names import LEARNED_SIMILARITIES as LEARNED
 from .conv import is_symmetric, neighbour_sum
 
 __all__ = ["support_similarity", "relation_weights", "relation_graph"]
+
+#: Restart probability of the ``ppr`` similarity's walks.
+PPR_RESTART = 0.15
+#: The ``ppr`` power iteration stops once a step changes no column by more than this (L1); the
+#: PageRank vectors are then within ``PPR_TOL * (1 - restart) / restart`` of the fixed point (L1).
+PPR_TOL = 1e-6
+#: Ratios to the stationary mass are floored here before the log (``log`` of it is about -13.8),
+#: so that a pair no walk connects keeps a finite score and gradients through ``combined`` stay finite.
+PPR_FLOOR = 1e-6
 
 
 def _support_indicator(num_nodes: int, support: torch.Tensor) -> torch.Tensor:
@@ -89,7 +109,8 @@ def support_similarity(
     Args:
         g: batched graph with one self-loop per node.
         support: support node ids in the batched graph, ``(B, C, K)``.
-        method: one of ``khop-cn``, ``jaccard``, ``adamic-adar``, ``pagerank``.
+        method: one of ``khop-cn``, ``jaccard``, ``adamic-adar``, ``pagerank``, ``ppr``;
+            ``combined`` gives its ``ppr`` part, ``learned`` (no graph part) zeros.
         hops: neighbourhood radius of ``khop-cn``.
 
     Shapes:
@@ -122,6 +143,10 @@ def support_similarity(
         degree = (g.in_degrees() - 1).float().clamp(min=2)
         weight = 1.0 / torch.log(degree)
         return _per_graph_blocks(g, nbr * weight.unsqueeze(-1), nbr, c, k)
+    if method == "ppr" or method == "combined":
+        return ppr_log_ratio(g, support)
+    if method == "learned":
+        return torch.zeros(b, c, k, k, device=support.device)
     if method == "pagerank":
         restart, steps = 0.15, 30
         out_deg = (g.out_degrees() - 1).float().clamp(min=1).unsqueeze(-1)
@@ -131,6 +156,160 @@ def support_similarity(
         score = _column_at_support(p, support)  # ppr_v(u) for column v at row u
         return 0.5 * (score + score.transpose(-1, -2))
     raise ValueError(f"unknown similarity {method!r}")
+
+
+def _out_degrees(g: dgl.DGLGraph) -> torch.Tensor:
+    """Out-degrees without the self-loop every node of a prepared graph has."""
+    return (g.out_degrees() - 1).clamp(min=0)
+
+
+def ppr_matrix(g: dgl.DGLGraph, sources: torch.Tensor, restart: float = PPR_RESTART, tol: float = PPR_TOL,
+               max_steps: int = 10_000) -> torch.Tensor:
+    """Personalised PageRank vectors of the ``sources``, column by column: ``(N, S)`` in float64.
+
+    Column ``s`` is ``pi_s = restart (I - (1 - restart) W)^-1 e_s``, with ``W`` the random
+    walk on ``g`` without its self-loops (``W[v, u] = 1 / outdeg(u)`` for each edge ``u -> v``):
+    the distribution of where a walk from ``s`` that restarts at ``s`` with probability
+    ``restart`` at each step is found. A walk that reaches a node without out-edges stops
+    there, its mass lost (as the inverse says). Power iteration, one sparse product of the
+    (batched) graph with the ``(N, S)`` matrix per step, until a step changes no column by
+    more than ``tol`` in L1; the graph is never made dense.
+
+    Args:
+        g: graph (or batch of graphs) with one self-loop per node.
+        sources: ``(S,)`` node ids; several may share a column in a batched graph's
+            distinct graphs by passing an indicator instead (see :func:`ppr_log_ratio`).
+    """
+    x = torch.zeros(g.num_nodes(), len(sources), dtype=torch.float64, device=sources.device)
+    x[sources, torch.arange(len(sources), device=sources.device)] = 1.0
+    return _power_iteration(g, x, restart, tol, max_steps)
+
+
+def _power_iteration(g: dgl.DGLGraph, x: torch.Tensor, restart: float, tol: float, max_steps: int) -> torch.Tensor:
+    """``p <- restart x + (1 - restart) W p`` from ``p = restart x`` until a step changes no column by more
+    than ``tol`` (L1). On the CPU ``W`` is one scipy CSR matrix (self-loops dropped, ``1 / outdeg`` folded
+    in); elsewhere each step is DGL's sparse product."""
+    inv_deg = 1.0 / _out_degrees(g).to(x.dtype).clamp(min=1)
+    if x.device.type == "cpu":
+        walk = _walk_matrix(g, inv_deg.numpy())
+        xs = restart * x.numpy()
+        p = xs.copy()
+        for _ in range(max_steps):
+            nxt = walk @ p
+            nxt *= 1 - restart
+            nxt += xs
+            change = np.abs(nxt - p).sum(0).max(initial=0.0)
+            p = nxt
+            if change <= tol:
+                break
+        return torch.from_numpy(p)
+    inv_deg = inv_deg.unsqueeze(-1)
+    p = restart * x
+    for _ in range(max_steps):
+        walked = neighbour_sum(g, p * inv_deg) - p * inv_deg  # W p: the self-loops taken out
+        nxt = restart * x + (1 - restart) * walked
+        change = float((nxt - p).abs().sum(0).max()) if p.numel() else 0.0
+        p = nxt
+        if change <= tol:
+            break
+    return p
+
+
+def _walk_matrix(g: dgl.DGLGraph, inv_deg: np.ndarray) -> sp.csr_matrix:
+    """``W`` as a CSR matrix: row ``v`` holds ``1 / outdeg(u)`` for each edge ``u -> v`` other than a self-loop."""
+    n = g.num_nodes()
+    indptr, indices, _ = g.adj_tensors("csc")  # column v of the adjacency: v's in-edges, as row v of W
+    indptr, indices = indptr.numpy(), indices.numpy()
+    rows = np.repeat(np.arange(n), np.diff(indptr))
+    data = inv_deg[indices] * (indices != rows)
+    walk = sp.csr_matrix((data, indices, indptr), shape=(n, n))
+    walk.eliminate_zeros()
+    return walk
+
+
+def ppr_log_ratio(g: dgl.DGLGraph, support: torch.Tensor, restart: float = PPR_RESTART,
+                  tol: float = PPR_TOL) -> torch.Tensor:
+    """The ``ppr`` score of every same-class support pair: ``log r(u, v)``.
+
+    ``r(u, v) = (pi_u(v) + pi_v(u)) / ((d_u + d_v) / 2m)``: the PageRank mass the two
+    nodes' walks (:func:`ppr_matrix`, over the whole of each graph) put on each other,
+    over what the walk's stationary distribution ``d / 2m`` (degree over twice the
+    number of edges of the node's graph) puts on them. On an undirected graph
+    ``pi_u(v) / d_v = pi_v(u) / d_u``, so ``r = 2m pi_u(v) / d_v``, symmetric. ``r = 1``:
+    as related as two nodes of these degrees drawn at random, so the score is 0 and
+    ``sigmoid`` (the weight of ``khop-cn``) gives 0.5 there, ``r / (1 + r)`` in general:
+    0.91 at ten times the stationary mass, 0.09 at a tenth, which the threshold ``mu``
+    (0.5 by default) turns into ``mu0``. ``r`` is floored at :data:`PPR_FLOOR` (pairs
+    no walk connects, isolated nodes).
+
+    The graphs of a batch are disjoint, so their support nodes share the ``C*K`` columns.
+
+    Shapes:
+        support ``(B, C, K)`` ids in ``g`` -> ``(B, C, K, K)`` float32, symmetric on an
+        undirected graph; the diagonal is meaningless.
+    """
+    b, c, k = support.shape
+    x = _support_indicator(g.num_nodes(), support).double()
+    p = _power_iteration(g, x, restart, tol, 10_000)
+    mass = _column_at_support(p, support)  # [.., i, j] = pi_{u_j}(u_i)
+    mass = mass + mass.transpose(-1, -2)
+    deg = _out_degrees(g).double()
+    sizes = g.batch_num_nodes()
+    two_m = torch.zeros(len(sizes), dtype=torch.float64, device=deg.device)
+    two_m.index_add_(0, torch.repeat_interleave(torch.arange(len(sizes), device=deg.device), sizes), deg)
+    d = deg[support]  # (B, C, K)
+    expected = (d.unsqueeze(-1) + d.unsqueeze(-2)) / two_m.clamp(min=1).view(b, 1, 1, 1)
+    ratio = torch.where(expected > 0, mass / expected.clamp(min=1e-300), torch.zeros_like(mass))
+    return ratio.clamp(min=PPR_FLOOR).log().float()
+
+
+class RelationScorer(nn.Module):
+    """Relation weights of a class's support nodes learned from their embeddings.
+
+    ``s_ij = e_i^T A e_j + b`` on the unit-length embeddings ``e`` of support nodes
+    ``i, j``, with ``A`` symmetric (``(M + M^T) / 2``), so ``s`` is symmetric and
+    bounded by ``A``'s spectral norm plus ``|b|``; with ``structure`` (``combined``), a
+    graph score is added as a second logit with a learned weight ``lambda`` (starting
+    at 1): ``s_ij + lambda t_ij``. The weight is ``mu0 + (1 - mu0) sigmoid(s)``: a
+    floor of ``mu0`` that keeps a gradient everywhere (the hard threshold of
+    :func:`relation_weights` has none below ``mu``, so ``mu`` does not apply here);
+    the diagonal is 1 as in :func:`relation_weights`. ``M`` and ``b`` start at 0, so
+    the weights start uniform (``learned``) or at the graph score's (``combined``).
+
+    Args:
+        in_feats: embedding size.
+        structure: whether a graph score is added (``combined``).
+        mu0: floor of the weights.
+
+    Shapes:
+        h ``(B, C, K, in_feats)``, structure ``(B, C, K, K)`` or ``None`` -> ``(B, C, K, K)``.
+    """
+
+    def __init__(self, in_feats: int, structure: bool = False, mu0: float = 0.1) -> None:
+        super().__init__()
+        self.in_feats, self.mu0 = in_feats, mu0
+        self.bilinear = nn.Parameter(torch.zeros(in_feats, in_feats))
+        self.bias = nn.Parameter(torch.zeros(()))
+        self.mix = nn.Parameter(torch.ones(())) if structure else None
+
+    def extra_repr(self) -> str:
+        return f"in_feats={self.in_feats}, structure={self.mix is not None}, mu0={self.mu0}"
+
+    def scores(self, h: torch.Tensor, structure: torch.Tensor | None = None) -> torch.Tensor:
+        """The logits ``s`` (before the weight function)."""
+        e = torch.nn.functional.normalize(h, dim=-1)
+        a = 0.5 * (self.bilinear + self.bilinear.t())
+        s = (e @ a) @ e.transpose(-1, -2) + self.bias
+        if self.mix is not None:
+            if structure is None:
+                raise ValueError("this scorer adds a graph score: give structure")
+            s = s + self.mix * structure
+        return s
+
+    def forward(self, h: torch.Tensor, structure: torch.Tensor | None = None) -> torch.Tensor:
+        w = self.mu0 + (1 - self.mu0) * torch.sigmoid(self.scores(h, structure))
+        eye = torch.eye(h.shape[-2], dtype=torch.bool, device=h.device)
+        return w.masked_fill(eye, 1.0)
 
 
 #: The sparse k-hop walk gives way to the dense one once it holds more than this
@@ -194,10 +373,12 @@ def relation_weights(score: torch.Tensor, method: str, mu: float, mu0: float) ->
     Shapes:
         score: ``(B, C, K, K)`` -> ``(B, C, K, K)``.
     """
-    if method in ("khop-cn", "adamic-adar"):
+    if method in ("khop-cn", "adamic-adar", "ppr"):
         w = torch.sigmoid(score)
     elif method == "jaccard":
         w = score.clamp(0, 1)
+    elif method in LEARNED:
+        raise ValueError(f"similarity {method!r} is learned: its weights come from a RelationScorer")
     elif method == "pagerank":
         k = score.shape[-1]
         off = score.masked_fill(torch.eye(k, dtype=torch.bool, device=score.device), 0)

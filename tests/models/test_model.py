@@ -137,8 +137,9 @@ def _current_outputs() -> dict:
 
 
 @pytest.mark.parametrize("cfg", [GFLConfig(), GFLConfig(aggregator="att", similarity="jaccard"),
-                                 GFLConfig(gate=False), PRESETS["protonet"]],
-                         ids=["default", "att-jaccard", "no-gate", "protonet"])
+                                 GFLConfig(gate=False), PRESETS["protonet"],
+                                 GFLConfig(similarity="combined", gate_mode="feature")],
+                         ids=["default", "att-jaccard", "no-gate", "protonet", "combined-feature-gate"])
 def test_score_episodes_equals_forward_on_each_episode(small_family, cfg):
     """One encoder pass for many episodes of a graph gives each episode's forward logits."""
     sampler = EpisodeSampler(small_family, "test", EpisodeConfig(k_shot=3), seed=0)
@@ -162,7 +163,9 @@ CONFIGS = {
     **{f"ablation-{name}": replace(PRESETS["gfl"], **change) for name, change in ABLATIONS.items()},
     "att": GFLConfig(aggregator="att"),
     "max-pool": GFLConfig(pool="max"),
-    **{f"similarity-{s}": GFLConfig(similarity=s) for s in ("jaccard", "adamic-adar", "pagerank")},
+    **{f"similarity-{s}": GFLConfig(similarity=s)
+       for s in ("jaccard", "adamic-adar", "pagerank", "ppr", "learned", "combined")},
+    "gate-feature": GFLConfig(gate_mode="feature"),
     **{f"distance-{d}": GFLConfig(distance=d) for d in ("cosine", "euclidean")},
     **{f"encoder-{e}": GFLConfig(encoder=e) for e in ("sage", "gat", "gin")},
     "encoder-gat-protonet": replace(PRESETS["protonet"], encoder="gat"),
@@ -185,6 +188,9 @@ def test_every_configuration_runs_forward_and_backward(batch, small_family, name
     assert not untrained, f"encoder parameters without a gradient: {untrained}"
     if cfg.uses_hierarchy:
         assert model.gate.linear.weight.grad is not None
+    scorer = getattr(model.prototype, "scorer", None)
+    if scorer is not None:  # learned relation weights train with the rest
+        assert float(scorer.bilinear.grad.abs().sum()) > 0
 
 
 def test_ablations_remove_modules(small_family):
