@@ -178,6 +178,7 @@ def _train_worker(rank: int, nproc: int, folder: str, timeout: float, device: st
         torch.save({"state_dict": state, "history": result.history.to_dict("list"), "best_step": result.best_step,
                     "best_val": result.best_val, "run_dir": run_dir, "meta": result.meta},
                    Path(folder, "result.pt"))
+    ctx.barrier()  # every rank leaves the group together (see train)
     tdist.destroy_process_group()
 
 
@@ -226,7 +227,9 @@ def train(collection: GraphCollection, model_cfg: GFLConfig, episode_cfg: Episod
         torch.set_num_threads(threads or default_threads(int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))
         ctx = init_process_group(ctx, timeout, device)
         try:
-            return train_rank(ctx, collection, model_cfg, episode_cfg, train_cfg, **kwargs)
+            result = train_rank(ctx, collection, model_cfg, episode_cfg, train_cfg, **kwargs)
+            ctx.barrier()  # leave together: a rank that tore down its connections while a peer still held
+            return result  # them aborted at exit ("terminate called without an active exception")
         finally:
             tdist.destroy_process_group()
     _check_run_dir(run_dir, force, resume)
