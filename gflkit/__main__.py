@@ -4,12 +4,39 @@ The command line is imported here only, never by ``import gflkit``.
 """
 from __future__ import annotations
 
+import logging
+import os
+import sys
+
+
+def _torchrun_rank() -> bool:
+    """Whether this process is one rank of a ``torchrun`` launch (``RANK`` and ``WORLD_SIZE`` > 1)."""
+    return "RANK" in os.environ and os.environ.get("WORLD_SIZE", "1").strip() not in ("", "0", "1")
+
 
 def main() -> None:
-    """Run the ``gflkit`` Click group with the process arguments."""
+    """Run the ``gflkit`` Click group with the process arguments.
+
+    A ``torchrun`` rank leaves at once when the command is over, as the ranks
+    of ``--nproc`` do: going through the interpreter's shutdown ran native
+    destructors while library threads were still alive, and a rank then
+    sometimes died of SIGABRT ("terminate called without an active
+    exception") after its work was done.
+    """
     from gflkit_cli.main import cli
 
-    cli(prog_name="gflkit")
+    try:
+        cli(prog_name="gflkit")
+    except SystemExit as done:
+        if not _torchrun_rank():
+            raise
+        code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+        if not isinstance(done.code, (int, type(None))):
+            print(done.code, file=sys.stderr)
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
 
 
 if __name__ == "__main__":
