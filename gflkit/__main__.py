@@ -4,7 +4,6 @@ The command line is imported here only, never by ``import gflkit``.
 """
 from __future__ import annotations
 
-import logging
 import os
 import sys
 
@@ -18,12 +17,11 @@ def main() -> None:
     """Run the ``gflkit`` Click group with the process arguments.
 
     A ``torchrun`` rank leaves at once when the command is over, as the ranks
-    of ``--nproc`` do: going through the interpreter's shutdown ran native
-    destructors while library threads were still alive, and a rank then
-    sometimes died of SIGABRT ("terminate called without an active
-    exception") after its work was done.
+    of ``--nproc`` do (:func:`gflkit.interrupts.leave_now`).
     """
     from gflkit_cli.main import cli
+
+    from .interrupts import leave_now
 
     try:
         cli(prog_name="gflkit")
@@ -33,10 +31,7 @@ def main() -> None:
         code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
         if not isinstance(done.code, (int, type(None))):
             print(done.code, file=sys.stderr)
-        logging.shutdown()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        leave_now(code)
 
 
 if __name__ == "__main__":

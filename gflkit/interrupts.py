@@ -12,7 +12,10 @@ caller's process.
 from __future__ import annotations
 
 import _thread
+import logging
+import os
 import signal
+import sys
 import threading
 import weakref
 
@@ -59,3 +62,17 @@ def set_sigint(handler) -> None:
         signal.signal(signal.SIGINT, handler)
     except ValueError:
         pass
+
+
+def leave_now(code: int) -> None:
+    """End one of gflkit's own processes (a rank) at once with ``code``, logs and streams flushed.
+
+    Going through the interpreter's shutdown instead ran native destructors
+    while library threads were still alive, and a rank then sometimes died of
+    SIGABRT ("terminate called without an active exception") after its work
+    was done.
+    """
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
