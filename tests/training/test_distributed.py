@@ -100,11 +100,18 @@ def test_meta_batch_smaller_than_ranks_is_a_user_error(small_family):
 
 def _start_long_run(small_family_dir: Path, out: Path, timeout: int,
                     env: dict[str, str] | None = None) -> tuple[subprocess.Popen, list[int]]:
-    """A 2-rank CLI run that would train for long; returns it once rank 0 has started the run folder."""
+    """A 2-rank CLI run that would train for long; returns it once rank 0 has started the run folder.
+
+    Its temporary files go under ``out``'s folder, so a test that kills the
+    launcher with SIGKILL (which cannot clean up) leaves nothing in the system's.
+    """
+    tmp = out.parent / "tmp"
+    tmp.mkdir(exist_ok=True)
+    env = {"TMPDIR": str(tmp), **(env or {})}
     proc = subprocess.Popen(
         _cli("-v", "train", str(small_family_dir), "--steps", "100000", "--eval-every", "100000", "--nproc", "2",
              "--timeout", str(timeout), "--checkpoint-every", "1", "--run-dir", str(out)),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**_env(), **(env or {})},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**_env(), **env},
         start_new_session=True,
     )
     pids: list[int] = []
