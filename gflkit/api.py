@@ -92,7 +92,8 @@ def default_run_dir(collection: GraphCollection, model: str, model_cfg: GFLConfi
     """
     settings = {
         "model": model, "model_config": hashed_dict(model_cfg) if model_cfg is not None else None,
-        "options": options or {}, "episode_config": to_dict(episode_cfg), "train_config": hashed_dict(train_cfg),
+        "options": options or {}, "episode_config": to_dict(episode_cfg),
+        "train_config": hashed_dict(train_cfg.for_model(model)),
     }
     aggregator = _aggregator(model_cfg) if model_cfg is not None else ""
     name = run_name(collection.name, model, aggregator, train_cfg.seed, settings)
@@ -253,6 +254,7 @@ def _train(data, model_cfg: GFLConfig | None, episode_cfg: EpisodeConfig, train_
         episode_cfg, seed, model = result_configs(result.meta)[1], int(result.meta.get("seed", 0)), result.meta["model"]
     else:
         collection = load_collection(data, root)
+        train_cfg = train_cfg.for_model(model)
         seed = train_cfg.seed
         cfg = None if model in TRANSFER else model_cfg or model_config(model)
         if run_dir is None:  # as the command line names it

@@ -12,13 +12,14 @@ from __future__ import annotations
 import math
 import numbers
 import os
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any
 
 from .devices import resolve_device
 from .errors import GFLError
-from .names import (CHECKPOINT_EVERY, DEFAULT_TIMEOUT, ENCODERS, GATE_MODES, PGNN_NORMS,  # noqa: F401 - ENCODERS
-                    SIMILARITIES, encoder_names)  # and SIMILARITIES stay importable here
+# ENCODERS and SIMILARITIES stay importable here
+from .names import (CHECKPOINT_EVERY, DEFAULT_TIMEOUT, ENCODERS, GATE_MODES, MODEL_OPTIMIZER_DEFAULTS,  # noqa: F401
+                    OPTIMIZER_DEFAULTS, PGNN_NORMS, SIMILARITIES, encoder_names)
 
 __all__ = ["GFLConfig", "EpisodeConfig", "TrainConfig", "RunSettings"]
 
@@ -193,6 +194,22 @@ class EpisodeConfig:
             raise GFLError(f"on_small={self.on_small!r}: choose skip or error")
 
 
+def optimizer_defaults(model: str) -> dict[str, float]:
+    """The learning rate and weight decay ``model`` trains with unless they are given.
+
+    0.01 and 0 (the GFL paper's Adam) for every model, except the baselines whose
+    own papers used other values (:data:`~gflkit.names.MODEL_OPTIMIZER_DEFAULTS`):
+    GPN 0.005 and 5e-4, G-Meta 0.001, TLP's GRACE and BGRL 5e-4 and 1e-5.
+    """
+    return {**OPTIMIZER_DEFAULTS, **MODEL_OPTIMIZER_DEFAULTS.get(model, {})}
+
+
+def _paper_settings(key: str) -> str:
+    """``gpn 0.005, gmeta 0.001, ...``: the models whose ``key`` differs from the shared default."""
+    found = [(name, own[key]) for name, own in MODEL_OPTIMIZER_DEFAULTS.items() if key in own]
+    return ", ".join(f"{name} {value:g}" for name, value in found) + " after their papers"
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """Meta-training (paper Algorithm 1).
@@ -200,8 +217,10 @@ class TrainConfig:
     Attributes:
         steps: maximum number of meta-training steps.
         meta_batch: graphs per step, batched into one DGLGraph.
-        lr: Adam learning rate (paper: 0.01).
-        weight_decay: Adam weight decay.
+        lr: Adam learning rate; ``None``: the model's own (:func:`optimizer_defaults`:
+            0.01 as in the paper, unless a baseline's paper used another).
+        weight_decay: Adam weight decay; ``None``: the model's own (0 unless a
+            baseline's paper used another).
         eval_every: steps between validation rounds.
         patience: validation rounds without improvement before stopping.
         val_episodes: support draws per validation graph.
@@ -219,8 +238,10 @@ class TrainConfig:
 
     steps: int = field(default=400, metadata={"help": "Maximum meta-training steps."})
     meta_batch: int = field(default=5, metadata={"help": "Graphs per meta-training step."})
-    lr: float = field(default=0.01, metadata={"help": "Adam learning rate."})
-    weight_decay: float = field(default=0.0, metadata={"help": "Adam weight decay."})
+    lr: float | None = field(default=None, metadata={
+        "help": "Adam learning rate (default: the model's own; 0.01, " + _paper_settings("lr") + ")."})
+    weight_decay: float | None = field(default=None, metadata={
+        "help": "Adam weight decay (default: the model's own; 0, " + _paper_settings("weight_decay") + ")."})
     eval_every: int = field(default=20, metadata={"help": "Steps between validation rounds."})
     patience: int = field(default=8, metadata={"help": "Validation rounds without gain before stopping."})
     val_episodes: int = field(default=1, metadata={"help": "Support draws per validation graph."})
@@ -245,8 +266,17 @@ class TrainConfig:
         if isinstance(self.val_from_train, bool) or not isinstance(self.val_from_train, numbers.Integral) \
                 or self.val_from_train < 0:
             raise GFLError(f"val_from_train={self.val_from_train!r} must be a count of graphs (0 or more)")
-        if self.lr <= 0:
+        if self.lr is not None and self.lr <= 0:
             raise GFLError(f"lr={self.lr} must be positive")
+        if self.weight_decay is not None and self.weight_decay < 0:
+            raise GFLError(f"weight_decay={self.weight_decay} must be 0 or more")
+
+    def for_model(self, model: str) -> "TrainConfig":
+        """This config with ``lr`` and ``weight_decay`` left at ``None`` set to ``model``'s own
+        (:func:`optimizer_defaults`); given values are kept."""
+        own = optimizer_defaults(model)
+        return replace(self, **{k: v for k, v in own.items() if getattr(self, k) is None})
+
 
 
 def field_help(cls, name: str) -> str:

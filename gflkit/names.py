@@ -36,6 +36,16 @@ TRANSFER_BASELINES: dict[str, str] = {
     "tlp-bgrl": ".tlp:BootstrapLinearProbe",
     "tlp-sup": ".tlp:SupervisedLinearProbe",
 }
+#: The optimiser settings a model trains with unless they are given (``TrainConfig.lr`` /
+#: ``weight_decay`` left at ``None``): every model's are :data:`OPTIMIZER_DEFAULTS` (the GFL
+#: paper's Adam), except where a baseline's own paper used others, listed here.
+OPTIMIZER_DEFAULTS: dict[str, float] = {"lr": 0.01, "weight_decay": 0.0}
+MODEL_OPTIMIZER_DEFAULTS: dict[str, dict[str, float]] = {
+    "gpn": {"lr": 0.005, "weight_decay": 5e-4},  # Ding et al. 2020
+    "gmeta": {"lr": 0.001},  # Huang and Zitnik 2020 (meta learning rate)
+    "tlp": {"lr": 5e-4, "weight_decay": 1e-5},  # GRACE (Zhu et al. 2020), its Cora settings
+    "tlp-bgrl": {"lr": 5e-4, "weight_decay": 1e-5},  # BGRL (Thakoor et al. 2022), its WikiCS settings
+}
 #: Their names when this module was imported (choices of the command line).
 PER_GRAPH_MODELS = tuple(PER_GRAPH_BASELINES)
 TRANSFER_MODELS = tuple(TRANSFER_BASELINES)

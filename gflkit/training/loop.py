@@ -50,8 +50,8 @@ def default_optimizer(train_cfg: TrainConfig) -> OptimizerFactory:
     0.45 ms per update of GFL's parameters on one CPU thread; the same numbers
     to the last bit as the per-parameter loop torch takes by default on the CPU).
     """
-    return lambda params: torch.optim.Adam(params, lr=train_cfg.lr, weight_decay=train_cfg.weight_decay,
-                                           foreach=True)
+    cfg = train_cfg.for_model("gfl")  # a setting left at None: the shared default
+    return lambda params: torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay, foreach=True)
 
 
 def rng_state() -> dict[str, Any]:

@@ -208,10 +208,12 @@ def meta_train(
         optimizer: ``optimizer(parameters) -> torch.optim.Optimizer``, called
             once with the model's parameters, e.g. ``lambda ps:
             torch.optim.SGD(ps, lr=0.1)``; by default ``torch.optim.Adam`` with
-            ``train_cfg.lr`` and ``train_cfg.weight_decay``. The run's settings
+            ``train_cfg.lr`` and ``train_cfg.weight_decay`` (those left at ``None``:
+            the model's own, :func:`~gflkit.config.optimizer_defaults`). The run's settings
             do not record it: resume a run with the optimizer it started with.
     """
     device = resolve_device(device)
+    train_cfg = train_cfg.for_model(model_name)
     seed_everything(train_cfg.seed)
     model = GFL.from_config(model_cfg, collection.feat_size).to(device)
     meta = {
@@ -262,7 +264,8 @@ def fit_baseline(model: TransferBaseline, collection: GraphCollection, episode_c
 
     As :func:`meta_train`: each step draws ``meta_batch`` train
     graphs and one episode each (seeded from ``(seed, graph_id, step)``),
-    takes an Adam step on the model's ``step_loss``, and every ``eval_every``
+    takes an Adam step on the model's ``step_loss`` (with the model's own
+    learning rate and weight decay where ``train_cfg`` leaves them at ``None``), and every ``eval_every``
     steps scores its ``predict`` on the val graphs; training stops after
     ``patience`` rounds without gain. ``loop_options`` (``resume``,
     ``save``, ``checkpoint_every``) go to :func:`gflkit.training.loop.fit_loop`.
@@ -277,7 +280,8 @@ def fit_baseline(model: TransferBaseline, collection: GraphCollection, episode_c
         return model.step_loss(graphs, episodes, [collection.graphs[gid].ndata["label"] for gid in ids]), {}
 
     rows, best_step, best_val = fit_loop(
-        model, collection, episode_cfg, train_cfg, step_loss=step_loss, score=transfer_accuracies,
+        model, collection, episode_cfg, train_cfg.for_model(model.name), step_loss=step_loss,
+        score=transfer_accuracies,
         name=model.name, progress=progress, **loop_options,
     )
     return {"step": best_step, "val_accuracy": best_val, "history": rows}
@@ -303,6 +307,7 @@ def fit_transfer(
     """
     if name not in TRANSFER:
         raise GFLError(f"unknown transfer baseline {name!r}: choose one of {', '.join(TRANSFER)}")
+    train_cfg = train_cfg.for_model(name)
     seed_everything(train_cfg.seed)
     cls = TRANSFER[name]
     unknown = sorted(set(options or {}) - _accepted_options(cls))

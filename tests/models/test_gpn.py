@@ -1,6 +1,8 @@
 """Graph Prototypical Networks (``gpn``): importance-weighted prototypes, training, and the command line."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import dgl
 import numpy as np
 import pandas as pd
@@ -212,3 +214,28 @@ def test_bad_option_is_one_line(root, tmp_path):
     one_line_error(invoke("train", "tiny", "--model", "gpn", "--option", "dropout=1.5", "--steps", "1",
                           "--run-dir", tmp_path / "r", "--data-root", root), "gpn options", "dropout=1.5")
     assert not (tmp_path / "r").exists()
+
+
+def test_trains_with_its_papers_optimiser_unless_told_otherwise(family, tmp_path):
+    from gflkit.config import optimizer_defaults
+
+    assert optimizer_defaults("gpn") == {"lr": 0.005, "weight_decay": 5e-4}
+    assert optimizer_defaults("gfl") == optimizer_defaults("protonet") == {"lr": 0.01, "weight_decay": 0.0}
+    cfg = TrainConfig(steps=2, meta_batch=2, eval_every=2)
+    own = fit_transfer("gpn", family, EPISODES, cfg, progress=False, run_dir=tmp_path / "own")
+    assert own.meta["train_config"]["lr"] == 0.005 and own.meta["train_config"]["weight_decay"] == 5e-4
+    told = fit_transfer("gpn", family, EPISODES, replace(cfg, lr=0.02), progress=False, run_dir=tmp_path / "told")
+    assert told.meta["train_config"]["lr"] == 0.02 and told.meta["train_config"]["weight_decay"] == 5e-4
+    # the weights differ only through the optimiser: the same seed draws the same initial weights
+    first = next(iter(own.model.state_dict()))
+    assert not torch.equal(own.model.state_dict()[first], told.model.state_dict()[first])
+
+
+def test_cli_lr_overrides_the_models_own(root, tmp_path):
+    import json
+
+    for flags, lr in (([], 0.005), (["--lr", "0.02"], 0.02)):
+        run = tmp_path / f"gpn{len(flags)}"
+        assert invoke("train", "tiny", "--model", "gpn", "--steps", "2", "--eval-every", "2", "--k-shot", "5",
+                      "--no-eval", "--run-dir", run, *flags, "--data-root", root).exit_code == 0
+        assert json.loads((run / "config.json").read_text())["train_config"]["lr"] == lr

@@ -19,8 +19,8 @@ Choices of this implementation, against the paper's code:
 * the GNN is gflkit's two-layer GCN (:func:`gflkit.nn.make_encoder`, ``encoder="gcn"``:
   ``dgl.nn.GraphConv(norm="both")`` with the normalisation stored once), 32 units like the
   other baselines, for a fair comparison; G-Meta used SGC and GIN (``encoder="gin"``);
-* the outer learning rate is the training loop's (``lr``, 0.01 like every baseline;
-  G-Meta used 1e-3, give ``lr=0.001`` for theirs);
+* the outer learning rate is G-Meta's, 1e-3, unless ``lr`` is given
+  (:func:`gflkit.config.optimizer_defaults`);
 * ``inner_steps=5`` in training and ``test_steps=10`` at test time (G-Meta: 10 and 20),
   first-order by default (MAML's option here), to keep a CPU run within minutes;
 * each training step's query loss reads at most ``train_queries`` query nodes per class,

@@ -11,9 +11,9 @@ mean over its own graph. A class's prototype weighs its support nodes by a
 softmax of ``s~`` over that class's supports, ``p_c = sum_i w_i z_i``; a node's
 score for class ``c`` is ``-||z - p_c||^2``. The model is trained episodically
 on the train graphs by the query cross-entropy, with dropout (0.5, GPN's
-setting) in both networks during training. Learning rate and weight decay come
-from the shared training loop, as for every baseline (GPN's authors used Adam
-with 0.005 and 5e-4).
+setting) in both networks during training. It trains with GPN's own Adam
+settings, learning rate 0.005 and weight decay 5e-4, unless others are given
+(:func:`gflkit.config.optimizer_defaults`).
 
 Everything is per node or per edge: memory is ``O(N + E)``.
 """

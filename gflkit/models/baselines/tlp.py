@@ -34,7 +34,9 @@ model name, recorded in the run's ``pretrain`` option):
   used on a test graph.
 
 Pretraining runs in the shared training loop (:func:`gflkit.training.meta.fit_transfer`:
-Adam, ``meta_batch`` graphs per step); like every transfer baseline, the
+Adam, ``meta_batch`` graphs per step), for GRACE and BGRL with their papers' learning
+rate 5e-4 and weight decay 1e-5 unless others are given (the supervised variant
+with the shared 0.01 and 0; :func:`gflkit.config.optimizer_defaults`); like every transfer baseline, the
 weights kept are those whose probe scores best on the val graphs, so the
 val labels choose the stopping step while GRACE and BGRL never see a label.
 """
