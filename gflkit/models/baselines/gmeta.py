@@ -21,7 +21,7 @@ Choices of this implementation, against the paper's code:
   other baselines, for a fair comparison; G-Meta used SGC and GIN (``encoder="gin"``);
 * the outer learning rate is G-Meta's, 1e-3, unless ``lr`` is given
   (:func:`gflkit.config.optimizer_defaults`);
-* ``inner_steps=5`` in training and ``test_steps=10`` at test time (G-Meta: 10 and 20),
+* ``inner_steps=10`` in training and ``test_steps=20`` at test time, as G-Meta's,
   first-order by default (MAML's option here), to keep a CPU run within minutes;
 * each training step's query loss reads at most ``train_queries`` query nodes per class,
   drawn from the episode (G-Meta's episodes are as small); evaluation scores every query.
@@ -183,7 +183,7 @@ class GMeta(TransferBaseline):
 
     def __init__(self, in_feats: int, num_classes: int, *, hidden_feats: int = 32, out_feats: int = 32,
                  encoder: str = "gcn", hops: int = 2, max_nodes: int = 64, inner_lr: float = 0.01,
-                 inner_steps: int = 5, test_steps: int = 10, first_order: bool = True,
+                 inner_steps: int = 10, test_steps: int = 20, first_order: bool = True,
                  train_queries: int | None = 10) -> None:
         if encoder not in ENCODERS:
             raise ValueError(f"encoder={encoder!r}: choose one of {', '.join(ENCODERS)}")
