@@ -92,7 +92,7 @@ def main(argv=None) -> None:
         row = {"family": a.family, "similarity": sim, "trained": sim in LEARNED_SIMILARITIES}
         row.update(weight_stats(model, collection, ep_cfg, a.seed, a.episodes))
         if model.prototype.scorer is not None and model.prototype.scorer.mix is not None:
-            row["mix"] = float(model.prototype.scorer.mix)
+            row["mix"] = float(model.prototype.scorer.mix.detach())
         rows.append(row)
     pd.DataFrame(rows).to_csv(sys.stdout, index=False, float_format="%.4g")
 
