@@ -19,8 +19,10 @@ def test_training_takes_torch_adam_steps_unless_given_another_optimizer(small_fa
     plain = meta_train(small_family, episode_cfg=EPISODES, train_cfg=STEPS, progress=False)
     made = []
 
+    own = STEPS.for_model("gfl")  # the learning rate and weight decay GFL trains with when none are given
+
     def adam(params):
-        made.append(torch.optim.Adam(params, lr=STEPS.lr, weight_decay=STEPS.weight_decay))
+        made.append(torch.optim.Adam(params, lr=own.lr, weight_decay=own.weight_decay))
         return made[-1]
 
     same = meta_train(small_family, episode_cfg=EPISODES, train_cfg=STEPS, progress=False, optimizer=adam)
