@@ -278,7 +278,6 @@ class TrainConfig:
         return replace(self, **{k: v for k, v in own.items() if getattr(self, k) is None})
 
 
-
 def field_help(cls, name: str) -> str:
     """The one-line help of a config field (its ``metadata["help"]``), as the command line shows it."""
     return next(f.metadata.get("help", "") for f in fields(cls) if f.name == name)
