@@ -83,14 +83,26 @@ def _value_label(df: pd.DataFrame, value: str) -> str:
     return f"delta to {reference[0]} (points)" if len(reference) == 1 else "delta to the reference (points)"
 
 
-def heatmap_figure(path, x: str, y: str, model: str | None = None, value: str = "delta"):
-    """The :class:`~matplotlib.figure.Figure` of :func:`plot_heatmap` (not written)."""
+def _map_rows(path, value: str, columns: dict[str, str | None], distinct: tuple[str, str],
+              what: str) -> tuple[pd.DataFrame, str]:
+    """The rows of the regime-map CSVs ``path`` with ``value`` drawn (:func:`_with_value`), and their source.
+
+    ``columns`` maps parameters to the columns they name, each checked to be in
+    the rows (:func:`_check_columns`); the two parameters ``distinct`` must name
+    different columns (``what`` says what they are in the error).
+    """
     source = _source(path)
     df = read_results(path, ["model", "accuracy", "ci95"])
-    if x == y:
-        raise GFLError(f"`x` and `y` are both {x!r}: give two different properties")
-    _check_columns(df, source, {"x": x, "y": y})
-    df = _with_value(df, value, source)
+    first, second = distinct
+    if columns[first] == columns[second]:
+        raise GFLError(f"`{first}` and `{second}` are both {columns[first]!r}: give two different {what}")
+    _check_columns(df, source, columns)
+    return _with_value(df, value, source), source
+
+
+def heatmap_figure(path, x: str, y: str, model: str | None = None, value: str = "delta"):
+    """The :class:`~matplotlib.figure.Figure` of :func:`plot_heatmap` (not written)."""
+    df, source = _map_rows(path, value, {"x": x, "y": y}, ("x", "y"), "properties")
     df = df.assign(key=df.apply(series_key, axis=1))
     keys = list(dict.fromkeys(df["key"]))
     model = model or keys[0]
@@ -176,12 +188,7 @@ def plot_lines(path, output: str | os.PathLike, *, x: str, panel: str | None = N
         dpi: resolution of PNG output.
     """
     figure_format(output, fmt)
-    source = _source(path)
-    df = read_results(path, ["model", "accuracy", "ci95"])
-    if panel == x:
-        raise GFLError(f"`panel` and `x` are both {x!r}: give two different columns")
-    _check_columns(df, source, {"x": x, "panel": panel})
-    df = _with_value(df, value, source)
+    df, source = _map_rows(path, value, {"x": x, "panel": panel}, ("panel", "x"), "columns")
     if panel is None and "dataset" in df.columns and df["dataset"].nunique() > 1:
         panel = "dataset"
     keys = [x] if panel is None else [x, panel]
