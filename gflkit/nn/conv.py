@@ -12,6 +12,9 @@ same parameter names, so checkpoints and seeded initialisations carry over) and
 
 * reads the normalisation stored on the graph once (:func:`add_gcn_norm`, called
   by :func:`gflkit.graphs.prepare_graph`, so ``dgl.batch`` concatenates it);
+* computes ``X W``, the propagation, the bias and an optional ``relu`` as one
+  operation with a hand-written backward pass, writing two ``(N, out)`` tensors
+  where the composed operations write five;
 * can start from an ``A_hat x`` computed once where several layers read the same
   input (:meth:`GCNLayer.from_propagated`): the decoder and the first hierarchy
   level both read ``A_hat Z``.
@@ -95,46 +98,6 @@ class _Propagate(torch.autograd.Function):
         return spread.mul_(src), None, None, None  # the normalisation is a constant of the graph
 
 
-def parts_matmul(parts: Sequence[torch.Tensor], weight: torch.Tensor) -> torch.Tensor:
-    """``torch.cat(parts) @ weight`` without the concatenation.
-
-    Each part's rows are multiplied into their rows of one output: a batch's
-    features need not be copied into one ``(N, in_feats)`` tensor (11.5 MB for
-    5 graphs of 4,500 nodes and 128 features; 256 MB at 100,000 nodes), only to
-    be read once. The rows are those of the product with the concatenation;
-    the weight's gradient ``sum_b parts_b^T dY_b`` is summed graph by graph,
-    so it differs from ``cat(parts)^T dY`` in the last digits.
-
-    Shapes:
-        parts: ``(N_b, in_feats)`` each; weight ``(in_feats, out_feats)`` -> ``(sum N_b, out_feats)``.
-    """
-    return _PartsMatmul.apply(weight, *parts)
-
-
-class _PartsMatmul(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, weight, *parts):
-        out = weight.new_empty(sum(x.shape[0] for x in parts), weight.shape[1])
-        start = 0
-        for x in parts:
-            torch.mm(x, weight, out=out[start:start + x.shape[0]])
-            start += x.shape[0]
-        ctx.save_for_backward(weight, *parts)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        weight, *parts = ctx.saved_tensors
-        grad_w, grad_parts, start = None, [], 0
-        for i, x in enumerate(parts):
-            rows = grad[start:start + x.shape[0]]
-            start += x.shape[0]
-            if ctx.needs_input_grad[0]:
-                grad_w = x.t() @ rows if grad_w is None else grad_w.addmm_(x.t(), rows)
-            grad_parts.append(rows @ weight.t() if ctx.needs_input_grad[i + 1] else None)
-        return (grad_w, *grad_parts)
-
-
 def neighbour_sum(g: dgl.DGLGraph, x: torch.Tensor) -> torch.Tensor:
     """``S x`` for the adjacency ``S`` of ``g`` (``dgl.ops.copy_u_sum``), without autograd:
     the sparse product of the hand-written forward and backward passes.
@@ -213,23 +176,95 @@ def _check_symmetric(g: dgl.DGLGraph) -> bool:
     return bool(np.array_equal(np.sort(src * n + dst), np.sort(dst * n + src)))
 
 
+class _GCNConv(torch.autograd.Function):
+    """``act(dst * (S (src * (X W))) + b)`` as one operation: the weight applied first.
+
+    ``X`` comes as one or more blocks of rows, one per graph of a batch: each
+    block is multiplied into its rows of ``X W`` (a batch's features need not be
+    copied into one ``(N, in)`` tensor, only to be read once), and the weight's
+    gradient is summed block by block. ``act`` is the identity or ``relu``. The
+    forward pass writes two ``(N, out)`` tensors, ``X W`` (scaled in place, then
+    freed) and the output (scaled, shifted and rectified in place), where the
+    composed operations write five; it keeps ``X``, the weight and, with
+    ``relu``, the output (for its mask). The backward pass is the transposed
+    propagation of the masked gradient, which it writes twice; when it is itself
+    differentiated (``create_graph=True``, second-order MAML) it is computed
+    from differentiable operations instead.
+    """
+
+    @staticmethod
+    def forward(ctx, weight, bias, src, dst, g, relu, *parts):
+        out = neighbour_sum(g, _rows_matmul(parts, weight).mul_(src)).mul_(dst)
+        if bias is not None:
+            out.add_(bias)
+        if relu:
+            out.clamp_min_(0.0)
+        ctx.save_for_backward(weight, src, dst, out if relu else None, *parts)
+        ctx.g, ctx.relu = g, relu
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        weight, src, dst, out, *parts = ctx.saved_tensors
+        g, relu = ctx.g, ctx.relu
+        need_w, need_b, need_parts = ctx.needs_input_grad[0], ctx.needs_input_grad[1], ctx.needs_input_grad[6:]
+        differentiable = torch.is_grad_enabled()  # create_graph: this pass is itself differentiated
+        if differentiable:
+            masked = grad * (out > 0) if relu else grad
+            grad_b = masked.sum(0) if need_b else None
+            reverse = g if is_symmetric(g) else dgl.reverse(g, copy_ndata=False, copy_edata=False)
+            spread = _Propagate.apply(masked, dst, src, reverse)
+        else:
+            # relu's own backward op writes the masked gradient into a new tensor, scaled in place after
+            masked = torch.ops.aten.threshold_backward(grad, out, 0.0) if relu else grad
+            grad_b = masked.sum(0) if need_b else None
+            scaled = masked.mul_(dst) if relu else grad * dst
+            spread = neighbour_sum(g, scaled) if is_symmetric(g) else neighbour_sum_t(g, scaled)
+            spread.mul_(src)
+        grad_w, grad_parts, start = None, [], 0
+        for x, need in zip(parts, need_parts):
+            rows = spread[start:start + x.shape[0]]
+            start += x.shape[0]
+            if need_w:
+                if grad_w is None:
+                    grad_w = x.t() @ rows
+                else:
+                    grad_w = grad_w.addmm(x.t(), rows) if differentiable else grad_w.addmm_(x.t(), rows)
+            grad_parts.append(rows @ weight.t() if need else None)
+        return (grad_w, grad_b, None, None, None, None, *grad_parts)
+
+
+def _rows_matmul(parts: Sequence[torch.Tensor], weight: torch.Tensor) -> torch.Tensor:
+    """``torch.cat(parts) @ weight`` into one new tensor, each block of rows multiplied in place."""
+    if len(parts) == 1:
+        return parts[0] @ weight
+    out = weight.new_empty(sum(x.shape[0] for x in parts), weight.shape[1])
+    start = 0
+    for x in parts:
+        torch.mm(x, weight, out=out[start:start + x.shape[0]])
+        start += x.shape[0]
+    return out
+
+
 class GCNLayer(nn.Module):
-    """One GCN layer ``A_hat x W + b`` (``GraphConv(norm="both")`` without activation).
+    """One GCN layer ``A_hat x W + b`` (``GraphConv(norm="both")``), with an optional ``relu``.
 
     Args:
         in_feats: input size.
         out_feats: output size.
         bias: whether to add a learnable bias.
+        relu: apply ``relu`` to the output, inside the same operation (in place
+            of a new tensor; :class:`~gflkit.nn.encoder.GCNEncoder`'s first layer).
 
     Shapes:
         x ``(N, in_feats)`` -> ``(N, out_feats)``; the graph must have its self-loops.
     """
 
-    def __init__(self, in_feats: int, out_feats: int, bias: bool = True) -> None:
+    def __init__(self, in_feats: int, out_feats: int, bias: bool = True, relu: bool = False) -> None:
         super().__init__()
         if in_feats < 1 or out_feats < 1:
             raise ValueError(f"GCNLayer sizes must be positive, got in_feats={in_feats}, out_feats={out_feats}")
-        self.in_feats, self.out_feats = in_feats, out_feats
+        self.in_feats, self.out_feats, self.relu = in_feats, out_feats, relu
         self.weight = nn.Parameter(torch.empty(in_feats, out_feats))
         self.bias = nn.Parameter(torch.empty(out_feats)) if bias else None
         self.reset_parameters()
@@ -241,27 +276,25 @@ class GCNLayer(nn.Module):
             nn.init.zeros_(self.bias)
 
     def extra_repr(self) -> str:
-        return f"in_feats={self.in_feats}, out_feats={self.out_feats}, bias={self.bias is not None}"
+        return (f"in_feats={self.in_feats}, out_feats={self.out_feats}, bias={self.bias is not None}"
+                + (", relu=True" if self.relu else ""))
 
     def from_propagated(self, x_prop: torch.Tensor) -> torch.Tensor:
         """The layer applied to an already propagated input ``x_prop = A_hat x``."""
-        if self.bias is None:
-            return x_prop @ self.weight
-        return torch.addmm(self.bias, x_prop, self.weight)
+        out = x_prop @ self.weight if self.bias is None else torch.addmm(self.bias, x_prop, self.weight)
+        return out.relu_() if self.relu else out
 
     def forward(self, g: dgl.DGLGraph, x: torch.Tensor | Sequence[torch.Tensor]) -> torch.Tensor:
         """``A_hat x W + b`` with the graph's stored normalisation.
 
-        As in ``GraphConv``, the weight is applied first when it shrinks the
-        features, so the sparse product runs on the narrower side. ``x`` may
-        be one tensor per graph of a batched ``g`` (:func:`parts_matmul`).
+        The weight is applied first unless it widens the features (as in
+        ``GraphConv``, which applies it first only when it narrows them), so
+        the sparse product runs on the narrower side; at equal widths the
+        weight first keeps fewer tensors. ``x`` may be one tensor per graph of
+        a batched ``g``, in the batch's order (not concatenated where the weight comes first).
         """
-        if isinstance(x, (list, tuple)):
-            if self.in_feats <= self.out_feats:
-                return self.forward(g, torch.cat(list(x)))
-            out = propagate(g, parts_matmul(x, self.weight))
-            return out if self.bias is None else out + self.bias
-        if self.in_feats > self.out_feats:
-            out = propagate(g, x @ self.weight)
-            return out if self.bias is None else out + self.bias
-        return self.from_propagated(propagate(g, x))
+        parts = list(x) if isinstance(x, (list, tuple)) else [x]
+        if self.in_feats < self.out_feats:
+            return self.from_propagated(propagate(g, parts[0] if len(parts) == 1 else torch.cat(parts)))
+        src, dst = gcn_norm(g)
+        return _GCNConv.apply(self.weight, self.bias, src, dst, g, self.relu, *parts)

@@ -70,7 +70,9 @@ class NodeEncoder(nn.Module):
         if isinstance(x, (list, tuple)):  # one tensor per graph of the batch
             x = list(x) if self.takes_feature_parts else torch.cat(list(x))
         h = self._merge_heads(self.conv1(g, x if isinstance(x, list) else self.dropout(x)))
-        return self._merge_heads(self.conv2(g, self.dropout(torch.relu(h))))
+        if not (isinstance(self.conv1, GCNLayer) and self.conv1.relu):  # a GCNLayer may rectify in place
+            h = torch.relu(h)
+        return self._merge_heads(self.conv2(g, self.dropout(h)))
 
 
 class GCNEncoder(NodeEncoder):
@@ -89,7 +91,7 @@ class GCNEncoder(NodeEncoder):
 
     def __init__(self, in_feats: int, hidden_feats: int = 32, out_feats: int = 32, dropout: float = 0.0) -> None:
         _check_sizes("GCNEncoder", in_feats, hidden_feats, out_feats)
-        super().__init__(GCNLayer(in_feats, hidden_feats), GCNLayer(hidden_feats, out_feats), dropout)
+        super().__init__(GCNLayer(in_feats, hidden_feats, relu=True), GCNLayer(hidden_feats, out_feats), dropout)
 
 
 def _check_sizes(name: str, *sizes: int) -> None:

@@ -117,19 +117,39 @@ def test_is_symmetric_counts_multi_edges_and_is_remembered_beside_the_graph():
     assert is_symmetric(dgl.graph(([], []), num_nodes=3))
 
 
-def test_parts_matmul_is_the_product_with_the_concatenation():
-    from gflkit.nn.conv import parts_matmul
-
+@pytest.mark.parametrize("directed", [False, True])
+@pytest.mark.parametrize("relu", [False, True])
+def test_gcn_layer_on_feature_parts_is_the_layer_on_their_concatenation(pair, directed, relu):
+    """The fused layer (weight first, bias and relu in place) on one feature block per graph
+    gives the composed operations' output and gradients on the concatenation; its backward
+    pass passes gradcheck, and gradgradcheck (second-order MAML differentiates it)."""
+    graphs = [_model_graph(h) for h in pair]
+    if directed:  # one direction of some edges dropped: the backward pass takes the reversed graph
+        graphs = [dgl.remove_edges(g, torch.arange(2, g.num_edges(), 5)) for g in graphs]
+    bg = add_gcn_norm(dgl.batch(graphs))
+    assert is_symmetric(bg) != directed
     gen = torch.Generator().manual_seed(0)
-    parts = [torch.randn(n, 7, generator=gen) for n in (5, 1, 9)]
-    weight = torch.randn(7, 3, generator=gen, requires_grad=True)
-    out = parts_matmul(parts, weight)
-    want = torch.cat(parts) @ weight
-    torch.testing.assert_close(out, want)
-    grad = torch.randn(out.shape, generator=gen)
-    (got,) = torch.autograd.grad(out, weight, grad)
-    (expected,) = torch.autograd.grad(want, weight, grad)
-    torch.testing.assert_close(got, expected)
-    doubles = [p.double().requires_grad_() for p in parts]
-    assert torch.autograd.gradcheck(lambda w, *xs: parts_matmul(xs, w), (weight.detach().double().requires_grad_(),
-                                                                        *doubles))
+    sizes = bg.batch_num_nodes().tolist()
+    torch.manual_seed(0)
+    layer = GCNLayer(7, 3, relu=relu).double()
+    with torch.no_grad():
+        layer.bias.normal_(generator=gen)
+    parts = [torch.randn(n, 7, dtype=torch.float64, generator=gen, requires_grad=True) for n in sizes]
+    out = layer(bg, parts)
+    composed = propagate(bg, torch.cat(parts) @ layer.weight) + layer.bias
+    composed = torch.relu(composed) if relu else composed
+    torch.testing.assert_close(out, composed)
+    torch.testing.assert_close(layer(bg, torch.cat(parts).detach()), composed)  # one tensor
+    grad = torch.randn(out.shape, dtype=torch.float64, generator=gen)
+    params = [layer.weight, layer.bias, *parts]
+    for ours, theirs in zip(torch.autograd.grad(out, params, grad), torch.autograd.grad(composed, params, grad)):
+        torch.testing.assert_close(ours, theirs)
+    weight, bias = layer.weight.detach().requires_grad_(), layer.bias.detach().requires_grad_()
+    assert torch.autograd.gradcheck(lambda w, b, *xs: _gcn_conv(layer, bg, w, b, xs), (weight, bias, *parts))
+    assert torch.autograd.gradgradcheck(lambda w, b, *xs: _gcn_conv(layer, bg, w, b, xs).pow(2),
+                                        (weight, bias, *parts))
+
+
+def _gcn_conv(layer, g, weight, bias, parts):
+    """The layer's operation with given parameters (``functional_call``, as MAML calls it)."""
+    return torch.func.functional_call(layer, {"weight": weight, "bias": bias}, (g, list(parts)))
