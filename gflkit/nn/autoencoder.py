@@ -124,10 +124,11 @@ class _ReconLoss(torch.autograd.Function):
             rows = slice(start, start + n)
             torch.addmm(base[rows], d[rows], grams[i] + eye, beta=(-4.0 if twice else -2.0) * c, alpha=4.0 * c,
                         out=grad_d[rows])
+            if norm is not None:  # through U = D / max(|D|, eps), graph by graph; rows at the floor are scaled only
+                gd, u, length = grad_d[rows], d[rows], norm[rows]
+                along = (gd * u).sum(1, keepdim=True).masked_fill_(length <= _NORM_EPS, 0.0)
+                gd.addcmul_(u, along, value=-1.0).div_(length)
             start += n
-        if norm is not None:  # through U = D / max(|D|, eps); rows at the floor are scaled only
-            along = (grad_d * d).sum(1, keepdim=True).masked_fill_(norm <= _NORM_EPS, 0.0)
-            grad_d.addcmul_(d, along, value=-1.0).div_(norm)
         return grad_d, None, None, None, None, None
 
 

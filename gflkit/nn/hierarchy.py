@@ -106,6 +106,21 @@ class HierarchicalGraphRepresentation(nn.Module):
         return _FirstPool.apply(z_prop, layer.weight, bias, g, sizes, self.clusters[0])
 
 
+def _row_blocks(sizes: list[int]) -> list[slice]:
+    """The rows of each graph of a batch with these node counts."""
+    blocks, start = [], 0
+    for n in sizes:
+        blocks.append(slice(start, start + n))
+        start += n
+    return blocks
+
+
+def _softmax_backward_(grad_p: torch.Tensor, p: torch.Tensor) -> None:
+    """``dP -> P * (dP - <dP, P>)`` (row by row) in place of ``grad_p``: through ``P = softmax(logits)``.
+    Called graph by graph, so the row products need a graph's rows at a time, not the batch's."""
+    grad_p.sub_((grad_p * p).sum(-1, keepdim=True)).mul_(p)
+
+
 class _FirstPool(torch.autograd.Function):
     """The first pooling level as one operation with a hand-written backward pass.
 
@@ -168,22 +183,22 @@ class _FirstPool(torch.autograd.Function):
         right = torch.cat([grad_pf.transpose(1, 2),
                            grad_adj.transpose(1, 2) + grad_adj if symmetric else grad_adj.transpose(1, 2)], dim=1)
         grad_ap = None if symmetric else torch.empty_like(p)
-        start = 0
-        for i, n in enumerate(sizes):
-            rows = slice(start, start + n)
+        blocks = _row_blocks(sizes)
+        for i, rows in enumerate(blocks):
             torch.mm(rap[rows], right[i], out=grad_p[rows])
             grad_p[rows].add_(grad_mass[i])
             torch.mm(p[rows], grad_pf[i], out=grad_r[rows])
             if grad_ap is not None:
                 torch.mm(p[rows], grad_adj[i], out=grad_ap[rows])
-            start += n
+            else:
+                _softmax_backward_(grad_p[rows], p[rows])
         if grad_ap is not None:  # through A P = S P - P on a directed graph: A^T dAP
             grad_p.add_(neighbour_sum_t(g, grad_ap)).sub_(grad_ap)
+            for rows in blocks:
+                _softmax_backward_(grad_p[rows], p[rows])
         # through the relu: the gradient where R > 0, else 0 (relu's own backward op, written in place
         # of dR; multiplying by the boolean mask converts it elementwise, 7x slower on these strided columns)
         torch.ops.aten.threshold_backward.grad_input(grad_r, rap[:, :gf], 0.0, grad_input=grad_r)
-        # through the softmax: P * (dP - <dP, P>)
-        grad_p.sub_((grad_p * p).sum(-1, keepdim=True)).mul_(p)
         grad_z = grad_out @ weight.t() if ctx.needs_input_grad[0] else None
         grad_w = z_prop.t() @ grad_out if ctx.needs_input_grad[1] else None
         grad_b = grad_out.sum(0) if ctx.needs_input_grad[2] else None
