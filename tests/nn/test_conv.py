@@ -140,6 +140,9 @@ def test_gcn_layer_on_feature_parts_is_the_layer_on_their_concatenation(pair, di
     composed = torch.relu(composed) if relu else composed
     torch.testing.assert_close(out, composed)
     torch.testing.assert_close(layer(bg, torch.cat(parts).detach()), composed)  # one tensor
+    widening = GCNLayer(7, 9, relu=relu).double()  # propagates first, then the weight
+    want = propagate(bg, torch.cat(parts)) @ widening.weight + widening.bias
+    torch.testing.assert_close(widening(bg, parts), torch.relu(want) if relu else want)
     grad = torch.randn(out.shape, dtype=torch.float64, generator=gen)
     params = [layer.weight, layer.bias, *parts]
     for ours, theirs in zip(torch.autograd.grad(out, params, grad), torch.autograd.grad(composed, params, grad)):
