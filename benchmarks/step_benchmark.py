@@ -164,19 +164,35 @@ def _rows_for_size(n: int, folder: Path, args) -> list[dict]:
                 "--collection", str(graphs), "--warmup", str(args.warmup), "--settle", str(args.settle),
                 "--threads", str(threads)]
         # From the baseline's tree (or a neutral folder): the current folder must not shadow the code timed.
-        commands.append((argv, worker_env(threads, source), source or tempfile.gettempdir()))
+        commands += [(argv, worker_env(threads, source), source or tempfile.gettempdir())] * args.processes
+    summaries = interleave(commands, args.steps, args.max_seconds)
     rows = []
-    for (impl, _, threads, _), summary in zip(configs, interleave(commands, args.steps, args.max_seconds)):
+    for c, (impl, _, threads, _) in enumerate(configs):
         rows.append({"implementation": impl, "nodes": n, "threads": threads,
-                     "ms_per_step": 1000 * summary["seconds"], "cpu_ms_per_step": 1000 * summary["cpu_seconds"],
-                     "steps": len(summary["times"]),
-                     "system_ms_per_step": 1000 * summary["system_seconds"],
-                     "page_faults_per_step": summary["page_faults"],
-                     "peak_step_mb": summary["peak_step_mb"], "peak_rss_mb": summary["peak_rss_mb"],
-                     "rss_before_mb": summary["rss_loaded_mb"], "peak_exact": summary["peak_exact"],
-                     "children_peak_rss_mb": summary.get("children_peak_rss_mb", 0.0),
-                     "children_private_mb": summary.get("children_private_mb", 0.0)})
+                     **_across_processes(summaries[c * args.processes:(c + 1) * args.processes])})
     return rows
+
+
+def _across_processes(summaries: list[dict]) -> dict:
+    """One configuration's figures: each the median over its worker processes of that process's
+    figure (a step's time, its page faults and its peak depend on the state the process's memory
+    allocator happens to reach, which differs from process to process)."""
+    def median(values: list[float]) -> float:
+        ordered = sorted(values)
+        mid = len(ordered) // 2
+        return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+    def each(key: str, scale: float = 1.0) -> float:
+        return median([scale * s.get(key, 0.0) for s in summaries])
+
+    ms = [1000 * s["seconds"] for s in summaries]
+    return {"ms_per_step": median(ms), "cpu_ms_per_step": each("cpu_seconds", 1000),
+            "steps": min(len(s["times"]) for s in summaries),
+            "system_ms_per_step": each("system_seconds", 1000), "page_faults_per_step": each("page_faults"),
+            "peak_step_mb": each("peak_step_mb"), "peak_rss_mb": each("peak_rss_mb"),
+            "rss_before_mb": each("rss_loaded_mb"), "peak_exact": all(s["peak_exact"] for s in summaries),
+            "children_peak_rss_mb": each("children_peak_rss_mb"), "children_private_mb": each("children_private_mb"),
+            "processes": len(summaries), "ms_per_step_min": min(ms), "ms_per_step_max": max(ms)}
 
 
 def _add_ratios(rows: list[dict], baselines: list[str]) -> None:
@@ -249,10 +265,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reorder", type=lambda t: [a for a in t.split(",") if a], default=[],
                         help="Also time the graphs with their nodes renumbered by dgl.reorder_graph: "
                              "'rcmk', 'metis' or both (comma-separated).")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="Worker processes per configuration, all taking turns; each figure is the median "
+                             "over them (the CSV adds the fastest and slowest process's ms per step).")
     parser.add_argument("--csv", action="store_true", help="CSV instead of a Markdown table.")
     parser.add_argument("--worker", choices=[SPARSE, DENSE], help=argparse.SUPPRESS)
     parser.add_argument("--collection", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.processes < 1:
+        parser.error("--processes must be at least 1")
 
     if args.worker:
         serve(_setup(args.worker, args.collection, args.threads[0]), args.warmup, settle=args.settle)
