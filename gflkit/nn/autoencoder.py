@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from .conv import GCNLayer, is_symmetric, neighbour_sum, neighbour_sum_t
+from .segment import row_blocks
 
 __all__ = ["GraphDecoder", "recon_loss", "dense_recon_loss"]
 
@@ -93,14 +94,12 @@ class _ReconLoss(torch.autograd.Function):
         grams = d.new_empty(len(sizes), d.shape[1], d.shape[1])
         losses = d.new_empty(len(sizes))
         scales = []
-        start = 0
-        for i, (n, e) in enumerate(zip(sizes, edges)):
-            db = d[start : start + n]
+        for i, (rows, n, e) in enumerate(zip(row_blocks(sizes), sizes, edges)):
+            db = d[rows]
             torch.mm(db.t(), db, out=grams[i])
-            tr_dad = torch.dot(db.reshape(-1), sd[start : start + n].reshape(-1)) - grams[i].trace()
+            tr_dad = torch.dot(db.reshape(-1), sd[rows].reshape(-1)) - grams[i].trace()
             losses[i] = (e - n) - 2 * tr_dad + grams[i].pow(2).sum()  # e - n = ||A||^2 of a binary A
             scales.append(1.0 / (n * n) if mean else 1.0)
-            start += n
         scale = torch.tensor(scales, dtype=d.dtype, device=d.device)
         ctx.save_for_backward(d, sd, grams, norm)
         ctx.g, ctx.sizes, ctx.scales = g, sizes, scales
@@ -118,17 +117,14 @@ class _ReconLoss(torch.autograd.Function):
         grad_d = torch.empty_like(d)
         eye = torch.eye(d.shape[1], dtype=d.dtype, device=d.device)
         count = len(ctx.sizes)
-        start = 0
-        for i, n in enumerate(ctx.sizes):
+        for i, rows in enumerate(row_blocks(ctx.sizes)):
             c = float(grad) * ctx.scales[i] / count
-            rows = slice(start, start + n)
             torch.addmm(base[rows], d[rows], grams[i] + eye, beta=(-4.0 if twice else -2.0) * c, alpha=4.0 * c,
                         out=grad_d[rows])
             if norm is not None:  # through U = D / max(|D|, eps), graph by graph; rows at the floor are scaled only
                 gd, u, length = grad_d[rows], d[rows], norm[rows]
                 along = (gd * u).sum(1, keepdim=True).masked_fill_(length <= _NORM_EPS, 0.0)
                 gd.addcmul_(u, along, value=-1.0).div_(length)
-            start += n
         return grad_d, None, None, None, None, None
 
 

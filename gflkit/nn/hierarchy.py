@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from .conv import GCNLayer, is_symmetric, neighbour_sum, neighbour_sum_t, propagate
-from .segment import segment_mean
+from .segment import row_blocks, segment_mean
 
 __all__ = ["HierarchicalGraphRepresentation"]
 
@@ -106,15 +106,6 @@ class HierarchicalGraphRepresentation(nn.Module):
         return _FirstPool.apply(z_prop, layer.weight, bias, g, sizes, self.clusters[0])
 
 
-def _row_blocks(sizes: list[int]) -> list[slice]:
-    """The rows of each graph of a batch with these node counts."""
-    blocks, start = [], 0
-    for n in sizes:
-        blocks.append(slice(start, start + n))
-        start += n
-    return blocks
-
-
 def _softmax_backward_(grad_p: torch.Tensor, p: torch.Tensor) -> None:
     """``dP -> P * (dP - <dP, P>)`` (row by row) in place of ``grad_p``: through ``P = softmax(logits)``.
     Called graph by graph, so the row products need a graph's rows at a time, not the batch's."""
@@ -153,12 +144,9 @@ class _FirstPool(torch.autograd.Function):
         b = len(sizes)
         prap = p.new_empty(b, k2, gf + k2)  # [P^T R | P^T A P] per graph
         mass = p.new_empty(b, k2)
-        start = 0
-        for i, n in enumerate(sizes):
-            rows = slice(start, start + n)
+        for i, rows in enumerate(row_blocks(sizes)):
             torch.mm(p[rows].t(), rap[rows], out=prap[i])
             torch.sum(p[rows], 0, out=mass[i])
-            start += n
         mass = mass.clamp_(min=1e-12).unsqueeze(-1)  # (B, K2, 1)
         x = prap[:, :, :gf] / mass
         ctx.save_for_backward(z_prop, weight, p, rap, x, mass)
@@ -183,7 +171,7 @@ class _FirstPool(torch.autograd.Function):
         right = torch.cat([grad_pf.transpose(1, 2),
                            grad_adj.transpose(1, 2) + grad_adj if symmetric else grad_adj.transpose(1, 2)], dim=1)
         grad_ap = None if symmetric else torch.empty_like(p)
-        blocks = _row_blocks(sizes)
+        blocks = row_blocks(sizes)
         for i, rows in enumerate(blocks):
             torch.mm(rap[rows], right[i], out=grad_p[rows])
             grad_p[rows].add_(grad_mass[i])

@@ -8,16 +8,23 @@ import torch
 __all__ = []
 
 
+def row_blocks(sizes: Sequence[int]) -> list[slice]:
+    """The rows of each block (each graph of a batch) with these row counts, in order."""
+    blocks, start = [], 0
+    for n in sizes:
+        blocks.append(slice(start, start + n))
+        start += n
+    return blocks
+
+
 def block_rows_mm(x: torch.Tensor, mats: torch.Tensor, sizes: Sequence[int], out: torch.Tensor) -> torch.Tensor:
     """``x_k @ mats[k]`` for each block of rows ``k``, written into its rows of ``out``; returns ``out``.
 
     Shapes:
         x ``(N, p)``, mats ``(len(sizes), p, q)``, out ``(N, q)``.
     """
-    start = 0
-    for k, size in enumerate(sizes):
-        torch.mm(x[start : start + size], mats[k], out=out[start : start + size])
-        start += size
+    for k, rows in enumerate(row_blocks(sizes)):
+        torch.mm(x[rows], mats[k], out=out[rows])
     return out
 
 
