@@ -272,7 +272,7 @@ class GFL(nn.Module):
     def _feature_parts(self, g: dgl.DGLGraph) -> list[torch.Tensor] | None:
         """The batch's features as one block of rows per graph, where the encoder takes them so
         (``takes_feature_parts``): its first layer then multiplies each graph's block and sums its
-        weight gradient graph by graph (``parts_matmul``); ``None``: the features as one tensor.
+        weight gradient graph by graph (:class:`~gflkit.nn.GCNLayer`); ``None``: the features as one tensor.
         A batch made without its features gives its members' own feature tensors."""
         members = member_features(g)
         if members is not None:
