@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -177,16 +178,11 @@ def _across_processes(summaries: list[dict]) -> dict:
     """One configuration's figures: each the median over its worker processes of that process's
     figure (a step's time, its page faults and its peak depend on the state the process's memory
     allocator happens to reach, which differs from process to process)."""
-    def median(values: list[float]) -> float:
-        ordered = sorted(values)
-        mid = len(ordered) // 2
-        return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-
     def each(key: str, scale: float = 1.0) -> float:
-        return median([scale * s.get(key, 0.0) for s in summaries])
+        return statistics.median(scale * s.get(key, 0.0) for s in summaries)
 
     ms = [1000 * s["seconds"] for s in summaries]
-    return {"ms_per_step": median(ms), "cpu_ms_per_step": each("cpu_seconds", 1000),
+    return {"ms_per_step": statistics.median(ms), "cpu_ms_per_step": each("cpu_seconds", 1000),
             "steps": min(len(s["times"]) for s in summaries),
             "system_ms_per_step": each("system_seconds", 1000), "page_faults_per_step": each("page_faults"),
             "peak_step_mb": each("peak_step_mb"), "peak_rss_mb": each("peak_rss_mb"),

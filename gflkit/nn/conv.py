@@ -33,6 +33,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from .segment import row_blocks
+
 __all__ = ["GCNLayer"]
 
 NORM_SRC, NORM_DST = "gcn_norm_src", "gcn_norm_dst"
@@ -90,12 +92,23 @@ class _Propagate(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         src, dst = ctx.saved_tensors
-        if torch.is_grad_enabled():  # create_graph: the backward pass is itself differentiated (second-order MAML)
-            reverse = ctx.g if is_symmetric(ctx.g) else dgl.reverse(ctx.g, copy_ndata=False, copy_edata=False)
-            return _Propagate.apply(grad, dst, src, reverse), None, None, None
-        scaled = grad * dst
-        spread = neighbour_sum(ctx.g, scaled) if is_symmetric(ctx.g) else neighbour_sum_t(ctx.g, scaled)
-        return spread.mul_(src), None, None, None  # the normalisation is a constant of the graph
+        return _propagate_back(ctx.g, grad, src, dst), None, None, None  # the normalisation is a constant
+
+
+def _propagate_back(g: dgl.DGLGraph, grad: torch.Tensor, src: torch.Tensor, dst: torch.Tensor,
+                    own: bool = False) -> torch.Tensor:
+    """``src * (S^T (dst * grad))``: a gradient through ``dst * (S (src * x))``.
+
+    Differentiable itself when the backward pass builds a graph (``create_graph=True``,
+    second-order MAML); otherwise ``own=True`` lets it scale ``grad`` in place (a tensor
+    the caller made and does not read again).
+    """
+    if torch.is_grad_enabled():
+        reverse = g if is_symmetric(g) else dgl.reverse(g, copy_ndata=False, copy_edata=False)
+        return _Propagate.apply(grad, dst, src, reverse)
+    scaled = grad.mul_(dst) if own else grad * dst
+    spread = neighbour_sum(g, scaled) if is_symmetric(g) else neighbour_sum_t(g, scaled)
+    return spread.mul_(src)
 
 
 def neighbour_sum(g: dgl.DGLGraph, x: torch.Tensor) -> torch.Tensor:
@@ -211,20 +224,13 @@ class _GCNConv(torch.autograd.Function):
         differentiable = torch.is_grad_enabled()  # create_graph: this pass is itself differentiated
         if differentiable:
             masked = grad * (out > 0) if relu else grad
-            grad_b = masked.sum(0) if need_b else None
-            reverse = g if is_symmetric(g) else dgl.reverse(g, copy_ndata=False, copy_edata=False)
-            spread = _Propagate.apply(masked, dst, src, reverse)
-        else:
-            # relu's own backward op writes the masked gradient into a new tensor, scaled in place after
+        else:  # relu's own backward op writes the masked gradient into a new tensor, scaled in place after
             masked = torch.ops.aten.threshold_backward(grad, out, 0.0) if relu else grad
-            grad_b = masked.sum(0) if need_b else None
-            scaled = masked.mul_(dst) if relu else grad * dst
-            spread = neighbour_sum(g, scaled) if is_symmetric(g) else neighbour_sum_t(g, scaled)
-            spread.mul_(src)
-        grad_w, grad_parts, start = None, [], 0
-        for x, need in zip(parts, need_parts):
-            rows = spread[start:start + x.shape[0]]
-            start += x.shape[0]
+        grad_b = masked.sum(0) if need_b else None
+        spread = _propagate_back(g, masked, src, dst, own=relu and not differentiable)
+        grad_w, grad_parts = None, []
+        for x, need, block in zip(parts, need_parts, row_blocks([x.shape[0] for x in parts])):
+            rows = spread[block]
             if need_w:
                 if grad_w is None:
                     grad_w = x.t() @ rows
@@ -239,10 +245,8 @@ def _rows_matmul(parts: Sequence[torch.Tensor], weight: torch.Tensor) -> torch.T
     if len(parts) == 1:
         return parts[0] @ weight
     out = weight.new_empty(sum(x.shape[0] for x in parts), weight.shape[1])
-    start = 0
-    for x in parts:
-        torch.mm(x, weight, out=out[start:start + x.shape[0]])
-        start += x.shape[0]
+    for x, rows in zip(parts, row_blocks([x.shape[0] for x in parts])):
+        torch.mm(x, weight, out=out[rows])
     return out
 
 
