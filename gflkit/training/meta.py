@@ -36,7 +36,7 @@ from ..devices import resolve_device
 from ..episodes import EpisodeSampler
 from ..errors import GFLError
 from .loop import OptimizerFactory, fit_loop, step_graph_ids
-from ..evaluation.scoring import graph_accuracies, transfer_accuracies
+from ..evaluation.scoring import graph_accuracies
 from ..graphs import GraphCache
 from ..models.baselines import TRANSFER
 from ..models.baselines.base import TransferBaseline
@@ -243,20 +243,6 @@ def meta_train(
     return TrainResult(model, pd.DataFrame(rows), int(meta["step"]), float(meta["val_accuracy"]), path, meta)
 
 
-def _accepted_options(cls) -> set[str]:
-    """Keyword options the constructors of a baseline class (and its bases) take."""
-    import inspect
-
-    names: set[str] = set()
-    for klass in cls.__mro__:
-        if "__init__" in vars(klass) and klass is not torch.nn.Module:
-            for p in inspect.signature(klass.__init__).parameters.values():
-                if (p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
-                        and p.name not in ("self", "in_feats", "num_classes")):
-                    names.add(p.name)
-    return names
-
-
 def fit_baseline(model: TransferBaseline, collection: GraphCollection, episode_cfg: EpisodeConfig,
                  train_cfg: TrainConfig, progress: bool = False, **loop_options: Any) -> dict[str, Any]:
     """Train the transfer baseline ``model`` on ``collection``'s train graphs, keeping the weights best on its
@@ -266,7 +252,7 @@ def fit_baseline(model: TransferBaseline, collection: GraphCollection, episode_c
     graphs and one episode each (seeded from ``(seed, graph_id, step)``),
     takes an Adam step on the model's ``step_loss`` (with the model's own
     learning rate and weight decay where ``train_cfg`` leaves them at ``None``), and every ``eval_every``
-    steps scores its ``predict`` on the val graphs; training stops after
+    steps scores its ``class_scores`` on the val graphs; training stops after
     ``patience`` rounds without gain. ``loop_options`` (``resume``,
     ``save``, ``checkpoint_every``) go to :func:`gflkit.training.loop.fit_loop`.
 
@@ -281,7 +267,7 @@ def fit_baseline(model: TransferBaseline, collection: GraphCollection, episode_c
 
     rows, best_step, best_val = fit_loop(
         model, collection, episode_cfg, train_cfg.for_model(model.name), step_loss=step_loss,
-        score=transfer_accuracies,
+        score=graph_accuracies,
         name=model.name, progress=progress, **loop_options,
     )
     return {"step": best_step, "val_accuracy": best_val, "history": rows}
@@ -310,10 +296,10 @@ def fit_transfer(
     train_cfg = train_cfg.for_model(name)
     seed_everything(train_cfg.seed)
     cls = TRANSFER[name]
-    unknown = sorted(set(options or {}) - _accepted_options(cls))
+    unknown = sorted(set(options or {}) - cls.option_names())
     if unknown:
         raise GFLError(
-            f"{name} has no option {', '.join(unknown)}: choose from {', '.join(sorted(_accepted_options(cls)))}"
+            f"{name} has no option {', '.join(unknown)}: choose from {', '.join(sorted(cls.option_names()))}"
         )
     try:
         model = cls(collection.feat_size, collection.num_classes, **(options or {}))
