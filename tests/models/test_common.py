@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import gflkit
-from gflkit.config import EpisodeConfig, TrainConfig
+from gflkit.config import EpisodeConfig
 from gflkit.data import SyntheticSpec, make_synthetic_family
 from gflkit.episodes import EpisodeSampler
 from gflkit.errors import GFLError
