@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..graphs import GraphCache, map_graphs
+from ..graphs import GraphCache
+from ..threads import map_graphs
 from ..devices import module_device
 from ..episodes import Episode, EpisodeSampler
 from ..models.base import FewShotModel

@@ -34,7 +34,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..graphs import GraphCache, batch_episodes, make_thread_safe, worker_pool
+from ..graphs import GraphCache, batch_episodes, make_thread_safe
+from ..threads import worker_pool
 from ..episodes import Episode
 from ..models.base import FewShotModel
 

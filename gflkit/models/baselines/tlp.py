@@ -51,7 +51,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...episodes import Episode
-from ...graphs import one_thread
+from ...threads import one_thread
 from ...nn import GCNEncoder
 from ...nn.conv import add_gcn_norm
 from ..support_sets import flat_support
