@@ -26,7 +26,7 @@ mean square of the two-way table over ``S G``; at least 0). ``V_seeds +
 V_graphs`` is the unbiased (ANOVA) estimate of the mean's variance; each part
 gets the t quantile of its own degrees of freedom, so with few seeds the seed
 part is not estimated as if it had the graphs' degrees of freedom. In
-simulations (``scripts/coverage.py``, ``tests/evaluation/test_inference.py``, docs/analysis.md
+simulations (``scripts/coverage.py``, ``tests/evaluation/test_inference.py``, docs/method.md
 "Statistics") it covers the true difference in 95-97% of comparisons with 3
 seeds and 6-20 graphs (up to 99% when seed and graph parts are alike), where a
 percentile bootstrap over seeds and graphs covers as little as 74% and one t

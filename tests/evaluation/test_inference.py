@@ -21,7 +21,7 @@ SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "coverage.py"
 
 @pytest.fixture(scope="module")
 def coverage_script():
-    """scripts/coverage.py: the simulated comparisons behind docs/analysis.md's coverage table."""
+    """scripts/coverage.py: the simulated comparisons behind docs/method.md's coverage table."""
     spec = importlib.util.spec_from_file_location("gflkit_coverage_script", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
