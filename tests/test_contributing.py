@@ -29,10 +29,11 @@ QUIET = {"GFLKIT_NO_PROGRESS": "1"}
 pytestmark = pytest.mark.filterwarnings("ignore::gflkit.errors.OneSeedWarning")
 
 
-def recipes() -> dict[str, tuple[str, str]]:
-    """Recipe name -> (language, code) of every fenced block that follows a recipe marker."""
+def recipes() -> tuple[dict[str, tuple[str, str]], list[tuple[str, str]]]:
+    """The page's fenced blocks: recipe name -> (language, code) for those after a recipe marker, and
+    (language, code) of the others."""
     lines = PAGE.read_text(encoding="utf-8").splitlines()
-    found, name, i = {}, None, 0
+    named, unnamed, name, i = {}, [], None, 0
     while i < len(lines):
         marker, fence = MARKER.match(lines[i].strip()), FENCE.match(lines[i].strip())
         if marker:
@@ -43,29 +44,31 @@ def recipes() -> dict[str, tuple[str, str]]:
             while lines[i].strip() != "```":
                 body.append(lines[i])
                 i += 1
+            block = (fence.group(1), "\n".join(body) + "\n")
             if name:
-                assert name not in found, f"two blocks named {name}"
-                found[name] = (fence.group(1), "\n".join(body) + "\n")
+                assert name not in named, f"two blocks named {name}"
+                named[name] = block
             else:
-                found.setdefault("", []).append((fence.group(1), "\n".join(body)))
+                unnamed.append(block)
             name = None
         elif lines[i].strip():
             name = None  # a marker belongs to the block right after it
         i += 1
-    return found
+    return named, unnamed
 
 
 @pytest.fixture(scope="module")
 def page():
-    return recipes()
+    return recipes()[0]
 
 
-def test_every_python_and_diff_block_is_a_recipe(page):
-    unnamed = [code.splitlines()[0] for lang, code in page.get("", []) if lang in ("python", "diff")]
-    assert not unnamed, f"blocks of docs/contributing.md that no test runs: {unnamed}"
+def test_every_python_and_diff_block_is_a_recipe():
+    named, unnamed = recipes()
+    untested = [code.splitlines()[0] for lang, code in unnamed if lang in ("python", "diff")]
+    assert not untested, f"blocks of docs/contributing.md that no test runs: {untested}"
     assert {"model-module", "model-register", "model-check", "source-module", "source-example", "source-library",
             "source-command", "source-register", "source-cli", "encoder-register", "encoder-check",
-            "encoder-builtin"} <= set(page)
+            "encoder-builtin"} <= set(named)
 
 
 def load_module(code: str, monkeypatch, tmp_path: Path):
