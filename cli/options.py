@@ -374,7 +374,7 @@ def refine_options(several: bool = False):
                                        "none, lp (label propagation) or cs (Correct & Smooth).")
         opts = [
             method,
-            click.option("--refine-alpha", type=click.FloatRange(0, 1, max_open=True), default=REFINE_ALPHA,
+            click.option("--refine-alpha", type=FiniteFloatRange(0, 1, max_open=True), default=REFINE_ALPHA,
                          show_default=True, help="Weight of the propagated term per refinement step."),
             click.option("--refine-steps", type=click.IntRange(0), default=REFINE_STEPS, show_default=True,
                          help="Propagation steps of the refinement."),
@@ -469,9 +469,22 @@ def deprecation_warning(old: str, new: str) -> None:
     click.echo(f"warning: {old} is deprecated and will be removed in the next release; use {new}", err=True)
 
 
+def _collection_dir(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Refuse a collection folder that is the current folder or holds it: writing one replaces the folder."""
+    if value is None:
+        return None
+    target, here = Path(value).resolve(), Path.cwd().resolve()
+    if target == here or target in here.parents:
+        where = "the current folder" if target == here else "a folder that holds the current folder"
+        raise click.BadParameter(f"{value!r} is {where}; a collection is written as a folder of its own, which "
+                                 f"replaces it: name a new folder, e.g. {str(Path(value) / 'NAME')!r}")
+    return value
+
+
 def collection_dir_option(f):
-    """``--out-dir DIR``: the collection folder a preprocess command writes."""
+    """``--out-dir DIR``: the collection folder a preprocess command writes (not the current folder or above)."""
     return click.option("--out-dir", "out_dir", type=click.Path(file_okay=False), default=None,
+                        callback=_collection_dir,
                         help="Collection folder to write (default: <root>/processed/<name>).")(f)
 
 
@@ -643,6 +656,20 @@ def _read_text(path: str) -> str:
         raise GFLError(f"{path}: not UTF-8 text (byte {err.start})") from None
 
 
+class _RepeatedKey(Exception):
+    """A key given twice in one JSON object (JSON parsers keep the last silently)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's members, refusing a key given twice (``json.loads``' ``object_pairs_hook``)."""
+    data: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in data:
+            raise _RepeatedKey(key)
+        data[key] = value
+    return data
+
+
 def _too_deep(data: Any) -> bool:
     """Whether tables and lists nest deeper than :data:`SETTINGS_MAX_DEPTH` (walked without recursion)."""
     stack = [(data, 1)]
@@ -684,9 +711,11 @@ def read_settings(path: str) -> dict[str, Any]:
     kind = "TOML" if str(path).lower().endswith(".toml") else "JSON"
     deep = f"{path}: tables or lists nested more than {SETTINGS_MAX_DEPTH} deep; a settings file has a few levels"
     try:
-        data = tomllib.loads(text) if kind == "TOML" else json.loads(text)
+        data = tomllib.loads(text) if kind == "TOML" else json.loads(text, object_pairs_hook=_unique_keys)
     except RecursionError:  # the parsers recurse once per level: deeper than the interpreter allows
         raise GFLError(deep) from None
+    except _RepeatedKey as err:
+        raise GFLError(f"{path}: the key {_shown(err.args[0])} appears twice in one object; keep one") from None
     except ValueError as err:  # JSONDecodeError, TOMLDecodeError, numbers beyond int's digit limit
         raise GFLError(f"{path}: not valid {kind} ({' '.join(str(err).split())[:200]})") from None
     if not isinstance(data, dict):
