@@ -200,8 +200,8 @@ def parse_options(pairs: tuple[str, ...]) -> dict:
 
 #: Parameters that set what a run is; --resume takes them from the run instead.
 _SETTINGS = [*_MODEL_KEYS, "model", "k_shot", "n_query", "on_small", "steps", "meta_batch", "lr", "weight_decay",
-             "eval_every", "patience", "val_episodes", "grad_clip", "val_from_train", "parallel_steps", "seed", "options",
-             "run_dir", "force"]
+             "eval_every", "patience", "val_episodes", "grad_clip", "val_from_train", "parallel_steps", "seed",
+             "options", "run_dir", "force"]
 
 
 def _check_resume(ctx: click.Context) -> None:
