@@ -17,7 +17,7 @@ from typing import Callable
 from .errors import SizeError
 from .io import available_memory, human_bytes
 
-__all__ = ["largest_fitting", "require_fit", "require_at_most"]
+__all__: list[str] = []  # used inside gflkit; not part of the public API
 
 
 def largest_fitting(need: Callable[[int], float], budget: float, low: int, high: int) -> int | None:

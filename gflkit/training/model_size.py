@@ -17,7 +17,7 @@ import torch
 from ..errors import GFLError, SettingError, SizeError
 from ..sizes import require_fit
 
-__all__ = ["accepted_options", "check_options", "require_model_memory"]
+__all__: list[str] = []  # used inside gflkit; not part of the public API
 
 #: The settings of a model's layer widths, the ones the memory check lowers.
 WIDTHS = ("hidden_feats", "out_feats", "graph_feats")
@@ -35,11 +35,6 @@ def _option_defaults(cls) -> dict[str, Any]:
                         and p.name not in ("self", "in_feats", "num_classes")):
                     found.setdefault(p.name, p.default)
     return found
-
-
-def accepted_options(cls) -> set[str]:
-    """Keyword options the constructors of a baseline class (and its bases) take."""
-    return set(_option_defaults(cls))
 
 
 def _kind(default: Any) -> str | None:
