@@ -70,6 +70,8 @@ def gflkit_layout() -> SimpleNamespace:
         parts.Adam = torch.optim.Adam
     # The loop's update on one thread, where it has one_thread (since 2275ac6).
     parts.update_threads = getattr(batching, "one_thread", None) if batching is not None else None
+    if (root / "threads.py").exists():  # its own module since the thread pool left gflkit.graphs
+        parts.update_threads = importlib.import_module("gflkit.threads").one_thread
     parts.update_threads = parts.update_threads or contextlib.nullcontext
     for module in modules:
         if root not in Path(module.__file__).resolve().parents:

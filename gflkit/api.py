@@ -36,7 +36,7 @@ from .devices import require_cpu, resolve_device
 from .models import place
 from .errors import GFLError
 from .evaluation.statistics import warn_one_seed
-from .evaluation.scoring import baseline_records, graph_records, summarise, transfer_records
+from .evaluation.scoring import baseline_records, graph_records, summarise
 from .models.baselines import PER_GRAPH, TRANSFER
 from .models.gfl import GFL
 from .names import model_names, trainable_names  # noqa: F401 - the registry's, re-exported
@@ -340,9 +340,7 @@ def score_records(module, collection: GraphCollection, split: str = "test",
                   refine: RefineConfig = RefineConfig()) -> pd.DataFrame:
     """Per-(graph, episode) records of a trained GFL model or transfer baseline on ``split``."""
     sampler = EpisodeSampler(collection, split, episode_cfg, seed).require_graphs()
-    if isinstance(module, GFL):
-        return graph_records(module, sampler, episodes, refine=refine)
-    return transfer_records(module, sampler, episodes, refine=refine)
+    return graph_records(module, sampler, episodes, refine=refine)
 
 
 def _score(module, name: str, collection: GraphCollection, split: str, episode_cfg: EpisodeConfig,
@@ -382,7 +380,7 @@ def evaluate(
     """
     device = resolve_device(device)
     if isinstance(run, torch.nn.Module):
-        module, meta = run, {"model": model_name or getattr(run, "name", "gfl"), "episode_config": {}}
+        module, meta = run, {"model": model_name or run.name, "episode_config": {}}
     else:
         module, meta = load_checkpoint(run)
     looked_up = data is None
@@ -395,7 +393,7 @@ def evaluate(
         log.warning("%s: the collection at %s is not the one the run was trained on (its content hash differs)",
                     run, collection.path)
     place(module, device, str(meta.get("model")))
-    if getattr(module, "in_feats", None) is not None and collection.feat_size != module.in_feats:
+    if module.in_feats is not None and collection.feat_size != module.in_feats:
         raise GFLError(
             f"the model expects {module.in_feats} features per node but collection {collection.name!r} has "
             f"{collection.feat_size}; evaluate on a collection of the same source"

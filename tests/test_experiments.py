@@ -16,7 +16,7 @@ from gflkit.config import EpisodeConfig, TrainConfig
 from gflkit.data import SMALL_SPEC, GraphCollection, make_synthetic_family
 from gflkit.episodes import EpisodeSampler
 from gflkit.experiments import compare
-from gflkit.evaluation.scoring import baseline_accuracies, transfer_accuracies
+from gflkit.evaluation.scoring import baseline_accuracies, graph_accuracies
 from gflkit.models.baselines import PER_GRAPH, TRANSFER
 from gflkit.refine import RefineConfig
 from gflkit.training.meta import fit_transfer
@@ -191,7 +191,7 @@ def test_transfer_baselines_beat_non_transfer_gcn(small_family):
     for name in (n for n in TRANSFER if not n.startswith("tlp")):
         result = fit_transfer(name, small_family, EpisodeConfig(), TrainConfig(steps=100, eval_every=25),
                               progress=False)
-        acc = np.mean(list(transfer_accuracies(result.model, sampler).values()))
+        acc = np.mean(list(graph_accuracies(result.model, sampler).values()))
         assert acc > gcn + 0.01, f"{name}: {acc:.3f} vs non-transfer GCN {gcn:.3f}"
 
 

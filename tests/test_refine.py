@@ -10,7 +10,7 @@ from gflkit.graphs import prepare_graph
 from gflkit.config import EpisodeConfig, GFLConfig
 from gflkit.episodes import EpisodeSampler
 from gflkit.errors import GFLError
-from gflkit.evaluation.scoring import graph_records, transfer_records
+from gflkit.evaluation.scoring import graph_records
 from gflkit.models.baselines import KNearestNeighbours, TransferHead
 from gflkit.models.gfl import GFL
 from gflkit.refine import RefineConfig, label_propagation, refine_scores
@@ -103,15 +103,14 @@ def test_models_score_with_refinement(small_family, method):
               TransferHead(small_family.feat_size, small_family.num_classes),
               KNearestNeighbours(small_family.feat_size, small_family.num_classes)]
     for model in models:
-        recs = (graph_records(model, sampler, 2, refine=cfg) if isinstance(model, GFL)
-                else transfer_records(model, sampler, 2, refine=cfg))
+        recs = graph_records(model, sampler, 2, refine=cfg)
         assert len(recs) == 2 * len(sampler.graph_ids)
         assert recs["accuracy"].between(0, 1).all() and (recs["n"] > 0).all()
 
 
 @pytest.mark.parametrize("name", ["agf", "matchingnet", "maml", "transfer-head"])
-def test_node_scores_agree_with_predictions(small_family, name):
-    """The soft scores that refinement starts from give the baseline's own predictions."""
+def test_class_scores_of_chosen_nodes_are_their_rows(small_family, name):
+    """The scores of every node that refinement starts from hold the queries' scores."""
     from gflkit.graphs import GraphCache
     from gflkit.models.baselines import TRANSFER
 
@@ -120,6 +119,8 @@ def test_node_scores_agree_with_predictions(small_family, name):
     sampler = EpisodeSampler(small_family, "test", EpisodeConfig(k_shot=5), seed=0)
     gid = sampler.graph_ids[0]
     g, ep = GraphCache(small_family)[gid], sampler.episode(gid, 0)
-    scores = model.node_scores(g, ep)
+    torch.manual_seed(1)
+    scores = model.class_scores(g, list(ep.support))
     assert scores.shape == (g.num_nodes(), small_family.num_classes)
-    assert torch.equal(scores[ep.query].argmax(1), model.predict(g, ep))
+    torch.manual_seed(1)
+    assert torch.equal(model.class_scores(g, list(ep.support), nodes=ep.query), scores[ep.query])

@@ -59,10 +59,10 @@ def test_each_predicting_model_answers_class_scores_as_before(name):
         assert torch.equal(model.class_scores(g, support, z), scores)
 
 
-def test_a_model_without_class_scores_cannot_predict():
+def test_a_model_that_does_not_read_the_support_cannot_predict():
     g, support = _case()
     head = TRANSFER["transfer-head"](6, 3)
-    assert not hasattr(head, "class_scores") and shared_embeddings(head, g) is None
+    assert not head.uses_support and shared_embeddings(head, g) is None
     with pytest.raises(GFLError, match="transfer-head cannot predict on a new graph"):
         class_scores(head, g, support)
     with pytest.raises(GFLError, match="3-class head; it cannot predict 4 classes"):
@@ -74,9 +74,10 @@ class ToyBaseline(TransferBaseline):
 
     name = "toy"
 
-    def class_scores(self, g, support, z=None):
+    def class_scores(self, g, support, z=None, *, nodes=None):
         x = g.ndata["feat"]
-        return -torch.cdist(x, torch.stack([x[s].mean(0) for s in support]))
+        scores = -torch.cdist(x, torch.stack([x[s].mean(0) for s in support]))
+        return scores if nodes is None else scores[nodes]
 
 
 def test_a_baseline_registered_with_one_line_is_a_model(monkeypatch):

@@ -14,6 +14,7 @@ training seeds carry a ``seed`` column.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Callable, Mapping, Sequence
 
@@ -21,10 +22,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..graphs import GraphCache, map_graphs
+from ..graphs import GraphCache
+from ..threads import map_graphs
 from ..devices import module_device
 from ..episodes import Episode, EpisodeSampler
-from ..models.gfl import GFL
+from ..models.base import FewShotModel
 from ..progress import progress_bar
 from ..refine import RefineConfig, refine_scores
 from ..sizes import require_fit
@@ -80,71 +82,43 @@ def _records(rows: list[dict]) -> pd.DataFrame:
 
 @torch.no_grad()
 def graph_records(
-    model: GFL,
+    model: FewShotModel,
     sampler: EpisodeSampler,
     episodes: int = 1,
     cache: GraphCache | None = None,
     refine: RefineConfig = _NO_REFINE,
 ) -> pd.DataFrame:
-    """Records of ``model`` on every (graph, episode) of ``sampler``.
+    """Records of a trained model (GFL or a transfer baseline) on every (graph, episode) of ``sampler``.
 
-    With a refinement, the model scores every node of the graph and
-    :func:`~gflkit.refine.refine_scores` propagates the scores before the
-    queries are read off.
+    Each episode's queries are scored by ``model.class_scores``; a model that shares its embeddings
+    (``shares_embeddings``) embeds each graph once for all its episodes. With a refinement, the model
+    scores every node of the graph and :func:`~gflkit.refine.refine_scores` propagates the scores
+    before the queries are read off.
     """
     check_episodes(sampler, episodes)
     cache = cache or GraphCache(sampler.collection, module_device(model))
     was_training = model.training
     model.eval()
 
-    def score(gid: int) -> list[dict]:  # the episodes of a graph share one encoder pass
-        eps = [sampler.episode(gid, e) for e in range(episodes)]
+    def score(gid: int) -> list[dict]:
+        g = cache[gid]
+        z = model.shared_embeddings(g) if model.shares_embeddings else None
         rows = []
-        for e, (scores, ep) in enumerate(zip(model.score_episodes(cache[gid], eps, all_nodes=refine.active), eps)):
+        for e in range(episodes):
+            ep = sampler.episode(gid, e)
+            with torch.enable_grad() if model.adapts else contextlib.nullcontext():  # adapting on the support set
+                scores = model.class_scores(g, list(ep.support), z, nodes=None if refine.active else ep.query)
             if refine.active:
-                scores = refine_scores(cache[gid], scores, ep.support, refine)[ep.query]
+                scores = refine_scores(g, scores, ep.support, refine)[ep.query]
             rows.append({"graph_id": gid, "episode": e,
                          **episode_scores(scores.argmax(1).cpu(), ep.query_label, sampler.num_classes)})
         return rows
 
-    # On the CPU the graphs are scored side by side, one thread each (map_graphs).
-    workers = None if module_device(model).type == "cpu" else 1
+    # On the CPU the graphs are scored side by side, one thread each (map_graphs); a model that
+    # adapts on each support set trains, and so scores on the calling thread.
+    workers = None if module_device(model).type == "cpu" and not model.adapts else 1
     rows = [row for rows in map_graphs(score, list(sampler.graph_ids), workers) for row in rows]
     model.train(was_training)
-    return _records(rows)
-
-
-def _transfer_predict(model, g, ep: Episode, num_classes: int, refine: RefineConfig) -> torch.Tensor:
-    """Query predictions of a transfer baseline, refined over ``g`` when asked.
-
-    Scores of every node come from ``model.node_scores(g, ep)`` when the model
-    has it, else from one-hot :meth:`predict` outputs with every node as query.
-    """
-    if not refine.active:
-        return model.predict(g, ep)
-    if hasattr(model, "node_scores"):
-        scores = model.node_scores(g, ep)
-    else:
-        every = torch.arange(g.num_nodes())
-        full = Episode(ep.graph_id, ep.support, every, torch.zeros_like(every))
-        scores = torch.nn.functional.one_hot(model.predict(g, full), num_classes).float()
-    return refine_scores(g, scores, ep.support, refine)[ep.query].argmax(1)
-
-
-@torch.no_grad()
-def transfer_records(model, sampler: EpisodeSampler, episodes: int = 1, cache: GraphCache | None = None,
-                     refine: RefineConfig = _NO_REFINE) -> pd.DataFrame:
-    """Records of a :class:`~gflkit.models.baselines.TransferBaseline`."""
-    check_episodes(sampler, episodes)
-    cache = cache or GraphCache(sampler.collection)
-    model.eval()
-    rows = []
-    for gid in sampler.graph_ids:
-        for e in range(episodes):
-            ep = sampler.episode(gid, e)
-            with torch.enable_grad():  # baselines may adapt on the support set
-                pred = _transfer_predict(model, cache[gid], ep, sampler.num_classes, refine)
-            rows.append({"graph_id": gid, "episode": e, **episode_scores(pred, ep.query_label, sampler.num_classes)})
     return _records(rows)
 
 
@@ -190,9 +164,10 @@ def per_graph(records: pd.DataFrame, metric: str = "accuracy") -> dict[int, floa
     return {int(gid): float(v) for gid, v in means.items()}
 
 
-def graph_accuracies(model: GFL, sampler: EpisodeSampler, episodes: int = 1,
+def graph_accuracies(model: FewShotModel, sampler: EpisodeSampler, episodes: int = 1,
                      cache: GraphCache | None = None) -> dict[int, float]:
-    """Query accuracy of ``model`` on each graph of ``sampler``, averaged over episodes."""
+    """Query accuracy of ``model`` (GFL or a transfer baseline) on each graph of ``sampler``, averaged
+    over episodes."""
     return per_graph(graph_records(model, sampler, episodes, cache))
 
 
@@ -200,12 +175,6 @@ def baseline_accuracies(fit_predict: Callable[..., torch.Tensor], sampler: Episo
                         seed: int = 0, **kwargs) -> dict[int, float]:
     """Accuracy of a per-graph baseline on each graph, averaged over episodes."""
     return per_graph(baseline_records(fit_predict, sampler, episodes, seed, **kwargs))
-
-
-def transfer_accuracies(model, sampler: EpisodeSampler, episodes: int = 1,
-                        cache: GraphCache | None = None) -> dict[int, float]:
-    """Accuracy of a :class:`~gflkit.models.baselines.TransferBaseline` per graph."""
-    return per_graph(transfer_records(model, sampler, episodes, cache))
 
 
 def _unit_mean(records: pd.DataFrame, metric: str) -> float:

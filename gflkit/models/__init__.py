@@ -1,15 +1,16 @@
-"""Models: GFL and the baselines it is compared with."""
+"""Models: GFL and the baselines it is compared with, all keeping one contract (:class:`FewShotModel`)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from ..devices import require_cpu
+from .base import FewShotModel
 from .gfl import GFL, GFLOutput
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["GFL", "GFLOutput", "place"]
+__all__ = ["FewShotModel", "GFL", "GFLOutput", "place"]
 
 
 def place(module: torch.nn.Module, device: torch.device, name: str) -> torch.nn.Module:

@@ -17,13 +17,13 @@ import torch
 from torch import nn
 
 from ..config import GFLConfig
-from ..episodes import Episode
 from ..nn import (
     Distance, GraphDecoder, GraphPrototype, HierarchicalGraphRepresentation, HierarchyGate, MeanPrototype,
-    PrototypeGNN, make_encoder, recon_loss,
+    NodeEncoder, PrototypeGNN, make_encoder, recon_loss,
 )
 from ..nn.conv import member_features, propagate
 from ..nn.distance import cross_entropy
+from .base import FewShotModel
 from .support_sets import chunked
 
 __all__ = ["GFL", "GFLOutput", "upgrade_state_dict"]
@@ -66,8 +66,12 @@ def upgrade_state_dict(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor
     return out
 
 
-class GFL(nn.Module):
+class GFL(FewShotModel):
     """The full model, composed of its parts; ablations and Protonet are configurations of it.
+
+    A :class:`~gflkit.models.base.FewShotModel` trained by the episode engine (``episodic``):
+    ``forward(bg, support, queries)`` is the training pass and :meth:`loss` its loss;
+    :meth:`class_scores` scores a graph's nodes from any support sets.
 
     As PyG's ``GAE(encoder, decoder)``, every part is a module passed in:
     :meth:`from_config` builds the parts a :class:`~gflkit.config.GFLConfig`
@@ -94,6 +98,11 @@ class GFL(nn.Module):
         recon_normalize: L2-normalise the decoder's rows.
     """
 
+    name = "gfl"
+    episodic = True
+    embeds = True
+    shares_embeddings = True
+
     def __init__(self, encoder: nn.Module | int, prototype: nn.Module | GFLConfig | None = None,
                  distance: nn.Module | None = None, *, hierarchy: nn.Module | None = None,
                  gate: nn.Module | None = None, decoder: nn.Module | None = None, gamma: float = 1.0,
@@ -115,7 +124,7 @@ class GFL(nn.Module):
                  recon_reduction: str, recon_normalize: bool) -> None:
         if (gate is None) != (hierarchy is None):
             raise ValueError("the gate and the hierarchical graph representation go together: give both or neither")
-        if gate is not None and not getattr(prototype, "num_params", 0):
+        if gate is not None and not (isinstance(prototype, GraphPrototype) and prototype.num_params):
             raise ValueError("a gate needs a prototype with parameters to scale (GraphPrototype)")
         self.encoder = encoder
         self.decoder = decoder
@@ -132,7 +141,7 @@ class GFL(nn.Module):
     @property
     def pgnn(self) -> nn.Module | None:
         """The prototype GNN, or ``None`` with a mean prototype."""
-        return getattr(self.prototype, "pgnn", None)
+        return self.prototype.pgnn if isinstance(self.prototype, GraphPrototype) else None
 
     def embed(self, g: dgl.DGLGraph, feat: torch.Tensor | Sequence[torch.Tensor] | None = None) -> torch.Tensor:
         """Node embeddings ``Z = f_theta(A, X)``: ``(N, out_feats)``.
@@ -156,6 +165,11 @@ class GFL(nn.Module):
         gate = self.graph_gate(g, z, z_prop)
         return self.prototype(g, z, support, gate), gate
 
+    @property
+    def needs_prepare(self) -> bool:
+        """Whether :meth:`prepare` computes anything: the relational structure of a graph prototype."""
+        return isinstance(self.prototype, GraphPrototype)
+
     def prepare(self, g: dgl.DGLGraph, support: torch.Tensor) -> None:
         """Compute ahead what :meth:`forward` over the batched graph ``g`` with these support
         ids reads besides the parameters: the prototype's relational structure
@@ -165,9 +179,8 @@ class GFL(nn.Module):
         Reads no parameter, so it may run on another thread while the model
         computes (the training step prepares its next meta-batch so).
         """
-        prepare = getattr(self.prototype, "prepare", None)
-        if prepare is not None:
-            prepare(g, support)
+        if isinstance(self.prototype, GraphPrototype):
+            self.prototype.prepare(g, support)
 
     @torch.no_grad()
     def class_prototypes(self, g: dgl.DGLGraph, z: torch.Tensor, support: Sequence[torch.Tensor]) -> torch.Tensor:
@@ -193,55 +206,23 @@ class GFL(nn.Module):
         return torch.stack(protos)
 
     @torch.no_grad()
-    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor],
-                     z: torch.Tensor | None = None) -> torch.Tensor:
-        """Scores of every node of a new graph for each class (any classes, any support sizes):
-        the distance to each class prototype. ``z``: :meth:`embed` of ``g`` when already computed.
+    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor], z: torch.Tensor | None = None, *,
+                     nodes: torch.Tensor | None = None) -> torch.Tensor:
+        """Scores of every node of a graph (or of ``nodes``) for each class (any classes, any support
+        sizes): the distance to each class prototype. ``z``: :meth:`embed` of ``g`` when already computed.
 
         Shapes:
-            support: ``C`` tensors of ``(K_c,)`` ids; returns ``(N, C)``.
+            support: ``C`` tensors of ``(K_c,)`` ids; returns ``(N, C)`` (``(Q, C)`` with ``nodes``).
         """
         z = self.embed(g) if z is None else z
         protos = self.class_prototypes(g, z, support)
-        return chunked(g.num_nodes(), lambda s: self.distance(z[s], protos))
+        return chunked(g.num_nodes(), lambda s: self.distance(z[s], protos),
+                       nodes=None if nodes is None else nodes.to(z.device))
 
     @torch.no_grad()
     def shared_embeddings(self, g: dgl.DGLGraph) -> torch.Tensor:
         """The ``z`` :meth:`class_scores` takes for every support set of ``g``."""
         return self.embed(g)
-
-    @torch.no_grad()
-    def score_episodes(self, g: dgl.DGLGraph, episodes: Sequence[Episode],
-                       chunk_columns: int = 512, all_nodes: bool = False) -> list[torch.Tensor]:
-        """Query scores of several episodes of one graph, with one encoder pass.
-
-        The node embeddings and the hierarchical gate depend on the graph only,
-        so they are computed once; each episode adds its relational structure
-        and prototypes. Gives the logits :meth:`forward` gives for each episode
-        (up to rounding) without the reconstruction loss.
-
-        Args:
-            g: one prepared graph (:func:`gflkit.graphs.prepare_graph`).
-            episodes: episodes of that graph.
-            chunk_columns: at most this many support nodes are scored together,
-                which bounds the ``(N, columns)`` reachability matrix.
-            all_nodes: score every node of ``g`` instead of each episode's queries.
-
-        Returns:
-            one ``(Q, C)`` tensor per episode (``(N, C)`` with ``all_nodes``).
-        """
-        if not episodes:
-            return []
-        z = self.embed(g)
-        support = torch.stack([ep.support for ep in episodes]).to(z.device)  # (E, C, K)
-        gate = self.graph_gate(g, z)  # (1, |phi|)
-        per_chunk = max(1, chunk_columns // support[0].numel())
-        protos = torch.cat([
-            self.prototype(g, z, part, None if gate is None else gate.expand(len(part), -1), one_graph=True)
-            for part in support.split(per_chunk)
-        ])  # (E, C, d)
-        return [self.distance(z if all_nodes else z[ep.query.to(z.device)], protos[i])
-                for i, ep in enumerate(episodes)]
 
     def forward(self, g: dgl.DGLGraph, support: torch.Tensor, queries: Sequence[torch.Tensor]) -> GFLOutput:
         """Score the query nodes of every graph of a batch.
@@ -267,7 +248,7 @@ class GFL(nn.Module):
     def takes_feature_parts(self) -> bool:
         """Whether the encoder takes a batch's features as one tensor per graph; a batch made
         without its features (``batch_episodes(..., features=False)``) then saves their copy."""
-        return bool(getattr(self.encoder, "takes_feature_parts", False))
+        return isinstance(self.encoder, NodeEncoder) and self.encoder.takes_feature_parts
 
     def _feature_parts(self, g: dgl.DGLGraph) -> list[torch.Tensor] | None:
         """The batch's features as one block of rows per graph, where the encoder takes them so
@@ -294,9 +275,8 @@ class GFL(nn.Module):
         """
         counts = [len(q) for q in queries]
         ids = torch.cat(list(queries))
-        blocks = getattr(self.distance, "blocks", None)
-        if blocks is not None and 2 * len(ids) >= z.shape[0]:
-            every = blocks(z, protos, g.batch_num_nodes().tolist())
+        if isinstance(self.distance, Distance) and 2 * len(ids) >= z.shape[0]:
+            every = self.distance.blocks(z, protos, g.batch_num_nodes().tolist())
             if every is not None:
                 return list(every[ids].split(counts))
         z_query = z[ids].split(counts)

@@ -25,24 +25,29 @@ def flat_support(support: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.T
     return ids, target
 
 
-def chunked(n: int, score: Callable[[slice], torch.Tensor], size: int = CHUNK) -> torch.Tensor:
-    """``score(nodes)`` of ``n`` nodes, ``size`` (default :data:`CHUNK`) at a time, concatenated."""
+def chunked(n: int, score: Callable[[slice | torch.Tensor], torch.Tensor], size: int = CHUNK,
+            nodes: torch.Tensor | None = None) -> torch.Tensor:
+    """``score(rows)`` of ``n`` nodes (``rows`` slices), or of the node ids ``nodes`` (``rows`` id
+    tensors), ``size`` (default :data:`CHUNK`) at a time, concatenated."""
+    if nodes is not None:
+        return torch.cat([score(nodes[lo:lo + size]) for lo in range(0, len(nodes), size)])
     return torch.cat([score(slice(lo, min(lo + size, n))) for lo in range(0, n, size)])
 
 
 def check_head_classes(model, support: Sequence[torch.Tensor], others: Sequence[str] = ()) -> None:
     """A model with a classifier head (``head_classes``) scores at most as many classes as it was trained
     with; ``others``: the models that score any classes, named in the error."""
-    if getattr(model, "head_classes", False) and len(support) > model.num_classes:
+    if model.head_classes and len(support) > model.num_classes:
         hint = f" ({_listed(others)} can)" if others else ""
         raise GFLError(f"the {model.name} run was trained with a {model.num_classes}-class head; it cannot predict "
                        f"{len(support)} classes{hint}")
 
 
 def cannot_predict(model, able: Sequence[str] = ()) -> GFLError:
-    """The error for a model without ``class_scores``; ``able``: the models that have it."""
+    """The error for a model that cannot score a new graph's classes (``uses_support`` false); ``able``: the
+    models that can."""
     hint = f": only {_listed(able)} runs can" if able else ""
-    return GFLError(f"{getattr(model, 'name', type(model).__name__)} cannot predict on a new graph{hint}")
+    return GFLError(f"{model.name} cannot predict on a new graph{hint}")
 
 
 def _listed(names: Sequence[str]) -> str:

@@ -16,9 +16,9 @@ from typing import Sequence
 
 import dgl
 import torch
-from torch import nn
 
 from ..errors import GFLError
+from ..models.base import FewShotModel
 from ..models.gfl import GFL
 from ..models.baselines import TRANSFER
 from ..models.support_sets import CHUNK, cannot_predict, check_head_classes  # noqa: F401 - CHUNK stays importable
@@ -33,13 +33,14 @@ def gfl_prototypes(model: GFL, g: dgl.DGLGraph, z: torch.Tensor, support: Sequen
 
 
 def predicting_models(any_classes: bool = False) -> list[str]:
-    """The models whose runs predict on a new graph: GFL's presets and the transfer baselines with
-    ``class_scores`` (read from the registry); ``any_classes``: only those not bound to a classifier head."""
-    return [*GFL_MODELS, *(name for name, cls in TRANSFER.items() if hasattr(cls, "class_scores")
-                           and not (any_classes and getattr(cls, "head_classes", False)))]
+    """The models whose runs predict on a new graph: GFL's presets and the transfer baselines whose
+    ``class_scores`` read the support set (``uses_support``, read from the registry); ``any_classes``:
+    only those not bound to a classifier head."""
+    return [*GFL_MODELS, *(name for name, cls in TRANSFER.items() if cls.uses_support
+                           and not (any_classes and cls.head_classes))]
 
 
-def class_scores(model: nn.Module, g: dgl.DGLGraph, support: Sequence[torch.Tensor],
+def class_scores(model: FewShotModel, g: dgl.DGLGraph, support: Sequence[torch.Tensor],
                  z: torch.Tensor | None = None) -> torch.Tensor:
     """Scores of every node of ``g`` for each class, before the softmax: ``model.class_scores``.
 
@@ -55,29 +56,25 @@ def class_scores(model: nn.Module, g: dgl.DGLGraph, support: Sequence[torch.Tens
     Shapes:
         returns ``(N, C)``.
     """
-    score = getattr(model, "class_scores", None)
-    if score is None:
+    if not model.uses_support:
         raise cannot_predict(model, predicting_models())
     check_head_classes(model, support, predicting_models(any_classes=True))
-    return score(g, support, z)
+    return model.class_scores(g, support, z)
 
 
-def embeddings(model: nn.Module, g: dgl.DGLGraph) -> torch.Tensor:
+def embeddings(model: FewShotModel, g: dgl.DGLGraph) -> torch.Tensor:
     """Node embeddings ``Z`` of the model's encoder on a prepared graph: ``(N, d)``."""
     with torch.no_grad():
-        if hasattr(model, "embed"):
+        if model.embeds:
             return model.embed(g)
-        if hasattr(model, "encoder"):
-            return model.encoder(g)
-    raise GFLError(f"{getattr(model, 'name', type(model).__name__)} has no node encoder to embed with")
+    raise GFLError(f"{model.name} has no node encoder to embed with")
 
 
-def shared_embeddings(model: nn.Module, g: dgl.DGLGraph) -> torch.Tensor | None:
+def shared_embeddings(model: FewShotModel, g: dgl.DGLGraph) -> torch.Tensor | None:
     """The embeddings :func:`class_scores` can take as ``z`` for every support set of ``g``
     (``model.shared_embeddings``), or ``None``.
 
     ``None`` for models that adapt their encoder to each support set (MAML,
     All-Graph-Finetune) and for models that cannot predict (:func:`class_scores` says so).
     """
-    shared = getattr(model, "shared_embeddings", None)
-    return None if shared is None else shared(g)
+    return model.shared_embeddings(g) if model.shares_embeddings else None

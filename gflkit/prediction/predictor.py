@@ -383,7 +383,7 @@ def load(run: str | os.PathLike, root: str | os.PathLike | None = None,
                     "raw features cannot be used", folder)
         transform = None
     stats = FeatureStats.from_dict(meta.get("feature_stats"))
-    if stats is not None and len(stats.mean) != int(getattr(module, "in_feats", len(stats.mean))):
+    if stats is not None and len(stats.mean) != int(module.in_feats or len(stats.mean)):
         stats = None
     return Predictor(module, meta, transform, fingerprint, device, stats, str(folder) if same_features else None)
 

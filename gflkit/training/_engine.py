@@ -4,9 +4,10 @@ Private to gflkit: :func:`gflkit.training.meta.meta_train` builds a :class:`Step
 (the loop's ``step_loss``), switched by ``TrainConfig.parallel_steps``, which the
 run's settings record. The engine knows nothing of the model beyond three calls:
 ``model(bg, support, queries)``, ``model.loss(out, labels)`` and, where the model
-has one, ``model.prepare(bg, support)``, which computes ahead (on any thread,
-before the parameters are read) what a forward pass over that batch reads
-besides the parameters; the forward pass then finds it. Where the model says it
+declares ``needs_prepare`` (:class:`~gflkit.models.base.FewShotModel`),
+``model.prepare(bg, support)``, which computes ahead (on any thread, before the
+parameters are read) what a forward pass over that batch reads besides the
+parameters; the forward pass then finds it. Where the model says it
 reads a batch's features graph by graph (``model.takes_feature_parts``), the
 batch is made without copying them (``batch_episodes(..., features=False)``).
 
@@ -33,8 +34,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..graphs import GraphCache, batch_episodes, make_thread_safe, worker_pool
+from ..graphs import GraphCache, batch_episodes, make_thread_safe
+from ..threads import worker_pool
 from ..episodes import Episode
+from ..models.base import FewShotModel
 
 
 #: torch's dropout layers: each draws its mask from the global generator.
@@ -103,15 +106,14 @@ class PreparedMetaBatch:
         self.graphs, self.episodes, self.groups, self.batches = list(graphs), list(episodes), groups, batches
 
 
-def _prepare_part(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode]) -> tuple:
+def _prepare_part(model: FewShotModel, graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode]) -> tuple:
     """One part's :func:`~gflkit.graphs.batch_episodes`, with ``model.prepare`` run on it."""
     for g in {id(g): g for g in graphs}.values():
         make_thread_safe(g)
     # A model that reads the features graph by graph takes them from the graphs themselves.
-    batch = batch_episodes(graphs, episodes, features=not getattr(model, "takes_feature_parts", False))
-    prepare = getattr(model, "prepare", None)
-    if prepare is not None:
-        prepare(batch[0], batch[1])
+    batch = batch_episodes(graphs, episodes, features=not model.takes_feature_parts)
+    if model.needs_prepare:
+        model.prepare(batch[0], batch[1])
     return batch
 
 

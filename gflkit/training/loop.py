@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 import numpy as np
 import torch
 
-from ..graphs import GraphCache, one_thread
+from ..graphs import GraphCache
+from ..threads import one_thread
 from ..devices import module_device
 from ..config import EpisodeConfig, TrainConfig
 from ..data import GraphCollection

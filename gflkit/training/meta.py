@@ -37,7 +37,7 @@ from ..episodes import EpisodeSampler
 from ..errors import GFLError
 from .loop import OptimizerFactory, fit_loop, step_graph_ids
 from .model_size import WIDTHS as _WIDTHS, check_options, require_model_memory
-from ..evaluation.scoring import graph_accuracies, transfer_accuracies
+from ..evaluation.scoring import graph_accuracies
 from ..graphs import GraphCache
 from ..models.baselines import TRANSFER
 from ..models.baselines.base import TransferBaseline
@@ -255,7 +255,7 @@ def fit_baseline(model: TransferBaseline, collection: GraphCollection, episode_c
     graphs and one episode each (seeded from ``(seed, graph_id, step)``),
     takes an Adam step on the model's ``step_loss`` (with the model's own
     learning rate and weight decay where ``train_cfg`` leaves them at ``None``), and every ``eval_every``
-    steps scores its ``predict`` on the val graphs; training stops after
+    steps scores its ``class_scores`` on the val graphs; training stops after
     ``patience`` rounds without gain. ``loop_options`` (``resume``,
     ``save``, ``checkpoint_every``) go to :func:`gflkit.training.loop.fit_loop`.
 
@@ -270,7 +270,7 @@ def fit_baseline(model: TransferBaseline, collection: GraphCollection, episode_c
 
     rows, best_step, best_val = fit_loop(
         model, collection, episode_cfg, train_cfg.for_model(model.name), step_loss=step_loss,
-        score=transfer_accuracies,
+        score=graph_accuracies,
         name=model.name, progress=progress, **loop_options,
     )
     return {"step": best_step, "val_accuracy": best_val, "history": rows}

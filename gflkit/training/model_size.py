@@ -34,7 +34,8 @@ def _option_defaults(cls) -> dict[str, Any]:
                 if (p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
                         and p.name not in ("self", "in_feats", "num_classes")):
                     found.setdefault(p.name, p.default)
-    return found
+    names = cls.option_names() if hasattr(cls, "option_names") else set(found)  # the class's own rule
+    return {k: v for k, v in found.items() if k in names}
 
 
 def _kind(default: Any) -> str | None:

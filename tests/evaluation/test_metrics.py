@@ -180,7 +180,7 @@ def test_map_graphs_order_threads_and_errors():
     import threading
     import time
 
-    from gflkit.graphs import map_graphs
+    from gflkit.threads import map_graphs
 
     before = _set_threads(2)
     try:
@@ -214,7 +214,7 @@ def test_map_graphs_order_threads_and_errors():
 
 
 def test_one_thread_restores_the_threads():
-    from gflkit.graphs import one_thread
+    from gflkit.threads import one_thread
 
     before = _set_threads(2)
     try:

@@ -188,8 +188,8 @@ def test_no_tensor_is_made_without_the_inputs_device(graph, cfg):
         out = model(bg, support, queries)
         loss, _ = model.loss(out, [ep.query_label, ep.query_label])
         loss.backward()
-        scores = model.score_episodes(pg, [ep, ep])
-        every = model.score_episodes(pg, [ep], all_nodes=True)[0]
+        scores = [model.class_scores(pg, list(ep.support), nodes=ep.query) for _ in range(2)]
+        every = model.class_scores(pg, list(ep.support))
         refined = [refine_scores(pg, every, ep.support, RefineConfig(m)) for m in ("lp", "cs")]
     finally:
         torch.set_default_device(None)

@@ -15,10 +15,10 @@ from gflkit.config import EpisodeConfig, TrainConfig
 from gflkit.data import SyntheticSpec, make_synthetic_family
 from gflkit.episodes import Episode, EpisodeSampler
 from gflkit.errors import GFLError
-from gflkit.evaluation.scoring import transfer_accuracies
+from gflkit.evaluation.scoring import graph_accuracies
 from gflkit.graphs import GraphCache, prepare_graph
 from gflkit.models.baselines import TRANSFER
-from gflkit.models.baselines.gpn import class_weights, degree_centrality, support_weights
+from gflkit.models.baselines.gpn import class_weights, degree_centrality, squared_distances, support_weights
 from gflkit.names import display_name, trainable_names
 from gflkit.prediction.class_scores import class_scores, shared_embeddings
 from gflkit.training.meta import fit_transfer
@@ -61,7 +61,8 @@ def test_shapes_forward_and_backward():
     loss.backward()
     model.eval()
     assert model.embed(g).shape == (12, 32) and model.node_importance(g).shape == (12,)
-    assert model.predict(g, ep).shape == (6,) and model.node_scores(g, ep).shape == (12, 3)
+    assert model.class_scores(g, list(ep.support), nodes=ep.query).shape == (6, 3)
+    assert model.class_scores(g, list(ep.support)).shape == (12, 3)
     ragged = [torch.tensor([0]), torch.tensor([4, 6, 8]), torch.tensor([10, 11]), torch.tensor([2])]
     assert model.class_scores(g, ragged).shape == (12, 4)  # any classes, any sizes
     assert shared_embeddings(model, g).shape == (12, 33)
@@ -111,13 +112,16 @@ def test_higher_degree_gets_higher_weight_when_scores_are_equal():
     assert w[0, 0] > w[0, 1] and torch.isclose(w.sum(), torch.tensor(1.0))
 
 
-def test_class_scores_take_shared_embeddings_and_match_predict():
+def test_class_scores_take_shared_embeddings_and_match_the_paper_prototypes():
     g = _graph()
     ep = _episode(g)
     model = _model().eval()
     scores = class_scores(model, g, list(ep.support))
     assert torch.equal(model.class_scores(g, list(ep.support), shared_embeddings(model, g)), scores)
-    assert torch.equal(scores[ep.query].argmax(1), model.predict(g, ep))
+    with torch.no_grad():  # the importance-weighted prototypes of the paper, computed per episode
+        z, importance = model.embed(g), model.node_importance(g)
+        paper = squared_distances(z[ep.query], model.prototypes(z, importance, ep.support)).argmin(1)
+    assert torch.equal(scores[ep.query].argmax(1), paper)
     with pytest.raises(ValueError, match="shared_embeddings"):
         model.class_scores(g, list(ep.support), model.embed(g))
 
@@ -153,14 +157,15 @@ def test_seeded_training_is_deterministic(family):
     cache = GraphCache(family)
     for gid in sampler.graph_ids:
         ep = sampler.episode(gid, 0)
-        assert torch.equal(first.model.predict(cache[gid], ep), again.model.predict(cache[gid], ep))
+        support = list(ep.support)
+        assert torch.equal(first.model.class_scores(cache[gid], support), again.model.class_scores(cache[gid], support))
 
 
 @pytest.mark.slow
 def test_beats_chance_by_a_wide_margin(small_family):
     result = fit_transfer("gpn", small_family, EpisodeConfig(k_shot=10),
                           TrainConfig(steps=30, meta_batch=3, eval_every=10, seed=0), progress=False)
-    acc = transfer_accuracies(result.model, EpisodeSampler(small_family, "test", EpisodeConfig(k_shot=10), seed=0))
+    acc = graph_accuracies(result.model, EpisodeSampler(small_family, "test", EpisodeConfig(k_shot=10), seed=0))
     assert np.mean(list(acc.values())) > 0.40  # chance is 0.25 (4 classes); about 0.51 at this commit
 
 

@@ -140,8 +140,8 @@ def _current_outputs() -> dict:
                                  GFLConfig(gate=False), PRESETS["protonet"],
                                  GFLConfig(similarity="combined", gate_mode="feature")],
                          ids=["default", "att-jaccard", "no-gate", "protonet", "combined-feature-gate"])
-def test_score_episodes_equals_forward_on_each_episode(small_family, cfg):
-    """One encoder pass for many episodes of a graph gives each episode's forward logits."""
+def test_class_scores_equal_forward_on_each_episode(small_family, cfg):
+    """One encoder pass for many episodes of a graph (shared embeddings) gives each episode's forward logits."""
     sampler = EpisodeSampler(small_family, "test", EpisodeConfig(k_shot=3), seed=0)
     gid = sampler.graph_ids[0]
     g = prepare_graph(small_family.graphs[gid])
@@ -150,12 +150,10 @@ def test_score_episodes_equals_forward_on_each_episode(small_family, cfg):
     model = GFL(small_family.feat_size, cfg).eval()
     with torch.no_grad():
         expected = [model(*batch_episodes([g], [ep])).logits[0] for ep in episodes]
-    for chunk in (512, 24):  # all episodes at once, or a few at a time
-        got = model.score_episodes(g, episodes, chunk_columns=chunk)
-        assert len(got) == len(episodes)
-        for a, b in zip(got, expected):
-            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
-    assert model.score_episodes(g, []) == []
+    z = model.shared_embeddings(g)
+    for ep, b in zip(episodes, expected):
+        torch.testing.assert_close(model.class_scores(g, list(ep.support), z, nodes=ep.query), b,
+                                   rtol=1e-5, atol=1e-5)
 
 
 CONFIGS = {

@@ -133,10 +133,11 @@ def test_head_models_refuse_more_classes_than_trained(runs, region, tmp_path):
 
 
 def test_a_model_that_cannot_predict_says_so(region):
+    from gflkit.models.baselines import TRANSFER
     from gflkit.prediction.class_scores import class_scores
 
     with pytest.raises(GFLError, match="cannot predict on a new graph"):
-        class_scores(torch.nn.Linear(2, 2), None, [torch.tensor([0])])
+        class_scores(TRANSFER["transfer-head"](2, 2), None, [torch.tensor([0])])  # zero-shot: no support read
 
 
 def test_embed_writes_npy_csv_and_parquet(runs, region, tmp_path):

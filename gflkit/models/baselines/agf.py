@@ -42,6 +42,7 @@ class GCNClassifier(TransferBaseline):
     """
 
     name = "gcn-classifier"
+    embeds = True
 
     def __init__(self, in_feats: int, num_classes: int, *, hidden_feats: int = 32, out_feats: int = 32,
                  dropout: float = 0.0, pretrain: str = "labelled", **options) -> None:
@@ -83,6 +84,7 @@ class AllGraphFinetune(GCNClassifier):
     """
 
     name = "agf"
+    adapts = True
     head_classes = True
 
     def __init__(self, in_feats: int, num_classes: int, *, finetune_steps: int = 20,
@@ -91,35 +93,19 @@ class AllGraphFinetune(GCNClassifier):
             raise ValueError("finetune_steps must be >= 0 and finetune_lr > 0")
         super().__init__(in_feats, num_classes, finetune_steps=finetune_steps, finetune_lr=finetune_lr, **options)
 
-    def predict(self, g: dgl.DGLGraph, episode: Episode) -> torch.Tensor:
-        """Fine-tune a copy on the support set, then classify the queries.
+    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor], z: torch.Tensor | None = None, *,
+                     nodes: torch.Tensor | None = None) -> torch.Tensor:
+        """Class logits of every node of a graph (or of ``nodes``) after fine-tuning a copy on its
+        support set (at most :attr:`num_classes` classes: the head's first ``C`` outputs). ``z`` is
+        ignored: the encoder is fine-tuned too.
 
         Shapes:
-            returns ``(Q,)`` predicted classes.
-        """
-        return self.node_scores(g, episode)[episode.query].argmax(1)
-
-    def node_scores(self, g: dgl.DGLGraph, episode: Episode) -> torch.Tensor:
-        """Class logits of every node after fine-tuning a copy on the support set.
-
-        Shapes:
-            returns ``(N, num_classes)``.
-        """
-        support, target = support_targets(episode)
-        return self._finetuned_logits(g, support, target)
-
-    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor],
-                     z: torch.Tensor | None = None) -> torch.Tensor:
-        """Class logits of every node of a new graph after fine-tuning a copy on its support set
-        (at most :attr:`num_classes` classes: the head's first ``C`` outputs). ``z`` is ignored:
-        the encoder is fine-tuned too.
-
-        Shapes:
-            support: ``C`` tensors of ``(K_c,)`` ids; returns ``(N, C)``.
+            support: ``C`` tensors of ``(K_c,)`` ids; returns ``(N, C)`` (``(Q, C)`` with ``nodes``).
         """
         check_head_classes(self, support)
         ids, target = flat_support(support)
-        return self._finetuned_logits(g, ids, target, len(support))
+        logits = self._finetuned_logits(g, ids, target, len(support))
+        return logits if nodes is None else logits[nodes]
 
     def _finetuned_logits(self, g: dgl.DGLGraph, ids: torch.Tensor, target: torch.Tensor,
                           width: int | None = None) -> torch.Tensor:

@@ -180,6 +180,8 @@ class GMeta(TransferBaseline):
     """
 
     name = "gmeta"
+    embeds = True
+    adapts = True
 
     def __init__(self, in_feats: int, num_classes: int, *, hidden_feats: int = 32, out_feats: int = 32,
                  encoder: str = "gcn", hops: int = 2, max_nodes: int = 64, inner_lr: float = 0.01,
@@ -274,27 +276,17 @@ class GMeta(TransferBaseline):
 
         return chunked(len(nodes), score, CENTRES)
 
-    def predict(self, g: dgl.DGLGraph, episode: Episode) -> torch.Tensor:
-        """Adapt on the support set, classify the queries. Shapes: returns ``(Q,)``."""
-        ids, target = support_targets(episode)
-        return self._scores(g, ids, target, episode.num_classes, episode.query).argmax(1)
-
-    def node_scores(self, g: dgl.DGLGraph, episode: Episode) -> torch.Tensor:
-        """Adapt on the support set; class scores of every node. Shapes: returns ``(N, C)``."""
-        ids, target = support_targets(episode)
-        return self._scores(g, ids, target, episode.num_classes, None)
-
-    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor],
-                     z: torch.Tensor | None = None) -> torch.Tensor:
-        """Adapt on a new graph's support set (any classes, any sizes); ``-||z_v - p_c||^2`` of every
-        node ``v``, scored :data:`CENTRES` nodes at a time. ``z`` is ignored: the GNN adapts to each
-        support set.
+    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor], z: torch.Tensor | None = None, *,
+                     nodes: torch.Tensor | None = None) -> torch.Tensor:
+        """Adapt on a graph's support set (any classes, any sizes); ``-||z_v - p_c||^2`` of every
+        node ``v`` (or of ``nodes``), scored :data:`CENTRES` nodes at a time. ``z`` is ignored: the GNN
+        adapts to each support set.
 
         Shapes:
-            support: ``C`` tensors of ``(K_c,)`` ids; returns ``(N, C)``.
+            support: ``C`` tensors of ``(K_c,)`` ids; returns ``(N, C)`` (``(Q, C)`` with ``nodes``).
         """
         ids, target = flat_support(support)
-        return self._scores(g, ids, target, len(support), None)
+        return self._scores(g, ids, target, len(support), nodes)
 
     @torch.no_grad()
     def embed(self, g: dgl.DGLGraph) -> torch.Tensor:

@@ -95,6 +95,8 @@ class GraphPrototypicalNetwork(TransferBaseline):
     """
 
     name = "gpn"
+    embeds = True
+    shares_embeddings = True
 
     def __init__(self, in_feats: int, num_classes: int, *, hidden_feats: int = 32, out_feats: int = 32,
                  dropout: float = 0.5, eps: float = 1e-10) -> None:
@@ -142,14 +144,14 @@ class GraphPrototypicalNetwork(TransferBaseline):
         return torch.cat([self.embed(g), self.node_importance(g).unsqueeze(1)], 1)
 
     @torch.no_grad()
-    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor],
-                     z: torch.Tensor | None = None) -> torch.Tensor:
-        """``-||z_v - p_c||^2`` of every node of a new graph and each class (any classes, any support
-        sizes: each class's weights are a softmax over its own supports). ``z``: :meth:`shared_embeddings`
-        of ``g`` when already computed.
+    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor], z: torch.Tensor | None = None, *,
+                     nodes: torch.Tensor | None = None) -> torch.Tensor:
+        """``-||z_v - p_c||^2`` of every node of a graph (or of ``nodes``) and each class (any classes, any
+        support sizes: each class's weights are a softmax over its own supports). ``z``:
+        :meth:`shared_embeddings` of ``g`` when already computed.
 
         Shapes:
-            support: ``C`` tensors of ``(K_c,)`` ids; returns ``(N, C)``.
+            support: ``C`` tensors of ``(K_c,)`` ids; returns ``(N, C)`` (``(Q, C)`` with ``nodes``).
         """
         z = self.shared_embeddings(g) if z is None else z
         if z.dim() != 2 or z.shape[1] != self.options["out_feats"] + 1:
@@ -159,16 +161,5 @@ class GraphPrototypicalNetwork(TransferBaseline):
         ids, target = (t.to(z.device) for t in flat_support(support))
         w = class_weights(importance[ids], target, len(support))
         protos = emb.new_zeros(len(support), emb.shape[1]).index_add_(0, target, w[:, None] * emb[ids])
-        return chunked(g.num_nodes(), lambda s: -squared_distances(emb[s], protos))
+        return chunked(g.num_nodes(), lambda s: -squared_distances(emb[s], protos), nodes=nodes)
 
-    @torch.no_grad()
-    def node_scores(self, g: dgl.DGLGraph, episode: Episode) -> torch.Tensor:
-        """Class scores of every node from the episode's support set. Shapes: returns ``(N, C)``."""
-        return self.class_scores(g, list(episode.support))
-
-    @torch.no_grad()
-    def predict(self, g: dgl.DGLGraph, episode: Episode) -> torch.Tensor:
-        """Shapes: returns ``(Q,)`` classes of ``episode.query``."""
-        z, importance = self.embed(g), self.node_importance(g)
-        protos = self.prototypes(z, importance, episode.support)
-        return squared_distances(z[episode.query], protos).argmin(1)

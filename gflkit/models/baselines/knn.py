@@ -13,10 +13,8 @@ import dgl
 import torch
 import torch.nn.functional as F
 
-from ...episodes import Episode
 from ..support_sets import chunked, flat_support
 from .agf import GCNClassifier
-from .common import support_targets
 
 __all__ = ["KNearestNeighbours"]
 
@@ -59,6 +57,7 @@ class KNearestNeighbours(GCNClassifier):
     """
 
     name = "knn"
+    shares_embeddings = True
 
     def __init__(self, in_feats: int, num_classes: int, *, k: int = 5, metric: str = "cosine", **options) -> None:
         if k < 1:
@@ -68,22 +67,14 @@ class KNearestNeighbours(GCNClassifier):
         super().__init__(in_feats, num_classes, k=k, metric=metric, **options)
 
     @torch.no_grad()
-    def predict(self, g: dgl.DGLGraph, episode: Episode) -> torch.Tensor:
-        """Vote among the support nodes. Shapes: returns ``(Q,)`` classes."""
-        z = self.embed(g)
-        support, target = support_targets(episode)
-        return knn_predict(z[episode.query], z[support], target, self.num_classes, self.options["k"],
-                           self.options["metric"])
-
-    @torch.no_grad()
-    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor],
-                     z: torch.Tensor | None = None) -> torch.Tensor:
-        """Vote shares among the ``k`` nearest supports of every node of a new graph (log, so a
-        softmax returns them); the :meth:`predict` rule's winner gets the largest. ``z``: :meth:`embed`
-        of ``g`` when already computed.
+    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor], z: torch.Tensor | None = None, *,
+                     nodes: torch.Tensor | None = None) -> torch.Tensor:
+        """Vote shares among the ``k`` nearest supports of every node of a graph, or of ``nodes`` (log,
+        so a softmax returns them); the winner of :func:`knn_predict`'s rule gets the largest. ``z``:
+        :meth:`embed` of ``g`` when already computed.
 
         Shapes:
-            support: ``C`` tensors of ``(K_c,)`` ids; returns ``(N, C)``.
+            support: ``C`` tensors of ``(K_c,)`` ids; returns ``(N, C)`` (``(Q, C)`` with ``nodes``).
         """
         z = self.embed(g) if z is None else z
         ids, target = flat_support(support)
@@ -100,7 +91,7 @@ class KNearestNeighbours(GCNClassifier):
             votes[torch.arange(len(winner)), winner] += 1e-6  # the model's own tie-break decides the label
             return votes.clamp_min(1e-12).log()
 
-        return chunked(g.num_nodes(), score)
+        return chunked(g.num_nodes(), score, nodes=nodes)
 
     @torch.no_grad()
     def shared_embeddings(self, g: dgl.DGLGraph) -> torch.Tensor:

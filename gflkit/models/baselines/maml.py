@@ -50,6 +50,8 @@ class MAML(TransferBaseline):
     """
 
     name = "maml"
+    embeds = True
+    adapts = True
     head_classes = True
 
     def __init__(self, in_feats: int, num_classes: int, *, hidden_feats: int = 32, out_feats: int = 32,
@@ -65,6 +67,10 @@ class MAML(TransferBaseline):
 
     def forward(self, g: dgl.DGLGraph) -> torch.Tensor:
         return self.head(self.encoder(g))
+
+    def embed(self, g: dgl.DGLGraph) -> torch.Tensor:
+        """Node embeddings of the meta-learned (unadapted) encoder. Shapes: ``(N, out_feats)``."""
+        return self.encoder(g)
 
     def adapt(self, g: dgl.DGLGraph, episode: Episode, steps: int | None = None,
               create_graph: bool = False) -> tuple[Params, list[float]]:
@@ -110,26 +116,18 @@ class MAML(TransferBaseline):
             losses.append(F.cross_entropy(functional_call(self, params, (g,))[ep.query], ep.query_label))
         return torch.stack(losses).mean()
 
-    def predict(self, g: dgl.DGLGraph, episode: Episode) -> torch.Tensor:
-        """Adapt on the support set, classify the queries. Shapes: returns ``(Q,)``."""
-        return self.node_scores(g, episode)[episode.query].argmax(1)
-
-    def node_scores(self, g: dgl.DGLGraph, episode: Episode) -> torch.Tensor:
-        """Adapt on the support set; class logits of every node. Shapes: returns ``(N, num_classes)``."""
-        params, _ = self.adapt(g, episode)
-        with torch.no_grad():
-            return functional_call(self, params, (g,))
-
-    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor],
-                     z: torch.Tensor | None = None) -> torch.Tensor:
-        """Adapt on a new graph's support set (``test_steps`` steps); the head's first ``C`` logits of
-        every node (at most :attr:`num_classes` classes). ``z`` is ignored: ``theta`` adapts as a whole.
+    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor], z: torch.Tensor | None = None, *,
+                     nodes: torch.Tensor | None = None) -> torch.Tensor:
+        """Adapt on a graph's support set (``test_steps`` steps); the head's first ``C`` logits of
+        every node, or of ``nodes`` (at most :attr:`num_classes` classes). ``z`` is ignored: ``theta``
+        adapts as a whole.
 
         Shapes:
-            support: ``C`` tensors of ``(K_c,)`` ids; returns ``(N, C)``.
+            support: ``C`` tensors of ``(K_c,)`` ids; returns ``(N, C)`` (``(Q, C)`` with ``nodes``).
         """
         check_head_classes(self, support)
         ids, target = flat_support(support)
         params, _ = self._adapt(g, ids, target, final_loss=False)
         with torch.no_grad():
-            return functional_call(self, params, (g,))[:, : len(support)]
+            logits = functional_call(self, params, (g,))[:, : len(support)]
+        return logits if nodes is None else logits[nodes]

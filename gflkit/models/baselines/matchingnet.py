@@ -64,6 +64,8 @@ class MatchingNetwork(TransferBaseline):
     """
 
     name = "matchingnet"
+    embeds = True
+    shares_embeddings = True
 
     def __init__(self, in_feats: int, num_classes: int, *, hidden_feats: int = 32, out_feats: int = 32,
                  dropout: float = 0.0, scale: float = 10.0, predict: str = "nearest") -> None:
@@ -90,30 +92,14 @@ class MatchingNetwork(TransferBaseline):
         return torch.stack(losses).mean()
 
     @torch.no_grad()
-    def node_scores(self, g: dgl.DGLGraph, episode: Episode) -> torch.Tensor:
-        """Class scores of every node: ``log P(y | v)`` (``attention``), or ``scale``
-        times the cosine to the class's most similar support (``nearest``: its
-        argmax is the nearest support's class).
+    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor], z: torch.Tensor | None = None, *,
+                     nodes: torch.Tensor | None = None) -> torch.Tensor:
+        """``log P(y | v)`` of every node of a graph (or of ``nodes``): the attention mass on each class's
+        supports (any support sizes); with ``predict="nearest"`` the nearest support's class is raised
+        above the rest. ``z``: :meth:`embed` of ``g`` when already computed.
 
         Shapes:
-            returns ``(N, num_classes)``.
-        """
-        z = self.embed(g)
-        support = z[episode.support]  # (C, K, d)
-        if self.options["predict"] == "nearest":
-            c, k, _ = support.shape
-            return self.options["scale"] * _cosine(z, support).view(-1, c, k).amax(2)
-        return matching_log_probs(z, support, self.options["scale"])
-
-    @torch.no_grad()
-    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor],
-                     z: torch.Tensor | None = None) -> torch.Tensor:
-        """``log P(y | v)`` of every node of a new graph: the attention mass on each class's supports
-        (any support sizes); with ``predict="nearest"`` the nearest support's class is raised above the
-        rest. ``z``: :meth:`embed` of ``g`` when already computed.
-
-        Shapes:
-            support: ``C`` tensors of ``(K_c,)`` ids; returns ``(N, C)``.
+            support: ``C`` tensors of ``(K_c,)`` ids; returns ``(N, C)`` (``(Q, C)`` with ``nodes``).
         """
         z = self.embed(g) if z is None else z
         ids, target = flat_support(support)
@@ -129,18 +115,10 @@ class MatchingNetwork(TransferBaseline):
                 out[torch.arange(len(out)), target[att.argmax(1)]] += 1e3
             return out
 
-        return chunked(g.num_nodes(), score)
+        return chunked(g.num_nodes(), score, nodes=nodes)
 
     @torch.no_grad()
     def shared_embeddings(self, g: dgl.DGLGraph) -> torch.Tensor:
         """The ``z`` :meth:`class_scores` takes for every support set of ``g``."""
         return self.embed(g)
 
-    @torch.no_grad()
-    def predict(self, g: dgl.DGLGraph, episode: Episode) -> torch.Tensor:
-        """Shapes: returns ``(Q,)`` classes of ``episode.query``."""
-        z = self.embed(g)
-        query, support = z[episode.query], z[episode.support]  # (Q, d), (C, K, d)
-        if self.options["predict"] == "nearest":
-            return nearest_support(query, support)
-        return matching_log_probs(query, support, self.options["scale"]).argmax(1)

@@ -51,12 +51,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...episodes import Episode
-from ...graphs import one_thread
+from ...threads import one_thread
 from ...nn import GCNEncoder
 from ...nn.conv import add_gcn_norm
 from ..support_sets import flat_support
 from .base import TransferBaseline
-from .common import fit_linear, standardise, support_targets
+from .common import fit_linear, standardise
 
 __all__: list[str] = []
 
@@ -151,6 +151,9 @@ class TransductiveLinearProbe(TransferBaseline):
     """
 
     name = "tlp"
+    embeds = True
+    shares_embeddings = True
+    adapts = True
     #: The pretraining method of this model name.
     method = "grace"
 
@@ -255,26 +258,18 @@ class TransductiveLinearProbe(TransferBaseline):
         the ``z`` :meth:`class_scores` takes for every support set of ``g``."""
         return standardise(self.embed(g))
 
-    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor],
-                     z: torch.Tensor | None = None) -> torch.Tensor:
-        """The linear probe's logits for every node of a new graph, fitted on its support nodes
-        (any classes, any support sizes). ``z``: :meth:`shared_embeddings` of ``g`` when already computed.
+    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor], z: torch.Tensor | None = None, *,
+                     nodes: torch.Tensor | None = None) -> torch.Tensor:
+        """The linear probe's logits for every node of a graph (or for ``nodes``), fitted on its support
+        nodes (any classes, any support sizes). ``z``: :meth:`shared_embeddings` of ``g`` when already computed.
 
         Shapes:
-            support: ``C`` tensors of ``(K_c,)`` ids; returns ``(N, C)``.
+            support: ``C`` tensors of ``(K_c,)`` ids; returns ``(N, C)`` (``(Q, C)`` with ``nodes``).
         """
         z = self.shared_embeddings(g) if z is None else z
         ids, target = flat_support(support)
-        return self._probe(z, ids.to(z.device), target.to(z.device), len(support))
-
-    def node_scores(self, g: dgl.DGLGraph, episode: Episode) -> torch.Tensor:
-        """The probe's logits for every node, fitted on the episode's support set. Shapes: ``(N, C)``."""
-        support, target = support_targets(episode)
-        return self._probe(self.shared_embeddings(g), support, target, episode.support.shape[0])
-
-    def predict(self, g: dgl.DGLGraph, episode: Episode) -> torch.Tensor:
-        """Shapes: returns ``(Q,)`` classes of ``episode.query``."""
-        return self.node_scores(g, episode)[episode.query].argmax(1)
+        logits = self._probe(z, ids.to(z.device), target.to(z.device), len(support))
+        return logits if nodes is None else logits[nodes]
 
     def _probe(self, z: torch.Tensor, ids: torch.Tensor, target: torch.Tensor, width: int) -> torch.Tensor:
         with one_thread():  # hundreds of tiny L-BFGS steps: waking a second thread costs more than it saves

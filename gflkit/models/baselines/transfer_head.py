@@ -10,10 +10,11 @@ graphs' support labels add little to what the train graphs already teach.
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 import dgl
 import torch
 
-from ...episodes import Episode
 from .agf import GCNClassifier
 
 __all__ = ["TransferHead"]
@@ -23,17 +24,16 @@ class TransferHead(GCNClassifier):
     """Zero-shot :class:`GCNClassifier` (same options)."""
 
     name = "transfer-head"
+    uses_support = False
 
     @torch.no_grad()
-    def node_scores(self, g: dgl.DGLGraph, episode: Episode) -> torch.Tensor:
-        """Class logits of every node; the support set is not used.
+    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor], z: torch.Tensor | None = None, *,
+                     nodes: torch.Tensor | None = None) -> torch.Tensor:
+        """The head's logits of every node (or of ``nodes``) for the classes it was trained with; the
+        support set is not read (``uses_support`` is false: it cannot predict a new graph's classes).
 
         Shapes:
-            returns ``(N, num_classes)``.
+            returns ``(N, num_classes)`` (``(Q, num_classes)`` with ``nodes``).
         """
-        return self(g)
-
-    @torch.no_grad()
-    def predict(self, g: dgl.DGLGraph, episode: Episode) -> torch.Tensor:
-        """Shapes: returns ``(Q,)`` classes of ``episode.query``."""
-        return self(g)[episode.query].argmax(1)
+        logits = self(g)
+        return logits if nodes is None else logits[nodes]
