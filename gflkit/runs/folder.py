@@ -317,6 +317,7 @@ class RunFolder:
 
     def read_config(self) -> dict[str, Any]:
         """The settings written when the interrupted run started."""
+        refuse_link(self.work, "a run being written")
         path = self.work / CONFIG_FILE
         try:
             return read_config(path, "start the run again")
