@@ -337,9 +337,12 @@ def list_runs(folder: str | os.PathLike, verify: bool = True) -> list[dict[str, 
     (best, percent), ``date`` (end, else start, UTC), ``verified``,
     ``reason`` and ``path``. ``status`` is ``complete``; ``interrupted``
     (``--resume`` continues it) or ``finished`` (it only awaits its rename);
-    ``damaged`` (a file differs from the SHA-256 ``config.json`` recorded, or
-    ``last.pt`` does not load) or ``malformed`` (not a run: ``config.json``
-    missing or not a run's, or a file missing); ``reason`` names the file.
+    ``damaged`` (a file differs from the SHA-256 ``config.json`` recorded,
+    ``last.pt`` does not load, or a file is not a regular file or is over its
+    size limit, :func:`~gflkit.runs.folder.size_limit`) or ``malformed`` (not a
+    run: ``config.json`` missing or not a run's, or a file missing); ``reason``
+    names the file. Text that cannot be written as UTF-8 (a folder name that is
+    not UTF-8) is escaped (:func:`gflkit.paths.printable`).
     ``verified`` is ``yes`` (``best.pt`` and ``metrics.csv`` match their
     recorded SHA-256), ``no``, ``unrecorded`` (a run written before digests
     were recorded), ``skipped`` (``verify=False``: nothing is hashed) or empty

@@ -241,11 +241,14 @@ def test_runs_lists_a_folder_whose_name_is_not_utf8(runs, tmp_path):
     shutil.copytree(runs[0], folder / "good")
     os.mkdir(os.fsencode(folder) + b"/bad\xff")
     shutil.copytree(runs[0], os.fsdecode(os.fsencode(folder) + b"/run\xfe"))
+    odd = Path(shutil.copytree(runs[0], folder / "odd"))  # a lone surrogate in a text field of config.json
+    (odd / "config.json").write_text((odd / "config.json").read_text().replace('"model": "gfl', '"model": "\\ud800gfl'))
     listed = cli_bounded("runs", folder, timeout=90)  # real stdout and stderr, as a user sees them
     assert listed.returncode == 0 and "Traceback" not in listed.stderr, listed.stderr
     table = pd.read_csv(io.StringIO(listed.stdout), keep_default_na=False)
-    assert list(table["name"]) == ["bad\\xff", "good", "run\\xfe"]
-    assert list(table["status"]) == ["malformed", "complete", "complete"]
+    assert list(table["name"]) == ["bad\\xff", "good", "odd", "run\\xfe"]
+    assert list(table["status"]) == ["malformed", "complete", "complete", "complete"]
+    assert table.loc[2, "model"].startswith("\\ud800gfl")
     assert "bad\\xff" in listed.stderr  # the malformed folder, named on stderr too
     in_process = _listing(folder)  # and through the Python API's strings
-    assert list(in_process["name"]) == ["bad\\xff", "good", "run\\xfe"]
+    assert list(in_process["name"]) == ["bad\\xff", "good", "odd", "run\\xfe"]
