@@ -6,7 +6,7 @@ from typing import Sequence
 import dgl
 import torch
 
-__all__ = ["build_graph", "undirected_edges"]
+__all__ = []
 
 
 def undirected_edges(src: Sequence[int] | torch.Tensor, dst: Sequence[int] | torch.Tensor,

@@ -24,7 +24,7 @@ from ..io import FolderLock, lock_path, refuse_link, remove_inside, replace_insi
 from ..paths import check_inside
 from .manifest import GRAPHS_FILE, MANIFEST_FILE
 
-__all__ = ["lock_collection"]
+__all__ = []
 
 
 def _previous(path: Path) -> Path:

@@ -20,7 +20,7 @@ from typing import Any
 from ..errors import DataFormatError
 from ..paths import check_name
 
-__all__ = ["read_manifest"]
+__all__ = []
 
 SPLITS = ("train", "val", "test")
 FORMAT = "gflkit.collection"
