@@ -20,14 +20,16 @@ COLUMNS = ["name", "status", "model", "aggregator", "dataset", "seed", "step", "
                    "verified then reads skipped).")
 @output_options
 def runs(folder, no_verify, output, fmt):
-    """List the runs in FOLDER (default: ./runs) as CSV, one row per folder.
+    r"""List the runs in FOLDER (default: ./runs) as CSV, one row per folder.
 
     status is complete; interrupted for a run that 'gflkit train --resume
     FOLDER/NAME' continues (finished: it only awaits its rename); damaged when
     best.pt or metrics.csv differs from the SHA-256 its config.json recorded
-    when the run finished (or last.pt of an interrupted run does not load);
+    when the run finished (or last.pt of an interrupted run does not load), or
+    a file of the run is not a regular file or is over its size limit;
     malformed for a folder that is not a run (config.json missing or not a
-    run's, a file missing). reason names the file. verified is yes, no,
+    run's, a file missing). reason names the file. A folder whose name is not
+    UTF-8 is listed with its bytes escaped (as bad\xff). verified is yes, no,
     unrecorded (a run written before gflkit recorded digests: listed as it
     claims, not checked) or skipped (--no-verify). step and val_accuracy
     (percent) are those of the kept weights (of the checkpoint so far for an

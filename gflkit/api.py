@@ -43,9 +43,8 @@ from .names import model_names, trainable_names  # noqa: F401 - the registry's, 
 from .refine import RefineConfig
 from .evaluation.tables import to_frame
 from .paths import runs_dir
-from .runs.folder import CONFIG_FILE, final_run_path, partial_path
-from .runs.checkpoints import (collection_hash, find_training_collection, load_checkpoint, load_metrics,
-                               read_run_config, run_name)
+from .runs.folder import CONFIG_FILE, RunFolder, final_run_path, partial_path
+from .runs.checkpoints import collection_hash, find_training_collection, load_checkpoint, load_metrics, run_name
 from .training.meta import CHECKPOINT_EVERY, TrainResult, fit_transfer, meta_train
 
 __all__ = ["train", "evaluate", "evaluate_baseline", "model_config"]
@@ -318,10 +317,7 @@ def _resume(run: str | os.PathLike, data, root, *, checkpoint_every: int, progre
         result = TrainResult(module, history, int(meta.get("step", 0)), float(meta.get("val_accuracy", "nan")),
                              final, meta)
         return result, collection
-    config = read_run_config(partial)
-    if config is None:
-        raise GFLError(f"{partial / CONFIG_FILE}: missing or unreadable; the run was interrupted before it "
-                       f"started: start it again")
+    config = RunFolder(final, resume=True).read_config()
     model_cfg, ep_cfg, tr_cfg = result_configs(config, partial / CONFIG_FILE)
     collection = load_collection(data if data is not None else find_training_collection(config, root, final), root)
     name = str(config.get("model", "gfl"))

@@ -8,17 +8,28 @@ files and folders get the permissions the umask allows (``mkstemp`` and
 ``mkdtemp`` create them private). Existing folders are moved and deleted only
 through :func:`replace_inside` and :func:`remove_inside`, which first check
 that they lie inside the folder they belong to (:func:`gflkit.paths.check_inside`).
+
+Files gflkit reads whole (a run's ``config.json``, ``best.pt``, ...) are opened
+through :func:`open_regular`: without blocking, so a FIFO never hangs a command,
+and checked on the opened descriptor to be a regular file no larger than the
+caller's limit, so a link to ``/dev/zero`` or a sparse file of many gigabytes
+is refused before anything is read. Files gflkit creates at a fixed name (lock
+files, a run's ``.<name>.partial`` and ``.<name>.old`` folders) are never
+reached through a symbolic link: a link there is refused in one line
+(:func:`refuse_link`, ``O_NOFOLLOW`` for lock files).
 """
 from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
 import os
 import re
 import shutil
+import stat
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import BinaryIO, Callable
 
 import torch
 
@@ -40,6 +51,112 @@ def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+class FileRefused(GFLError):
+    """A file that is not read: missing, unreadable, not a regular file, or over its size limit.
+
+    Attributes:
+        path: the file.
+        problem: what is wrong, without the file name or the advice (for tables that name the file apart).
+        missing: whether nothing is at ``path``.
+    """
+
+    def __init__(self, path: str | os.PathLike, problem: str, advice: str, missing: bool = False) -> None:
+        super().__init__(f"{path}: {problem}; {advice}")
+        self.path, self.problem, self.missing = Path(path), problem, missing
+
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a file")
+
+
+def open_regular(path: str | os.PathLike, limit: int, advice: str) -> BinaryIO:
+    """``path`` opened for reading in binary, once it is a regular file of at most ``limit`` bytes.
+
+    The file is opened with ``O_NONBLOCK`` (a named pipe never blocks) and the
+    checks are made on the opened descriptor (``fstat``), so what is checked is
+    what is read. Read at most ``limit + 1`` bytes from it: a file that grows
+    meanwhile is then noticed (:func:`read_regular` does).
+
+    Raises:
+        FileRefused: naming ``path``, what is wrong and ``advice``.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise FileRefused(path, "missing", advice, missing=True) from None
+    except OSError as err:
+        raise FileRefused(path, f"cannot read it ({err.strerror or err})", advice) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise FileRefused(path, f"not a regular file ({_kind(info.st_mode)})", advice)
+        if info.st_size > limit:
+            raise FileRefused(path, f"{human_bytes(info.st_size)}, over the {human_bytes(limit)} limit for it", advice)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: str | os.PathLike, limit: int, advice: str) -> bytes:
+    """The bytes of the regular file ``path`` of at most ``limit`` bytes (:func:`open_regular`).
+
+    Its size is also checked against the available memory before it is read.
+
+    Raises:
+        FileRefused: naming ``path``, what is wrong and ``advice``.
+    """
+    with open_regular(path, limit, advice) as f:
+        require_memory(os.fstat(f.fileno()).st_size, path, advice)
+        try:
+            data = f.read(limit + 1)
+        except OSError as err:
+            raise FileRefused(path, f"cannot read it ({err.strerror or err})", advice) from None
+    if len(data) > limit:  # it grew while it was read
+        raise FileRefused(path, f"over the {human_bytes(limit)} limit for it", advice)
+    return data
+
+
+def sha256_regular(path: str | os.PathLike, limit: int, advice: str, chunk: int = 1 << 20) -> str:
+    """The SHA-256 hex digest of the regular file ``path`` of at most ``limit`` bytes, read in chunks.
+
+    Raises:
+        FileRefused: as :func:`open_regular`, or when the file grows past ``limit`` while it is read.
+    """
+    digest, size = hashlib.sha256(), 0
+    with open_regular(path, limit, advice) as f:
+        try:
+            while block := f.read(chunk):
+                size += len(block)
+                if size > limit:
+                    raise FileRefused(path, f"over the {human_bytes(limit)} limit for it", advice)
+                digest.update(block)
+        except OSError as err:
+            raise FileRefused(path, f"cannot read it ({err.strerror or err})", advice) from None
+    return digest.hexdigest()
+
+
+def refuse_link(path: str | os.PathLike, what: str) -> None:
+    """Raise a one-line :class:`GFLError` when ``path``, where gflkit keeps ``what``, is a symbolic link.
+
+    gflkit creates its lock files and hidden folders at fixed names beside a
+    collection or run; a link placed there would make it create or write
+    whatever the link names, outside the folder it writes to.
+    """
+    if os.path.islink(path):
+        raise _link_error(path, what)
+
+
+def _link_error(path: str | os.PathLike, what: str) -> GFLError:
+    return GFLError(f"{path}: a symbolic link where gflkit keeps {what}; gflkit never follows a link there "
+                    f"(it could lead outside the folder): remove the link and run again")
 
 
 def apply_umask(path: str | os.PathLike, directory: bool = False) -> None:
@@ -236,10 +353,19 @@ class FolderLock:
 
     def acquire(self) -> "FolderLock":
         while True:
+            refuse_link(self.path, f"the {self.what}'s lock file")
+            flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
             try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+                fd = os.open(self.path, flags, 0o666)
             except OSError as err:
+                if err.errno == errno.ELOOP:  # a link made after the check above
+                    raise _link_error(self.path, f"the {self.what}'s lock file") from None
                 raise GFLError(f"{self.path}: cannot create the {self.what}'s lock file ({err.strerror})") from None
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                os.close(fd)
+                raise GFLError(f"{self.path}: not a regular file ({_kind(mode)}); the {self.what}'s lock file "
+                               f"must be one: remove it and run again")
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as err:
@@ -251,7 +377,8 @@ class FolderLock:
                     ) from None
                 raise GFLError(f"{self.path}: cannot lock the {self.what} ({err.strerror})") from None
             try:  # the holder before us may have removed the file: then lock the new one
-                same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+                now, held = os.lstat(self.path), os.fstat(fd)
+                same = (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
             except FileNotFoundError:
                 same = False
             if same:

@@ -169,3 +169,16 @@ def resolve_collection(data: str | os.PathLike, root: str | os.PathLike | None =
                         "(write ./%s for the folder)", text, named, text, text)
         return named
     return path if path.is_dir() else None
+
+
+def printable(text: str) -> str:
+    r"""``text`` as it can be written as UTF-8: bytes of a file name that are not UTF-8 as ``\xNN``.
+
+    A folder name that is not valid UTF-8 reaches Python with its bytes as
+    surrogate escapes (PEP 383), which no UTF-8 output can write; other lone
+    surrogates (from a JSON ``"\udcff"``) become ``\uNNNN``.
+    """
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")

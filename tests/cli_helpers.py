@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 import io
+import os
+import resource
+import subprocess
+import sys
 
 import pandas as pd
 from click.testing import CliRunner, Result
 from gflkit_cli.main import cli
 
-__all__ = ["invoke", "invoke_until_first_checkpoint", "csv_table", "one_line_error"]
+__all__ = ["invoke", "invoke_until_first_checkpoint", "csv_table", "one_line_error", "cli_bounded"]
 
 
 def invoke(*args) -> Result:
@@ -45,3 +49,16 @@ def one_line_error(result: Result, *needles: str, code: int = 1) -> str:
     for needle in needles:
         assert needle in lines[0], lines[0]
     return lines[0]
+
+
+def cli_bounded(*args, timeout: float = 120, memory: int = 1 << 30) -> subprocess.CompletedProcess:
+    """``gflkit ARGS`` in its own process, of at most ``memory`` bytes of address space and ``timeout`` seconds.
+
+    For inputs that a regression would make hang (a pipe) or read without end (``/dev/zero``).
+    """
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+    return subprocess.run([sys.executable, "-m", "gflkit", *map(str, args)], capture_output=True, text=True,
+                          encoding="utf-8", timeout=timeout, preexec_fn=limit,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})

@@ -18,9 +18,10 @@ A collection is a folder with two files:
 place, so an interrupted run never leaves a half-written collection; the next
 save to the same place removes the temporaries a killed writer left. While a
 process writes a collection it holds an exclusive lock on ``.<name>.lock``
-beside it (:func:`lock_collection`), so a second writer stops at once with one
-line. An existing folder is moved aside or deleted only after a check that it
-lies inside the folder the collection is written to.
+beside it (:func:`~gflkit.data.folder.lock_collection`), so a second writer
+stops at once with one line. An existing folder is moved aside or deleted only
+after a check that it lies inside the folder the collection is written to
+(:mod:`gflkit.data.folder`).
 
 The manifest records two SHA-256 digests, and :meth:`GraphCollection.load`
 checks both. ``stored_sha256`` covers what the collection stores (classes,
@@ -31,12 +32,8 @@ the bytes of ``graphs.bin`` and is checked before DGL parses the file (a
 damaged file can make DGL's reader abort the process); it differs between
 writes of the same collection, since DGL's header holds bytes that are not
 set. Collections without them (from earlier versions) still load. Every
-manifest field a load reads is checked first
-(:func:`read_manifest`): the name is a plain name (:func:`gflkit.paths.check_name`),
-counts and sizes are non-negative integers, the transform file is
-``transform.npz``; anything else is a one-line error naming the file and field.
-A checksum in the manifest could not vouch for the manifest itself (whoever
-edits it can rewrite the checksum), so its fields are validated instead.
+manifest field a load reads is checked first (:func:`~gflkit.data.manifest.read_manifest`).
+Graphs are built from edge lists by :func:`~gflkit.data.edges.build_graph`.
 """
 from __future__ import annotations
 
@@ -46,41 +43,23 @@ import os
 import re
 import shutil
 import threading
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator
 
 import dgl
 import torch
 
 from ..errors import DataFormatError, GFLError
-from ..io import FolderLock, lock_path
-from ..paths import check_inside, check_name
-from ..io import apply_umask, make_temp, remove_inside, replace_inside, unwritable
+from ..io import apply_umask, make_temp, remove_inside, unwritable
+from ..paths import check_name
+from .edges import build_graph, undirected_edges  # noqa: F401 - importable here, as before
+from .folder import check_replaceable, lock_collection, replace_dir, restore_previous
+from .manifest import (CHECKSUM_KEY, CONTENT_KEY, FORMAT, FORMAT_VERSION, GRAPHS_FILE, MANIFEST_FILE,  # noqa: F401
+                       SPLITS, TRANSFORM_FILE, file_sha256, read_manifest)
 from .validate import reading
 
 __all__ = ["GraphCollection", "read_manifest"]
-
-SPLITS = ("train", "val", "test")
-FORMAT = "gflkit.collection"
-FORMAT_VERSION = 1
-GRAPHS_FILE = "graphs.bin"
-MANIFEST_FILE = "manifest.json"
-TRANSFORM_FILE = "transform.npz"
-#: The SHA-256 of what the collection stores (:meth:`GraphCollection.stored_sha256`): the same for the same collection.
-CONTENT_KEY = "stored_sha256"
-#: The SHA-256 of ``graphs.bin``'s bytes, checked before DGL parses the file (differs between writes).
-CHECKSUM_KEY = "graphs_sha256"
-
-
-def file_sha256(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
-    """Hex SHA-256 of a file's bytes, read in chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(chunk), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _quietly(fn, *args) -> None:
@@ -323,8 +302,8 @@ class GraphCollection:
             return self._save(path)
 
     def _save(self, path: Path) -> Path:
-        _restore_previous(path)
-        _check_replaceable(path)
+        restore_previous(path)
+        check_replaceable(path)
         try:
             tmp = make_temp(path, directory=True)
         except OSError as err:
@@ -350,7 +329,7 @@ class GraphCollection:
                 if (tmp / name).exists():
                     apply_umask(tmp / name)
             apply_umask(tmp, directory=True)
-            _replace_dir(tmp, path)
+            replace_dir(tmp, path)
         except BaseException as err:
             hashing.join()
             remove_inside(tmp, path.parent)
@@ -364,7 +343,7 @@ class GraphCollection:
     def load(cls, path: str | os.PathLike) -> "GraphCollection":
         """Read a collection written by :meth:`save`, checking it on the way."""
         path = Path(path)
-        _restore_previous(path)
+        restore_previous(path)
         manifest_path = path / MANIFEST_FILE
         graphs_path = path / GRAPHS_FILE
         if not manifest_path.is_file():
@@ -430,229 +409,3 @@ class GraphCollection:
                         f"{have[key]} in {graphs_path.name}; the files do not belong together, rebuild"
                     )
         return collection
-
-
-def read_manifest(path: str | os.PathLike) -> dict[str, Any]:
-    """The manifest at ``path`` (``manifest.json``), with every field a load reads checked.
-
-    Raises:
-        DataFormatError: naming ``path`` (and the field) when the file is not
-            valid JSON, not a gflkit manifest of this format version, or a
-            field has the wrong type or value (see the module docstring).
-    """
-    path = Path(path)
-    try:
-        with open(path, encoding="utf-8") as f:
-            manifest = json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError, ValueError) as err:
-        reason = str(err).splitlines()[0][:200] if str(err) else type(err).__name__
-        raise DataFormatError(f"{path}: not valid JSON ({reason}); rebuild the collection") from None
-    except OSError as err:
-        raise DataFormatError(f"{path}: cannot be read ({err.strerror})") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise DataFormatError(f"{path}: not a gflkit collection manifest")
-    if manifest.get("format_version") != FORMAT_VERSION:
-        raise DataFormatError(
-            f"{path}: format version {manifest.get('format_version')} is not supported "
-            f"(this gflkit reads {FORMAT_VERSION}); rebuild the collection"
-        )
-    _check_fields(manifest, path)
-    return manifest
-
-
-def _is_count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _is_sha256(value: Any) -> bool:
-    return isinstance(value, str) and re.fullmatch(r"[0-9a-f]{64}", value) is not None
-
-
-def _check_fields(manifest: dict, path: Path) -> None:
-    """Raise :class:`DataFormatError` naming ``path`` and the field unless every field a load reads is sound."""
-    def bad(key: str, want: str) -> DataFormatError:
-        return DataFormatError(f"{path}: field {key!r} {want}; rebuild the collection")
-
-    kinds = {"graphs": list, "classes": list, "meta": (dict, type(None)), "sampler": (dict, type(None)),
-             "source": (str, type(None)), "splits": (dict, type(None))}
-    if "graphs" not in manifest:
-        raise bad("graphs", "is missing")
-    for key, kind in kinds.items():
-        if key in manifest and not isinstance(manifest[key], kind):
-            raise bad(key, "has the wrong type")
-    if manifest.get("name") is not None:
-        check_name(manifest["name"], origin=f"{path}: field 'name'",
-                   advice="give it a plain name such as 'my-family' there, or rebuild the collection")
-    seed = manifest.get("seed")
-    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
-        raise bad("seed", "must be an integer or null")
-    for key in ("feat_size", "num_classes"):
-        if key in manifest and not _is_count(manifest[key]):
-            raise bad(key, "must be a non-negative integer")
-    for split, count in (manifest.get("splits") or {}).items():
-        if split not in SPLITS or not _is_count(count):
-            raise bad(f"splits.{split}", "must be a non-negative count of one of train, val, test")
-    for key in (CONTENT_KEY, CHECKSUM_KEY):
-        if manifest.get(key) is not None and not _is_sha256(manifest[key]):
-            raise bad(key, "must be a SHA-256 (64 lowercase hex digits)")
-    if not all(isinstance(c, str) for c in manifest.get("classes", [])):
-        raise bad("classes", "must be a list of names")
-    for i, entry in enumerate(manifest["graphs"]):
-        if not isinstance(entry, dict):
-            raise DataFormatError(f"{path}: every entry of 'graphs' must be an object; rebuild the collection")
-        for key in ("graph_id", "num_nodes", "num_edges", "unlabelled"):
-            if key in entry and not _is_count(entry[key]):
-                raise bad(f"graphs[{i}].{key}", "must be a non-negative integer")
-        counts = entry.get("class_counts", [])
-        if not isinstance(counts, list) or not all(_is_count(c) for c in counts):
-            raise bad(f"graphs[{i}].class_counts", "must be a list of non-negative integers")
-        if entry.get("split") not in SPLITS:
-            raise bad(f"graphs[{i}].split", f"must be one of {', '.join(SPLITS)}")
-        if entry.get("walk_steps") is not None and not _is_count(entry["walk_steps"]):
-            raise bad(f"graphs[{i}].walk_steps", "must be a non-negative integer or null")
-    meta = manifest.get("meta") or {}
-    for key in ("node_overlap", "pairwise_jaccard"):
-        if not isinstance(meta.get(key) or {}, dict):
-            raise bad(f"meta.{key}", "must be an object")
-        for split in ("val", "test"):
-            value = (meta.get(key) or {}).get(split)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-                raise bad(f"meta.{key}.{split}", "must be a number or null")
-    described = meta.get("feature_transform")
-    if described is not None:
-        if not isinstance(described, dict) or not isinstance(described.get("id", ""), str):
-            raise bad("meta.feature_transform", "must be an object with a text 'id'")
-        if described.get("file", TRANSFORM_FILE) != TRANSFORM_FILE:
-            raise bad("meta.feature_transform.file", f"must be {TRANSFORM_FILE!r} (the file beside the manifest)")
-
-
-def _previous(path: Path) -> Path:
-    return path.with_name(f".{path.name}.old")
-
-
-_held: dict[tuple[str, int], int] = {}  # (lock file, thread) -> depth, for the locks this process holds
-
-
-@contextmanager
-def lock_collection(path: str | os.PathLike) -> Iterator[Path]:
-    """Hold the lock ``.<name>.lock`` beside the collection folder ``path`` while the block runs.
-
-    A second process (or thread) that wants to write the same folder is
-    refused at once with a one-line :class:`GFLError`. Taken again by the same
-    thread (a :meth:`GraphCollection.save` inside the block) it is held once.
-    The folder must lie inside its parent folder (no ``..``, no link elsewhere:
-    :func:`gflkit.paths.check_inside`) and be a collection, an empty folder or
-    nothing yet; the parent is created.
-    """
-    path = Path(path)
-    file = lock_path(path)
-    key = (os.path.realpath(file), threading.get_ident())
-    if key in _held:
-        _held[key] += 1
-        try:
-            yield path
-        finally:
-            _held[key] -= 1
-        return
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise unwritable(path, err) from None
-    _check_replaceable(path)
-    lock = FolderLock(file, path, "collection", "wait for it to end, or write the collection under another name "
-                                                "or folder").acquire()
-    _held[key] = 1
-    try:
-        yield path
-    finally:
-        del _held[key]
-        lock.release()
-
-
-def _check_replaceable(path: Path) -> None:
-    """Refuse ``path`` unless it lies inside its parent and is a collection, an empty folder or nothing.
-
-    So a save never moves aside and deletes a folder that is not a collection
-    (a mistyped ``~`` or ``.``), nor anything a link leads to elsewhere.
-    """
-    check_inside(path, path.parent)
-    if not path.exists() or (path.is_dir() and ((path / MANIFEST_FILE).is_file() or not any(path.iterdir()))):
-        return
-    raise GFLError(f"{path}: exists and is not a gflkit collection (no {MANIFEST_FILE}); a collection replaces only "
-                   f"a collection or an empty folder: choose a new folder, or remove this one yourself")
-
-
-def _restore_previous(path: Path) -> None:
-    """Put back the collection that a save killed between its two renames had moved aside."""
-    path = Path(os.path.abspath(path))  # "." and "x/.." have no name of their own
-    old = _previous(path)
-    if not path.exists() and (old / MANIFEST_FILE).is_file() and (old / GRAPHS_FILE).is_file():
-        try:
-            replace_inside(old, path, path.parent)
-        except (OSError, GFLError):
-            pass  # read-only place, a concurrent writer, or not inside its folder: load reports what it finds
-
-
-def _replace_dir(src: Path, dst: Path) -> None:
-    """Move the finished folder ``src`` to ``dst``, replacing what was there.
-
-    The previous folder is first renamed to ``.<name>.old``; a process killed
-    before the second rename leaves it there, and the next load or save of
-    ``dst`` puts it back (:func:`_restore_previous`). Every folder moved or
-    deleted is first checked to lie inside ``dst``'s parent.
-    """
-    root = dst.parent
-    if dst.exists() or dst.is_symlink():
-        old = _previous(dst)
-        remove_inside(old, root)
-        replace_inside(dst, old, root)
-        replace_inside(src, dst, root)
-        remove_inside(old, root)
-    else:
-        replace_inside(src, dst, root)
-
-
-def undirected_edges(src: Sequence[int] | torch.Tensor, dst: Sequence[int] | torch.Tensor,
-                     num_nodes: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The edges of the simple undirected graph an edge list describes: each edge in both directions.
-
-    Self-loops and duplicate edges are dropped, and ``u -> v`` and ``v -> u``
-    are the same edge. The result is sorted (edge ``lo -> hi`` by ``lo * n + hi``,
-    then the reversed edges in the same order), so it depends only on the set
-    of edges, not on their order or direction: an edge table read from a file
-    (:func:`build_graph`) and a DGLGraph given to
-    :meth:`gflkit.prediction.predictor.Predictor.predict` with the same edges in one
-    direction only give the same graph. Memory is linear in the number of edges.
-
-    Shapes:
-        src, dst: ``(E,)`` -> two ``(2 E',)`` tensors, ``E'`` the distinct non-loop edges.
-    """
-    src = torch.as_tensor(src, dtype=torch.int64)
-    dst = torch.as_tensor(dst, dtype=torch.int64)
-    keep = src != dst
-    lo = torch.minimum(src[keep], dst[keep])
-    hi = torch.maximum(src[keep], dst[keep])
-    key = torch.unique(lo * num_nodes + hi)  # sorted, so the result is deterministic
-    lo, hi = key // num_nodes, key % num_nodes
-    return torch.cat([lo, hi]), torch.cat([hi, lo])
-
-
-def build_graph(
-    src: Sequence[int] | torch.Tensor,
-    dst: Sequence[int] | torch.Tensor,
-    num_nodes: int,
-    feat: torch.Tensor,
-    label: torch.Tensor,
-) -> dgl.DGLGraph:
-    """A simple undirected graph in collection format from an edge list.
-
-    Self-loops and duplicate edges are dropped; every edge is stored in both
-    directions (:func:`undirected_edges`). Memory is linear in the number of edges.
-
-    Shapes:
-        src, dst: ``(E,)``; feat: ``(num_nodes, d)``; label: ``(num_nodes,)``.
-    """
-    g = dgl.graph(undirected_edges(src, dst, num_nodes), num_nodes=num_nodes)
-    g.ndata["feat"] = torch.as_tensor(feat, dtype=torch.float32)
-    g.ndata["label"] = torch.as_tensor(label, dtype=torch.int64)
-    return g

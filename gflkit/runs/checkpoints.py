@@ -28,10 +28,12 @@ from ..config import GFLConfig, config_from_dict
 from ..errors import GFLError
 from ..models.baselines import TRANSFER
 from ..models.gfl import GFL
-from .folder import (BEST_FILE, CONFIG_FILE, HASHED_FILES, HASHES, LAST_FILE, METRICS_FILE, file_sha256,
-                     final_run_path, partial_path, read_verified, recorded_hashes)
+from .folder import (BEST_FILE, CONFIG_FILE, HASHED_FILES, LAST_FILE, METRICS_FILE, HASHES, file_sha256,
+                     final_run_path, parse_config, partial_path, read_run_file, read_verified, recorded_hashes,
+                     size_limit)
 from .states import check_state, load_state
-from ..io import atomic_torch_save
+from ..io import FileRefused, atomic_torch_save, open_regular
+from ..paths import printable
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -103,13 +105,16 @@ def load_checkpoint(path: str | os.PathLike) -> tuple[torch.nn.Module, dict[str,
 
     Only tensors and plain Python values are read (``weights_only=True``). A run
     folder that did not finish (no ``metrics.csv``, or a hidden partial folder)
-    is refused, and so is a ``best.pt`` whose SHA-256 differs from the one its
-    run's ``config.json`` recorded (:func:`~gflkit.runs.folder.read_verified`).
+    is refused, and so is a run whose ``config.json`` cannot be read or
+    records no well-formed digests, or whose ``best.pt`` has another SHA-256
+    (:func:`~gflkit.runs.folder.read_verified`). A checkpoint file with no
+    ``config.json`` beside it is read by itself.
     """
-    path = _checkpoint_file(Path(path))
-    if not path.is_file():
+    given = Path(path)
+    path = _checkpoint_file(given)
+    if not os.path.lexists(path):
         raise GFLError(f"{path}: no such checkpoint; give a run folder written by 'gflkit train' or its best.pt")
-    data = read_verified(path)
+    data = read_verified(path, run=given.is_dir())
     try:
         ckpt = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as err:  # unpickling errors have no common base
@@ -136,7 +141,7 @@ def load_metrics(run: str | os.PathLike) -> "pd.DataFrame":
     import pandas as pd
 
     path = Path(run) / METRICS_FILE
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise GFLError(f"{path}: missing; the run did not finish, train it again")
     try:
         return pd.read_csv(io.BytesIO(read_verified(path)))
@@ -232,29 +237,17 @@ def provenance() -> dict[str, Any]:
 
 # -- listing ------------------------------------------------------------------------
 
-def read_run_config(folder: Path) -> dict[str, Any] | None:
-    """A run folder's ``config.json``, or ``None`` when it is missing or unreadable."""
-    try:
-        config = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return config if isinstance(config, dict) else None
-
-
-def _config_problem(folder: Path) -> tuple[dict[str, Any] | None, str]:
-    """A run folder's ``config.json``, or ``None`` and what is wrong with it."""
+def _config_problem(folder: Path) -> tuple[dict[str, Any] | None, str, str]:
+    """A run folder's ``config.json``, or ``None``, the status (``malformed`` or ``damaged``) and what is wrong."""
     path = folder / CONFIG_FILE
     try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None, f"{CONFIG_FILE}: missing"
-    except OSError as err:
-        return None, f"{CONFIG_FILE}: unreadable ({err.strerror or err})"
-    except ValueError as err:  # JSON and UTF-8 decoding errors
-        return None, f"{CONFIG_FILE}: not JSON ({' '.join(str(err).split())[:120]})"
-    if not isinstance(config, dict) or config.get("format") != CHECKPOINT_FORMAT:
-        return None, f"{CONFIG_FILE}: not the configuration of a gflkit run"
-    return config, ""
+        config = parse_config(read_run_file(path), path)
+    except FileRefused as err:  # missing or not a run's: malformed; unreadable, not a file, too large: damaged
+        malformed = err.missing or err.problem.startswith(("not JSON", "not the configuration"))
+        return None, "malformed" if malformed else "damaged", f"{CONFIG_FILE}: {err.problem}"
+    if config.get("format") != CHECKPOINT_FORMAT:
+        return None, "malformed", f"{CONFIG_FILE}: not the configuration of a gflkit run"
+    return config, "", ""
 
 
 def _percent(value: Any) -> float:
@@ -268,43 +261,48 @@ def _percent(value: Any) -> float:
 def _interrupted_progress(folder: Path) -> tuple[int, float, str]:
     """Step and best val accuracy so far of an interrupted run, from its ``last.pt``, and what is wrong with it."""
     path = folder / LAST_FILE
-    if not path.is_file():  # stopped before its first checkpoint
+    if not os.path.lexists(path):  # stopped before its first checkpoint
         return 0, math.nan, ""
     try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+        ckpt = torch.load(io.BytesIO(read_run_file(path)), map_location="cpu", weights_only=True)
         vals = [r.get("val_accuracy", math.nan) for r in ckpt["rows"]]
         finite = [v for v in vals if isinstance(v, float) and math.isfinite(v)]
         return int(ckpt["step"]), max(finite) if finite else math.nan, ""
+    except FileRefused as err:
+        return 0, math.nan, f"{LAST_FILE}: {err.problem}"
     except Exception as err:  # unpickling errors have no common base
         return 0, math.nan, f"{LAST_FILE}: not a loadable resume checkpoint ({type(err).__name__})"
 
 
 def _verify(folder: Path, config: dict[str, Any], verify: bool) -> tuple[str, str, str]:
     """``(status, verified, reason)`` of a folder holding a finished run."""
-    missing = [name for name in HASHED_FILES if not (folder / name).is_file()]
+    missing = [name for name in HASHED_FILES if not os.path.lexists(folder / name)]
     if missing:
         return "malformed", "", f"{missing[0]}: missing"
     try:
         hashes = recorded_hashes(config)
-    except ValueError as err:
-        return "malformed", "", f"{CONFIG_FILE}: {err}"
-    if not verify:
-        return "", "skipped", ""
-    if hashes is None or not set(HASHED_FILES) <= set(hashes):
-        return "", "unrecorded", f"{CONFIG_FILE} records no SHA-256 (written by an older gflkit): not verified"
+    except FileRefused as err:
+        return "malformed", "", f"{CONFIG_FILE}: {err.problem}"
     for name in HASHED_FILES:
         try:
-            if file_sha256(folder / name) != hashes[name]:
+            if not verify or hashes is None:  # nothing is hashed, but what is there is checked
+                open_regular(folder / name, size_limit(name), "").close()
+            elif hashes is not None and file_sha256(folder / name) != hashes[name]:
                 return "damaged", "no", f"{name}: SHA-256 differs from the one {CONFIG_FILE} recorded"
-        except OSError as err:
-            return "damaged", "no", f"{name}: unreadable ({err.strerror or err})"
+        except FileRefused as err:
+            return "damaged", "no", f"{name}: {err.problem}"
+    if not verify:
+        return "", "skipped", ""
+    if hashes is None:
+        return "", "unrecorded", f"{CONFIG_FILE} records no SHA-256 (written by gflkit 0.1): not verified"
     return "", "yes", ""
 
 
 def _run_entry(folder: Path, verify: bool) -> dict[str, Any]:
     entry = _entry(folder, verify)
+    entry = {k: printable(v) if isinstance(v, str) else v for k, v in entry.items()}
     if entry["status"] in ("damaged", "malformed"):
-        log.warning("%s: %s run: %s", folder, entry["status"], entry["reason"])
+        log.warning("%s: %s run: %s", printable(str(folder)), entry["status"], entry["reason"])
     return entry
 
 
@@ -312,16 +310,16 @@ def _entry(folder: Path, verify: bool) -> dict[str, Any]:
     final = final_run_path(folder)
     entry: dict[str, Any] = {"name": final.name, "model": "", "aggregator": "", "dataset": "", "seed": "", "step": "",
                              "val_accuracy": math.nan, "date": "", "verified": "", "reason": "", "path": str(final)}
-    config, problem = _config_problem(folder)
+    config, status, problem = _config_problem(folder)
     if config is None:
-        return {**entry, "status": "malformed", "reason": problem}
+        return {**entry, "status": status, "reason": problem}
     prov = config.get("provenance") or {}
     cfg = config.get("model_config") or {}
     prov, cfg = (prov if isinstance(prov, dict) else {}), (cfg if isinstance(cfg, dict) else {})
     aggregator = cfg.get("aggregator", "") if cfg.get("prototype") == "pgnn" and cfg.get("gate") else ""
     entry.update(model=config.get("model", ""), aggregator=aggregator, dataset=config.get("dataset", ""),
                  seed=config.get("seed", ""), date=prov.get("finished") or prov.get("started") or "")
-    if final.name != folder.name and not (folder / METRICS_FILE).is_file():
+    if final.name != folder.name and not os.path.lexists(folder / METRICS_FILE):
         step, val, problem = _interrupted_progress(folder)
         return {**entry, "status": "damaged" if problem else "interrupted", "reason": problem, "step": step,
                 "val_accuracy": _percent(val)}
@@ -339,9 +337,12 @@ def list_runs(folder: str | os.PathLike, verify: bool = True) -> list[dict[str, 
     (best, percent), ``date`` (end, else start, UTC), ``verified``,
     ``reason`` and ``path``. ``status`` is ``complete``; ``interrupted``
     (``--resume`` continues it) or ``finished`` (it only awaits its rename);
-    ``damaged`` (a file differs from the SHA-256 ``config.json`` recorded, or
-    ``last.pt`` does not load) or ``malformed`` (not a run: ``config.json``
-    missing or not a run's, or a file missing); ``reason`` names the file.
+    ``damaged`` (a file differs from the SHA-256 ``config.json`` recorded,
+    ``last.pt`` does not load, or a file is not a regular file or is over its
+    size limit, :func:`~gflkit.runs.folder.size_limit`) or ``malformed`` (not a
+    run: ``config.json`` missing or not a run's, or a file missing); ``reason``
+    names the file. Text that cannot be written as UTF-8 (a folder name that is
+    not UTF-8) is escaped (:func:`gflkit.paths.printable`).
     ``verified`` is ``yes`` (``best.pt`` and ``metrics.csv`` match their
     recorded SHA-256), ``no``, ``unrecorded`` (a run written before digests
     were recorded), ``skipped`` (``verify=False``: nothing is hashed) or empty

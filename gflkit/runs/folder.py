@@ -13,14 +13,25 @@ stops at once with one line. The lock is the ``flock``, not the file: a file
 left by a killed process locks nothing. A folder is moved or deleted only after
 a check that it lies inside the run's parent folder
 (:func:`gflkit.paths.check_inside`), and ``force`` replaces only a run (or an
-empty folder).
+empty folder). The lock file and the hidden ``.<name>.partial`` and
+``.<name>.old`` folders are never reached through a symbolic link: a link at
+one of those names is refused in one line (:func:`gflkit.io.refuse_link`).
+
+Reading a run goes through one check (:func:`read_verified`): every file is
+opened as a regular file no larger than its limit (:data:`CONFIG_LIMIT`,
+:data:`CHECKPOINT_LIMIT`, :data:`METRICS_LIMIT`), without blocking on a pipe,
+and a finished run's ``best.pt`` and ``metrics.csv`` are read only when their
+SHA-256 is the one its ``config.json`` records; a ``config.json`` that cannot
+be read, or whose table of digests is not well formed, stops the load.
 """
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +41,8 @@ import torch
 from ..errors import GFLError
 from ..io import FolderLock as _Lock, lock_path as _lock_path
 from ..paths import check_inside
-from ..io import atomic_torch_save, atomic_write_text, atomic_write_with, remove_inside, replace_inside
+from ..io import (FileRefused, atomic_torch_save, atomic_write_text, atomic_write_with, read_regular, refuse_link,
+                  remove_inside, replace_inside, sha256_regular)
 
 __all__ = []
 
@@ -46,30 +58,95 @@ _PARTIAL = ".partial"
 HASHES = "sha256"
 #: The files of a finished run whose SHA-256 ``config.json`` records.
 HASHED_FILES = (BEST_FILE, METRICS_FILE)
-_CHUNK = 1 << 20
+
+
+#: The largest ``config.json`` read (a run's is a few KB; its feature statistics grow with the feature size).
+CONFIG_LIMIT = 32 * 2**20
+#: The largest ``best.pt`` or ``last.pt`` read (its size is also checked against the available memory).
+CHECKPOINT_LIMIT = 4 * 2**30
+#: The largest ``metrics.csv`` read (one row per validation step).
+METRICS_LIMIT = 256 * 2**20
+_LIMITS = {CONFIG_FILE: CONFIG_LIMIT, METRICS_FILE: METRICS_LIMIT}
+#: ``gflkit_version`` prefixes of the releases whose runs record no SHA-256 (their ``config.json`` has no
+#: :data:`HASHES`): such a run loads unverified, with a warning. Any other run without them is refused.
+UNHASHED_RELEASES = ("0.1.",)
+_RESTORE = "restore the run's files or train the run again"
+
+
+def size_limit(path: str | os.PathLike) -> int:
+    """The largest size gflkit reads of a run's file (by its name; a checkpoint by any other name is a checkpoint)."""
+    return _LIMITS.get(Path(path).name, CHECKPOINT_LIMIT)
+
+
+def read_run_file(path: str | os.PathLike, advice: str = _RESTORE) -> bytes:
+    """The bytes of a run's file, read as a regular file of at most :func:`size_limit` bytes.
+
+    Raises:
+        FileRefused: naming ``path``: missing, not a regular file, too large (:func:`gflkit.io.read_regular`).
+    """
+    return read_regular(path, size_limit(path), advice)
 
 
 def file_sha256(path: str | os.PathLike) -> str:
-    """The SHA-256 hex digest of a file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def recorded_hashes(config: dict[str, Any]) -> dict[str, str] | None:
-    """The SHA-256 digests a run's ``config.json`` records, ``None`` for a run written before they were.
+    """The SHA-256 hex digest of a run's file, read in chunks as a regular file of at most :func:`size_limit` bytes.
 
     Raises:
-        ValueError: the entry is there but is not a table of file names to hex digests.
+        FileRefused: as :func:`read_run_file`.
     """
-    hashes = config.get(HASHES)
-    if hashes is None:
-        return None
-    if not (isinstance(hashes, dict) and all(isinstance(v, str) and len(v) == 64 for v in hashes.values())):
-        raise ValueError(f"{HASHES} is not a table of file names to SHA-256 digests")
-    return hashes
+    return sha256_regular(path, size_limit(path), _RESTORE)
+
+
+def parse_config(data: bytes, path: str | os.PathLike, advice: str = _RESTORE) -> dict[str, Any]:
+    """The JSON object ``data``, read from the ``config.json`` at ``path``.
+
+    Raises:
+        FileRefused: naming ``path``: not UTF-8 JSON, nested too deep, or not an object.
+    """
+    try:
+        config = json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError) as err:  # JSON and UTF-8 decoding errors, absurd nesting
+        raise FileRefused(path, f"not JSON ({' '.join(str(err).split())[:120]})", advice) from None
+    if not isinstance(config, dict):
+        raise FileRefused(path, "not the configuration of a gflkit run", advice)
+    return config
+
+
+def read_config(path: str | os.PathLike, advice: str = _RESTORE) -> dict[str, Any]:
+    """A run's ``config.json``: a regular file of at most :data:`CONFIG_LIMIT` bytes holding a JSON object.
+
+    Raises:
+        FileRefused: naming ``path`` and what is wrong, then ``advice``.
+    """
+    return parse_config(read_run_file(path, advice), path, advice)
+
+
+def recorded_hashes(config: dict[str, Any], path: str | os.PathLike = CONFIG_FILE,
+                    advice: str = _RESTORE) -> dict[str, str] | None:
+    """The SHA-256 digests of :data:`HASHED_FILES` a run's ``config.json`` records.
+
+    ``None`` for a run of a release that recorded none (:data:`UNHASHED_RELEASES`).
+
+    Raises:
+        FileRefused: naming ``path``: the entry is missing from the ``config.json`` of
+            any other run, is not a table, lacks a file, or holds something
+            other than a SHA-256 hex digest (64 lowercase hex digits).
+    """
+    if HASHES not in config:
+        version = config.get("gflkit_version")
+        if isinstance(version, str) and version.startswith(UNHASHED_RELEASES):
+            return None
+        raise FileRefused(path, f"no {HASHES!r} entry (only runs of gflkit 0.1 have none), so the run's files "
+                                f"cannot be verified", advice)
+    hashes = config[HASHES]
+    if not isinstance(hashes, dict):
+        raise FileRefused(path, f"{HASHES!r} is {type(hashes).__name__}, not a table of file names to SHA-256 digests",
+                          advice)
+    for name in HASHED_FILES:
+        if name not in hashes:
+            raise FileRefused(path, f"{HASHES!r} records no digest for {name}", advice)
+        if not (isinstance(hashes[name], str) and re.fullmatch(r"[0-9a-f]{64}", hashes[name])):
+            raise FileRefused(path, f"{HASHES}[{name!r}] is not a SHA-256 digest (64 lowercase hex digits)", advice)
+    return {name: hashes[name] for name in HASHED_FILES}
 
 
 def _mismatch(path: Path) -> str:
@@ -77,27 +154,36 @@ def _mismatch(path: Path) -> str:
             f"(the file was changed or damaged since); restore it or train the run again")
 
 
-def read_verified(path: str | os.PathLike) -> bytes:
-    """The bytes of a run's file, checked against the SHA-256 its run's ``config.json`` recorded.
+def read_verified(path: str | os.PathLike, *, run: bool = True) -> bytes:
+    """The bytes of a finished run's ``best.pt`` or ``metrics.csv``, checked against its ``config.json``.
 
-    A file whose run records no digest for it (a run written before digests
-    were, a checkpoint outside a run folder, an unreadable ``config.json``) is
-    read unchecked.
+    Every load of a run's files goes through here. ``config.json`` is read
+    first (a regular file of at most :data:`CONFIG_LIMIT` bytes holding a JSON
+    object with a well-formed :data:`HASHES` table, :func:`recorded_hashes`),
+    then the file (a regular file of at most :func:`size_limit` bytes), whose
+    SHA-256 must be the recorded one. A run of a release that recorded no
+    digests loads unverified, with a warning.
+
+    A checkpoint file named by itself (``run=False``) with no ``config.json``
+    beside it, or not named like a run's file, is a checkpoint on its own: it is
+    read (regular, size-checked) without a digest to compare.
+
+    Args:
+        path: the file.
+        run: whether the caller named the run folder (then ``config.json`` must be there).
 
     Raises:
-        GFLError: the file cannot be read, or its digest differs from the recorded one.
+        GFLError: naming ``config.json`` or the file, what is wrong and what to do.
     """
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise GFLError(f"{path}: cannot read it ({err.strerror or err})") from None
-    try:
-        config = json.loads((path.parent / CONFIG_FILE).read_text(encoding="utf-8"))
-        want = (recorded_hashes(config) or {}).get(path.name) if isinstance(config, dict) else None
-    except (OSError, ValueError):
-        want = None
-    if want is not None and hashlib.sha256(data).hexdigest() != want:
+    config_path = path.parent / CONFIG_FILE
+    in_run = path.name in HASHED_FILES and (run or os.path.lexists(config_path))
+    hashes = recorded_hashes(read_config(config_path), config_path) if in_run else None
+    data = read_run_file(path)
+    if in_run and hashes is None:
+        log.warning("%s: written by gflkit 0.1, which recorded no SHA-256: %s is read unverified", config_path,
+                    path.name)
+    elif in_run and hashlib.sha256(data).hexdigest() != hashes[path.name]:
         raise GFLError(_mismatch(path))
     return data
 
@@ -125,7 +211,7 @@ def next_free_path(run: str | os.PathLike) -> Path:
     """``run`` itself when unused, else the first free ``run-2``, ``run-3``, ..."""
     run = final_run_path(run)
     candidate, i = run, 1
-    while candidate.exists() or partial_path(candidate).exists():
+    while os.path.lexists(candidate) or os.path.lexists(partial_path(candidate)):
         i += 1
         candidate = run.with_name(f"{run.name}-{i}")
     return candidate
@@ -202,6 +288,8 @@ class RunFolder:
         return False
 
     def _prepare(self) -> None:
+        refuse_link(_old_path(self.path), "a run being replaced")
+        refuse_link(self.work, "a run being written")
         _remove(_old_path(self.path))  # left by a replacement that was interrupted
         if self.resume:
             if not self.work.is_dir():
@@ -217,7 +305,7 @@ class RunFolder:
                                                                 or not any(self.path.iterdir()))):
             raise GFLError(f"{self.path} exists and is not a gflkit run (no {CONFIG_FILE}); `force=True` replaces "
                            f"only a run or an empty folder: choose another `run_dir`")
-        if self.work.exists():
+        if os.path.lexists(self.work):
             log.warning("removing %s, left by an interrupted run (`resume` continues such a run)", self.work)
             _remove(self.work)
         self.work.mkdir()
@@ -229,18 +317,14 @@ class RunFolder:
 
     def read_config(self) -> dict[str, Any]:
         """The settings written when the interrupted run started."""
+        refuse_link(self.work, "a run being written")
         path = self.work / CONFIG_FILE
         try:
-            config = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise GFLError(
-                f"{path}: missing; the run was interrupted before it started, start it again"
-            ) from None
-        except (OSError, ValueError) as err:
-            raise GFLError(f"{path}: unreadable ({err}); start the run again") from None
-        if not isinstance(config, dict):
-            raise GFLError(f"{path}: not a run configuration; start the run again")
-        return config
+            return read_config(path, "start the run again")
+        except FileRefused as err:
+            if err.missing:
+                raise GFLError(f"{path}: missing; the run was interrupted before it started, start it again") from None
+            raise
 
     def write_config(self, meta: dict[str, Any]) -> None:
         atomic_write_text(self.work / CONFIG_FILE, json.dumps(meta, indent=1, default=str) + "\n")
@@ -252,10 +336,11 @@ class RunFolder:
     def load_last(self) -> dict[str, Any] | None:
         """The resume checkpoint, or ``None`` when the run stopped before writing one."""
         path = self.work / LAST_FILE
-        if not path.is_file():
+        if not os.path.lexists(path):
             return None
+        data = read_run_file(path, "start the run again with `force=True`")
         try:
-            ckpt = torch.load(path, map_location="cpu", weights_only=True)
+            ckpt = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
         except Exception as err:  # unpickling errors have no common base
             raise GFLError(f"{path}: not a loadable resume checkpoint ({type(err).__name__}); "
                            f"start the run again with `force=True`") from None

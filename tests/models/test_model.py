@@ -222,7 +222,9 @@ def test_checkpoint_round_trip(batch, small_family, tmp_path):
     path = save_checkpoint(model, meta, tmp_path / "run" / "best.pt")
     raw = torch.load(path, weights_only=True)
     assert raw["model_config"]["clusters"] == [16] and set(raw["state_dict"]) == set(model.state_dict())
-    loaded, loaded_meta = load_checkpoint(tmp_path / "run")  # a run folder works too
+    loaded, loaded_meta = load_checkpoint(path)  # a checkpoint file by itself, no config.json beside it
+    with pytest.raises(GFLError, match="config.json: missing"):
+        load_checkpoint(tmp_path / "run")  # a folder is a run, whose config.json vouches for its best.pt
     assert loaded.cfg == cfg and not loaded.training
     assert loaded_meta["dataset"] == "small" and "state_dict" not in loaded_meta
     model.eval()

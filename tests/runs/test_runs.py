@@ -550,7 +550,8 @@ def test_no_verify_hashes_nothing(finished, tmp_path, monkeypatch):
 def test_run_without_recorded_hashes_is_complete_but_unverified(finished, root, tmp_path):
     run = _copy(finished, tmp_path)
     config = json.loads((run / "config.json").read_text())
-    del config["sha256"]  # as written before digests were recorded
+    del config["sha256"]  # as gflkit 0.1 wrote it, before digests were recorded
+    config["gflkit_version"] = "0.1.0"
     (run / "config.json").write_text(json.dumps(config))
     table, stderr = _listing(run.parent)
     assert (table.loc[0, "status"], table.loc[0, "verified"]) == ("complete", "unrecorded") and stderr == []
