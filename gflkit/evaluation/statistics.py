@@ -53,7 +53,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..errors import OneSeedWarning
+from ..errors import OneGraphWarning, OneSeedWarning
 from .tables import CI_METHODS
 
 __all__ = []
@@ -331,3 +331,9 @@ def warn_one_seed(n_seeds: int, context: str = "experiment", stacklevel: int = 3
     """
     if n_seeds == 1:
         warnings.warn(OneSeedWarning(context), stacklevel=stacklevel)
+
+
+def warn_one_graph(n_graphs: int, dataset: str = "", stacklevel: int = 3) -> None:
+    """Warn (:class:`~gflkit.errors.OneGraphWarning`) when a table's rows are scored on one test graph."""
+    if n_graphs == 1:
+        warnings.warn(OneGraphWarning(dataset), stacklevel=stacklevel)

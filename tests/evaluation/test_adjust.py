@@ -36,3 +36,16 @@ def test_adjusted_p_values_are_capped_at_one_and_never_below_the_raw_ones():
 def test_unknown_adjustment_names_the_choices():
     with pytest.raises(ValueError, match="holm, bh, none"):
         adjust_p([0.1], "bonferroni")
+
+
+def test_one_test_graph_is_warned_and_several_are_not():
+    import warnings
+
+    from gflkit.errors import OneGraphWarning
+    from gflkit.evaluation.statistics import warn_one_graph
+
+    with pytest.warns(OneGraphWarning, match="one test graph of cora: .*this graph only"):
+        warn_one_graph(1, "cora")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_one_graph(5, "cora")
