@@ -49,7 +49,7 @@ try:
     import click
 
     import gflkit
-    from gflkit.errors import GFLError, GFLWarning
+    from gflkit.errors import GFLError, GFLWarning, SizeError
 except BaseException:
     if _signalled:
         _pending.clear()
@@ -138,6 +138,8 @@ class GFLGroup(click.Group):
             if _pending.is_set():
                 raise KeyboardInterrupt
             return result
+        except SizeError as err:  # a setting's value does not fit: a usage error of its option
+            raise click.UsageError(_one_line(_with_flags(self, ctx, err))) from None
         except GFLError as err:
             raise click.ClickException(_one_line(_with_flags(self, ctx, err))) from None
         except KeyboardInterrupt as err:

@@ -57,7 +57,11 @@ def synthetic(name, out_dir, small, n_graphs, nodes, degree, homophily, snr, tes
     default one, number for number.
     """
     from gflkit.data import SMALL_SPEC, SyntheticSpec, make_synthetic_family
-    from gflkit.data.synthetic import check_memory
+    from gflkit.config import EpisodeConfig
+    from gflkit.data.synthetic import check_memory, thin_classes
+    from gflkit.errors import SizeError
+
+    from .options import flag_names
 
     if small and name == DEFAULT_COLLECTION:
         raise click.BadParameter(f"--small never writes over the default family {DEFAULT_COLLECTION!r}; "
@@ -78,11 +82,18 @@ def synthetic(name, out_dir, small, n_graphs, nodes, degree, homophily, snr, tes
                        ("test_shift", test_shift)):
         if value is not None:
             changes[key] = value
+    given = {"num_classes": num_classes, "nodes": nodes, "degree": degree, "feat_size": feat_size, "snr": snr,
+             "test_shift": test_shift}
     try:
         spec = replace(spec, **changes)
-        check_memory(spec)  # before anything is allocated
+        check_memory(spec, [k for k, v in given.items() if v is not None])  # before anything is allocated
+    except SizeError:  # names its option and the largest value that fits (exit 2)
+        raise
     except GFLError as err:
         raise click.UsageError(f"{err} (--graphs, --nodes, --degree, --classes, --feat-size)") from None
+    thin = thin_classes(spec, EpisodeConfig().k_shot)
+    if thin:
+        click.echo(f"warning: {flag_names(thin)}", err=True)
     with writing_collection(out_dir, name, data_root) as target:
         collection = make_synthetic_family(spec, seed=seed, name=name, progress=True)
         path = collection.save(target)

@@ -7,6 +7,7 @@ import click
 from click.core import ParameterSource
 
 import gflkit
+from gflkit.errors import GFLError
 from gflkit.config import (AGGREGATORS, DISTANCES, GATE_MODES, PGNN_NORMS, PRESETS, SIMILARITIES, EpisodeConfig,
                            GFLConfig, TrainConfig, field_default, field_help)
 from gflkit.names import CHECKPOINT_EVERY, ENCODERS, PER_GRAPH_MODELS as PER_GRAPH, TRANSFER_MODELS as TRANSFER
@@ -46,7 +47,7 @@ _MODEL_KEYS = [field for _, field, _ in _MODEL_FLAGS]
 #: Parameters of :func:`episode_options` and :func:`train_options`, in their order.
 EPISODE_KEYS = ["k_shot", "n_query", "on_small"]
 TRAIN_KEYS = ["steps", "meta_batch", "lr", "weight_decay", "eval_every", "patience", "val_episodes", "grad_clip",
-              "val_from_train"]
+              "val_from_train", "parallel_steps"]
 #: ``--help`` sections shared by the commands that train and score (a parameter is listed in its first section).
 MODEL_SECTION = ("Model", _MODEL_KEYS)
 EPISODE_SECTION = ("Episode", EPISODE_KEYS)
@@ -146,6 +147,8 @@ def train_options(f):
         ("--grad-clip", FiniteFloatRange(0, min_open=True)),
         ("--val-from-train", click.IntRange(0)),
     ]
+    f = click.option("--parallel-steps/--serial-steps", "parallel_steps", default=field_default(TrainConfig,
+                     "parallel_steps"), show_default=True, help=field_help(TrainConfig, "parallel_steps"))(f)
     for flag, type_ in reversed(specs):
         f = _config_option(TrainConfig, flag, type_)(f)
     return f
@@ -197,8 +200,8 @@ def parse_options(pairs: tuple[str, ...]) -> dict:
 
 #: Parameters that set what a run is; --resume takes them from the run instead.
 _SETTINGS = [*_MODEL_KEYS, "model", "k_shot", "n_query", "on_small", "steps", "meta_batch", "lr", "weight_decay",
-             "eval_every", "patience", "val_episodes", "grad_clip", "val_from_train", "seed", "options", "run_dir",
-             "force"]
+             "eval_every", "patience", "val_episodes", "grad_clip", "val_from_train", "parallel_steps", "seed",
+             "options", "run_dir", "force"]
 
 
 def _check_resume(ctx: click.Context) -> None:
@@ -272,6 +275,16 @@ def train(data, model, run_dir, force, resume, checkpoint_every, options, split,
             raise click.UsageError(f"--option applies to transfer baselines ({', '.join(TRANSFER)}), not {model}")
         collection = gflkit.load_collection(data, data_root)
         parsed = parse_options(options)
+        if model in TRANSFER:  # names and types checked now, as the command line's own options are
+            from gflkit.errors import SettingError
+            from gflkit.models.baselines import TRANSFER as BASELINES
+            from gflkit.training.model_size import check_options
+
+            try:
+                check_options(model, BASELINES[model], parsed)
+            except GFLError as err:
+                raise click.BadParameter(err.reason if isinstance(err, SettingError) else str(err),
+                                         param_hint="--option") from None
         if out is None:
             out = default_run_dir(collection, model, model_cfg, ep_cfg, tr_cfg, parsed)
         target, data = out, collection

@@ -15,6 +15,7 @@ import torch
 
 from .config import EpisodeConfig
 from .errors import GFLError
+from .sizes import require_at_most
 
 __all__ = ["Episode", "EpisodeSampler", "sample_episode"]
 
@@ -149,6 +150,13 @@ class EpisodeSampler:
     def require_graphs(self) -> "EpisodeSampler":
         """Raise :class:`GFLError` when no graph of the split is usable; returns self."""
         if not self.graph_ids:
+            sizes = [min((m.size for m in _class_members(self.collection.graphs[gid].ndata["label"].numpy(),
+                                                         self.num_classes)), default=0) for gid in self.skipped]
+            largest = max(sizes, default=0) - 1
+            if largest >= 1:
+                require_at_most("k_shot", self.cfg.k_shot, largest,
+                                f"no {self.split} graph of {self.collection.name!r} has k_shot + 1 labelled nodes "
+                                "in every class")
             raise GFLError(
                 f"collection {self.collection.name!r} has no usable {self.split} graphs "
                 f"for k_shot={self.cfg.k_shot}"

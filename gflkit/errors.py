@@ -99,3 +99,19 @@ class SettingError(GFLError):
 
     def __reduce__(self):  # pickled between processes with its three parts
         return type(self), (self.setting, self.value, self.reason)
+
+
+class SizeError(SettingError):
+    """A count or size given by a setting that does not fit (the memory, the data); refused before the work.
+
+    ``largest`` is the largest value of the setting that fits (``None`` when none
+    does); the message says it. The command line shows it as a usage error of
+    its option (exit status 2).
+    """
+
+    def __init__(self, setting: str, value: object, reason: str, largest: object = None) -> None:
+        self.largest = largest
+        super().__init__(setting, value, reason)
+
+    def __reduce__(self):
+        return type(self), (self.setting, self.value, self.reason, self.largest)

@@ -23,7 +23,7 @@ TOP_LEVEL_LIMIT = 20
 #: gflkit's layers, lowest first, by the top-level module or package: a module imports its own layer or lower ones.
 LAYERS = [
     {"_compat", "errors", "interrupts", "names", "paths", "io", "seeding", "config", "progress", "devices",
-     "threads"},
+     "sizes", "threads"},
     {"data", "episodes", "nn"},
     {"graphs", "models", "refine"},
     {"evaluation", "runs", "training"},

@@ -45,13 +45,15 @@ Defaults follow the paper's Collaboration set: 4 classes, 128 features,
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from typing import Sequence
 
 import numpy as np
 import torch
 
-from ..errors import GFLError
-from ..io import require_memory
+from ..errors import GFLError, SizeError
+from ..io import available_memory, require_memory
+from ..sizes import require_at_most, require_fit
 from .collection import GraphCollection, build_graph
 from ..progress import progress_bar, progress_enabled
 
@@ -106,17 +108,106 @@ class SyntheticSpec:
             raise GFLError(f"synthetic family: invalid {'; '.join(problems)}")
 
     def estimated_bytes(self) -> int:
-        """Memory the family needs while it is built: float32 features of every graph kept,
-        plus float64 temporaries of the largest graph."""
+        """Memory the family needs while it is built: float32 features and edges of every graph kept,
+        plus the float64 features and the edge temporaries of the largest graph, and the class centres."""
         n_graphs = self.n_train + self.n_val + self.n_test
-        kept = n_graphs * (self.min_nodes + self.max_nodes) // 2 * (4 * self.feat_size + 64)
-        centres = 8 * (2 * self.num_classes + self.n_types) * self.feat_size
-        return int(kept + 4 * 8 * self.max_nodes * self.feat_size + centres)
+        mean_nodes = (self.min_nodes + self.max_nodes) / 2
+        mean_edges = mean_nodes * max((self.min_degree + self.max_degree) / 2, 2.0) / 2
+        largest_edges = self.max_nodes * max(self.max_degree, 2.0) / 2
+        kept = n_graphs * (mean_nodes * (4 * self.feat_size + 64) + _KEPT_BYTES_PER_EDGE * mean_edges)
+        largest = 4 * 8 * self.max_nodes * self.feat_size + _TEMP_BYTES_PER_EDGE * largest_edges
+        centres = 8 * (3 * self.num_classes + self.n_types) * self.feat_size
+        return int(min(kept + largest + centres, 2**62))
+
+    def feature_bound(self) -> float:
+        """A bound on the size of any feature value the family draws (40 standard deviations of each term)."""
+        return 40.0 * (self.center_scale + self.class_jitter + self.type_offset + self.graph_shift + self.test_shift
+                       + 2.5 * self.noise)
 
 
-def check_memory(spec: SyntheticSpec) -> None:
-    """Raise :class:`GFLError` when ``spec`` needs more memory than is available."""
+#: Bytes per edge of a graph kept (both directions, int64 ends, DGL's index formats).
+_KEPT_BYTES_PER_EDGE = 96
+#: Bytes per edge drawn for the largest graph (int64 ends, uniform draws, masks).
+_TEMP_BYTES_PER_EDGE = 64
+#: The largest feature value a family may draw: squared distances between nodes stay finite in float32.
+FEATURE_LIMIT = 1e16
+#: Labelled nodes every class needs in the smallest graph, on average: a support and a query node.
+MIN_PER_CLASS = 2
+#: The family's settings as the command line names them (``gflkit preprocess synthetic``), each a knob of
+#: :class:`SyntheticSpec`: the checks of :func:`check_memory` name the one that does not fit.
+SIZE_SETTINGS = ("num_classes", "nodes", "degree", "feat_size", "snr", "test_shift")
+
+
+def _with(spec: "SyntheticSpec", setting: str, value: float) -> "SyntheticSpec":
+    """``spec`` with the knob ``setting`` (one of :data:`SIZE_SETTINGS`) at ``value`` (a range's top)."""
+    if setting == "nodes":
+        return replace(spec, min_nodes=min(spec.min_nodes, int(value)), max_nodes=int(value))
+    if setting == "degree":
+        return replace(spec, min_degree=min(spec.min_degree, float(value)), max_degree=float(value))
+    if setting == "snr":
+        return replace(spec, center_scale=float(value) * spec.noise)
+    return replace(spec, **{setting: value})
+
+
+def _value(spec: "SyntheticSpec", setting: str) -> float:
+    return {"nodes": spec.max_nodes, "degree": spec.max_degree,
+            "snr": spec.center_scale / spec.noise if spec.noise else spec.center_scale}.get(
+        setting, getattr(spec, setting, None))
+
+
+def check_memory(spec: SyntheticSpec, given: Sequence[str] = ()) -> None:
+    """Refuse, before anything is allocated, a family whose sizes do not fit.
+
+    Checked: every class must have :data:`MIN_PER_CLASS` labelled nodes in the
+    smallest graph on average (when ``given`` holds ``num_classes`` or
+    ``nodes``: tiny families for tests stay possible); features must stay below :data:`FEATURE_LIMIT`;
+    the family must fit in the available memory
+    (:meth:`SyntheticSpec.estimated_bytes`). The settings in ``given`` (of
+    :data:`SIZE_SETTINGS`, those the user chose) are named first, each with the
+    largest value that fits with the others (:class:`~gflkit.errors.SizeError`).
+
+    Raises:
+        SizeError: a setting of ``given`` does not fit.
+        GFLError: the family does not fit, whichever setting causes it.
+    """
+    labelled = spec.min_nodes * (1.0 - spec.unlabelled_rate)
+    most_classes = int(labelled // MIN_PER_CLASS)
+    if spec.num_classes > most_classes and {"num_classes", "nodes"} & set(given):
+        require_at_most("num_classes", spec.num_classes, max(most_classes, 2),
+                        f"graphs of {spec.min_nodes} nodes hold about {labelled / spec.num_classes:.2g} labelled "
+                        f"nodes per class, and each class needs {MIN_PER_CLASS} (a support and a query node)",
+                        "or give larger graphs (`nodes`)")
+    if spec.feature_bound() > FEATURE_LIMIT:
+        for setting in (s for s in ("snr", "test_shift") if s in given):
+            rest = spec.feature_bound() / 40.0 - (spec.center_scale if setting == "snr" else spec.test_shift)
+            room = FEATURE_LIMIT / 40.0 - rest
+            largest = room / spec.noise if setting == "snr" and spec.noise else room
+            raise SizeError(setting, _value(spec, setting), f"features would reach {spec.feature_bound():.3g}, "
+                            f"beyond {FEATURE_LIMIT:.0e} (squared distances would overflow float32); at most "
+                            f"{largest:.3g} fits", largest)
+        raise GFLError(f"synthetic family: features would reach {spec.feature_bound():.3g}, beyond "
+                       f"{FEATURE_LIMIT:.0e}; lower the scales and noise")
+    budget = available_memory()
+    if budget is None or spec.estimated_bytes() <= budget:
+        return
+    for setting in (s for s in ("num_classes", "nodes", "degree", "feat_size") if s in given):
+        low = {"num_classes": 2, "degree": 2}.get(setting, 1)
+        value = _value(spec, setting)
+        if _with(spec, setting, low).estimated_bytes() <= budget:
+            require_fit(setting, value, lambda v, s=setting: _with(spec, s, v).estimated_bytes(),
+                        "the synthetic family", low=low, budget=budget)
     require_memory(spec.estimated_bytes(), "synthetic family", "ask for fewer graphs, nodes or features")
+
+
+def thin_classes(spec: SyntheticSpec, k_shot: int) -> str | None:
+    """One line when the smallest graphs hold fewer than ``k_shot + 1`` labelled nodes per class on average
+    (episodes of ``k_shot`` shots then skip many of them), else ``None``."""
+    per_class = spec.min_nodes * (1.0 - spec.unlabelled_rate) / spec.num_classes
+    if per_class >= k_shot + 1:
+        return None
+    return (f"`num_classes={spec.num_classes}`: graphs of {spec.min_nodes} nodes hold about {per_class:.3g} labelled "
+            f"nodes per class, fewer than the k_shot + 1 = {k_shot + 1} an episode of `k_shot={k_shot}` needs: "
+            "such graphs are skipped; give fewer classes, larger graphs (`nodes`) or a lower `k_shot`")
 
 
 #: A family small enough for unit tests and quick trials (``--small``).
@@ -176,15 +267,26 @@ def _make_graph(spec: SyntheticSpec, centers: np.ndarray, offsets: np.ndarray, r
     src = np.concatenate([np.arange(n), _weighted_choice(rng, np.arange(n), theta, m - n)])
     intra = rng.random(m) < homophily
     dst = np.empty(m, dtype=np.int64)
-    for k in range(c):
-        members = np.flatnonzero(community == k)
-        others = np.flatnonzero(community != k)
-        from_k = community[src] == k
-        sel = from_k & intra
-        dst[sel] = _weighted_choice(rng, members, theta, int(sel.sum()))
-        sel = from_k & ~intra
+    # Per community, in increasing order, as a loop over all classes would draw them; a community no edge
+    # starts from draws nothing, so only those of the edges' sources are visited (time linear in the edges,
+    # whatever the number of classes).
+    by_node = np.argsort(community, kind="stable")
+    node_bounds = np.searchsorted(community[by_node], np.arange(c + 1))
+    from_community = community[src]
+    by_edge = np.argsort(from_community, kind="stable")  # positions stay increasing within a community
+    present = np.unique(from_community)
+    edge_bounds = np.searchsorted(from_community[by_edge], np.concatenate([present, [c]]))
+    for j, k in enumerate(present):
+        members = by_node[node_bounds[k]:node_bounds[k + 1]]
+        members.sort()
+        others = np.setdiff1d(np.arange(n), members, assume_unique=True)
+        edges = by_edge[edge_bounds[j]:edge_bounds[j + 1]]
+        inside = intra[edges]
+        sel = edges[inside]
+        dst[sel] = _weighted_choice(rng, members, theta, int(sel.size))
+        sel = edges[~inside]
         # a tiny graph may hold one community only: its "outside" edges stay inside
-        dst[sel] = _weighted_choice(rng, others if others.size else members, theta, int(sel.sum()))
+        dst[sel] = _weighted_choice(rng, others if others.size else members, theta, int(sel.size))
 
     # Features: shared centres, perturbed per graph; noisier on the periphery.
     graph_centers = (centers + spec.class_jitter * rng.standard_normal(centers.shape)) * mask + offsets[kind]
@@ -233,8 +335,12 @@ def make_synthetic_family(
     graphs, extras = [], []
 
     def draw(i: int):
-        return _make_graph(spec, centers, offsets, np.random.default_rng([seed, 1, i]),
-                           shift if splits[i] == "test" else None)
+        g, extra = _make_graph(spec, centers, offsets, np.random.default_rng([seed, 1, i]),
+                               shift if splits[i] == "test" else None)
+        if not bool(torch.isfinite(g.ndata["feat"]).all()):  # checked as the readers check theirs
+            raise GFLError(f"synthetic family: graph {i} ({splits[i]}) has features that are not finite in "
+                           "float32; lower the scales and noise")
+        return g, extra
 
     # Each graph has its own generator, so graphs drawn side by side on threads
     # (NumPy fills its arrays with the GIL released) are the graphs drawn one

@@ -29,6 +29,7 @@ from ..episodes import Episode, EpisodeSampler
 from ..models.base import FewShotModel
 from ..progress import progress_bar
 from ..refine import RefineConfig, refine_scores
+from ..sizes import require_fit
 from .statistics import paired_estimate, record_estimate, unit_table
 
 __all__ = ["graph_accuracies"]
@@ -64,6 +65,17 @@ def episode_scores(pred: torch.Tensor, label: torch.Tensor, num_classes: int) ->
     }
 
 
+#: Memory of one (graph, episode) record while the records are gathered (a dict of Python numbers, then a row).
+RECORD_BYTES = 2048
+
+
+def check_episodes(sampler: EpisodeSampler, episodes: int) -> None:
+    """Refuse, before any episode is scored, ``episodes`` whose records would not fit in memory."""
+    graphs = max(len(sampler.graph_ids), 1)
+    require_fit("episodes", episodes, lambda e: e * graphs * RECORD_BYTES,
+                f"recording {graphs} graph(s) x episodes")
+
+
 def _records(rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=RECORD_COLUMNS).sort_values(["graph_id", "episode"], ignore_index=True)
 
@@ -83,6 +95,7 @@ def graph_records(
     scores every node of the graph and :func:`~gflkit.refine.refine_scores` propagates the scores
     before the queries are read off.
     """
+    check_episodes(sampler, episodes)
     cache = cache or GraphCache(sampler.collection, module_device(model))
     was_training = model.training
     model.eval()
@@ -112,6 +125,7 @@ def graph_records(
 def baseline_records(fit_predict: Callable[..., torch.Tensor], sampler: EpisodeSampler, episodes: int = 1,
                      seed: int = 0, **kwargs) -> pd.DataFrame:
     """Records of a per-graph baseline ``fit_predict(g, episode, seed=...) -> predictions``."""
+    check_episodes(sampler, episodes)
     rows = []
     name = getattr(fit_predict, "__module__", "baseline").rsplit(".", 1)[-1]
     for gid in progress_bar(sampler.graph_ids, desc=f"fitting {name} per graph", unit="graph", leave=False):
@@ -129,6 +143,7 @@ def majority_records(sampler: EpisodeSampler, episodes: int = 1) -> pd.DataFrame
     Its accuracy is the majority rate, a reference every model should beat
     (ties go to the smallest class index).
     """
+    check_episodes(sampler, episodes)
     rows = []
     for gid in sampler.graph_ids:
         for e in range(episodes):

@@ -21,8 +21,8 @@ import pandas as pd
 
 from ..errors import GFLError
 from ..names import display_name
-from . import (_aggregate, _series_order, _source, color_of, figure_format, new_figure, read_results, save_figure,
-               series_key)
+from .figures import color_of, figure_format, new_figure, save_figure
+from .rows import _aggregate, _series_order, _source, read_results, series_key
 
 #: What a map can show: a model's delta to the reference row, or its accuracy.
 VALUES = ("delta", "accuracy")
@@ -42,6 +42,24 @@ def _ordered(values: pd.Series) -> list:
     numbers = pd.to_numeric(pd.Series(distinct, dtype=object), errors="coerce")
     return [distinct[i] for i in np.argsort(numbers.to_numpy(), kind="stable")] if numbers.notna().all() \
         else distinct
+
+
+#: The most distinct values an axis of a line figure draws, and of a heatmap (a cell, with its text, per pair).
+MAX_LINE_VALUES = 1000
+MAX_HEATMAP_VALUES = 100
+
+
+def _bounded(df: pd.DataFrame, column: str, most: int, source, param: str) -> None:
+    """Refuse, before the rows are grouped, a column with more than ``most`` distinct values to draw."""
+    count = df[column].nunique(dropna=False)
+    if count > most:
+        raise GFLError(f"{source}: column {column!r} (`{param}={column}`) holds {count} distinct values; a figure "
+                       f"draws at most {most} along an axis: bin the values or choose another column")
+
+
+def _positions(values: list) -> dict:
+    """Each value's position in ``values`` (looked up in constant time: axes may have many values)."""
+    return {v: i for i, v in enumerate(values)}
 
 
 def _with_value(df: pd.DataFrame, value: str, source) -> pd.DataFrame:
@@ -64,7 +82,7 @@ def _with_value(df: pd.DataFrame, value: str, source) -> pd.DataFrame:
 
 def _one_row_per_seed(df: pd.DataFrame, source, keys: list[str]) -> None:
     """Refuse rows of one series and ``keys`` that are not one seed each (they differ in another column)."""
-    from . import _seeds
+    from .rows import _seeds
 
     seeds = df["seed"] if "seed" in df.columns else pd.Series([None] * len(df), index=df.index)
     for (key, *at), group in df.assign(key=df.apply(series_key, axis=1)).groupby(["key", *keys], sort=False):
@@ -92,7 +110,7 @@ def _map_rows(path, value: str, columns: dict[str, str | None], distinct: tuple[
     different columns (``what`` says what they are in the error).
     """
     source = _source(path)
-    df = read_results(path, ["model", "accuracy", "ci95"])
+    df = read_results(path, ["model", "accuracy", "ci95"], [c for c in columns.values() if c is not None])
     first, second = distinct
     if columns[first] == columns[second]:
         raise GFLError(f"`{first}` and `{second}` are both {columns[first]!r}: give two different {what}")
@@ -110,16 +128,19 @@ def heatmap_figure(path, x: str, y: str, model: str | None = None, value: str = 
         raise GFLError(f"{source}: no {value} rows for model {model!r} (`model={model}`); choose one of "
                        f"{', '.join(keys)}")
     rows = df[df["key"] == model]
+    _bounded(rows, x, MAX_HEATMAP_VALUES, source, "x")
+    _bounded(rows, y, MAX_HEATMAP_VALUES, source, "y")
     twice = rows[rows.duplicated([x, y], keep=False)]
     if not twice.empty:
         first = twice.iloc[0]
         raise GFLError(f"{source}: several {model} rows at {x}={first[x]}, {y}={first[y]} (several seeds or "
                        f"files?); keep one row per cell (a compare over several seeds writes one)")
     xs, ys = _ordered(rows[x]), _ordered(rows[y])
+    x_at, y_at = _positions(xs), _positions(ys)
     grid = np.full((len(ys), len(xs)), np.nan)
     sure = np.zeros_like(grid, dtype=bool)
     for _, row in rows.iterrows():
-        i, j = ys.index(row[y]), xs.index(row[x])
+        i, j = y_at[row[y]], x_at[row[x]]
         grid[i, j] = float(row["accuracy"])
         if value == "delta" and {"delta_lo", "delta_hi"} <= set(row.index):
             lo, hi = float(row["delta_lo"]), float(row["delta_hi"])
@@ -192,6 +213,9 @@ def plot_lines(path, output: str | os.PathLike, *, x: str, panel: str | None = N
     if panel is None and "dataset" in df.columns and df["dataset"].nunique() > 1:
         panel = "dataset"
     keys = [x] if panel is None else [x, panel]
+    _bounded(df, x, MAX_LINE_VALUES, source, "x")
+    if panel is not None:
+        _bounded(df, panel, MAX_LINE_VALUES, source, "panel")
     ylabel = _value_label(df, value)
     _one_row_per_seed(df, source, keys)
     df, note = _aggregate(df.drop(columns=[c for c in ("key", "label") if c in df.columns]), source, keys)
@@ -199,6 +223,7 @@ def plot_lines(path, output: str | os.PathLike, *, x: str, panel: str | None = N
     order = _series_order(df)
     labels = dict(zip(df["key"], df["label"]))
     xs = _ordered(df[x])
+    x_at = _positions(xs)
     numeric = pd.to_numeric(pd.Series(xs, dtype=object), errors="coerce").notna().all()
     fig = new_figure(4.2 * len(panels) + 2.0, 3.6)
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
@@ -209,8 +234,9 @@ def plot_lines(path, output: str | os.PathLike, *, x: str, panel: str | None = N
             line = rows[rows["key"] == key]
             if line.empty:
                 continue
-            line = line.iloc[np.argsort([xs.index(v) for v in line[x]], kind="stable")]
-            at = line[x].astype(float).to_numpy() if numeric else np.array([xs.index(v) for v in line[x]])
+            order_at = np.array([x_at[v] for v in line[x]])
+            line = line.iloc[np.argsort(order_at, kind="stable")]
+            at = line[x].astype(float).to_numpy() if numeric else np.sort(order_at)
             y, ci = line["accuracy"].to_numpy(dtype=float), line["ci95"].fillna(0).to_numpy(dtype=float)
             (handles[key],) = ax.plot(at, y, marker="o", color=color_of(key), label=labels[key])
             ax.fill_between(at, y - ci, y + ci, color=color_of(key), alpha=0.15, linewidth=0)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import GFLError
-from . import MODEL_NAMES, figure_format, new_figure, require, save_figure
+from .figures import MODEL_NAMES, figure_format, new_figure, require, save_figure
 
 __all__ = ["plot_tsne"]
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -36,6 +36,7 @@ from ..devices import resolve_device
 from ..episodes import EpisodeSampler
 from ..errors import GFLError
 from .loop import OptimizerFactory, fit_loop, step_graph_ids
+from .model_size import WIDTHS as _WIDTHS, check_options, require_model_memory
 from ..evaluation.scoring import graph_accuracies
 from ..graphs import GraphCache
 from ..models.baselines import TRANSFER
@@ -215,6 +216,8 @@ def meta_train(
     device = resolve_device(device)
     train_cfg = train_cfg.for_model(model_name)
     seed_everything(train_cfg.seed)
+    require_model_memory(lambda change: GFL.from_config(replace(model_cfg, **change), collection.feat_size),
+                         {k: getattr(model_cfg, k) for k in _WIDTHS if getattr(model_cfg, k, None)}, str, model_name)
     model = GFL.from_config(model_cfg, collection.feat_size).to(device)
     meta = {
         "format": CHECKPOINT_FORMAT, "gflkit_version": __version__, "model": model_name,
@@ -296,11 +299,11 @@ def fit_transfer(
     train_cfg = train_cfg.for_model(name)
     seed_everything(train_cfg.seed)
     cls = TRANSFER[name]
-    unknown = sorted(set(options or {}) - cls.option_names())
-    if unknown:
-        raise GFLError(
-            f"{name} has no option {', '.join(unknown)}: choose from {', '.join(sorted(cls.option_names()))}"
-        )
+    check_options(name, cls, options)
+    widths = {k: v for k, v in (options or {}).items() if k in _WIDTHS}
+    require_model_memory(lambda change: cls(collection.feat_size, collection.num_classes, **{**(options or {}),
+                                                                                            **change}),
+                         widths, lambda key: "options", name)
     try:
         model = cls(collection.feat_size, collection.num_classes, **(options or {}))
     except (TypeError, ValueError) as err:

@@ -30,7 +30,7 @@ import logging
 import os
 from array import array
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -114,7 +114,18 @@ def _scan_node_link(path: Path, report: BadInputReport) -> tuple[list, np.ndarra
             src.append(s if -INT64_MAX <= s <= INT64_MAX else -1)
             dst.append(t if -INT64_MAX <= t <= INT64_MAX else -1)
 
-    stream_object(path, {"nodes": nodes, "links": links, "edges": links}, _NODE_LINK)
+    def named(key: str) -> Callable[[list], None]:  # "links" or its other name "edges", never both
+        def take(items: list) -> None:
+            given.add(key)
+            if len(given) > 1:
+                raise DataFormatError(f"{path}: both \"links\" and \"edges\" hold the graph's links; keep one "
+                                      f"of them")
+            links(items)
+
+        return take
+
+    given: set[str] = set()
+    stream_object(path, {"nodes": nodes, "links": named("links"), "edges": named("edges")}, _NODE_LINK)
     return ids, np.frombuffer(src, dtype=np.int64), np.frombuffer(dst, dtype=np.int64), seen[0]
 
 

@@ -46,6 +46,7 @@ import torch
 from ... import names
 from ...errors import GFLError
 from ...io import require_memory
+from ...sizes import require_at_most
 from ..collection import SPLITS, GraphCollection, build_graph
 from ..sampling import record_overlap
 from ..transform import FeatureTransform, attach_transform, fitted_on
@@ -293,6 +294,11 @@ def quantile_classes(raw: np.ndarray, quantiles: int, where: str) -> tuple[np.nd
         first = raw[given][0] if given.any() else ""
         raise GFLError(f"{where}: no numeric label to bin into quantile classes (first value {first!r}); "
                        "give a numeric label column or leave `label_quantiles` out")
+    distinct = len(np.unique(number[ok]))
+    if distinct < 2:
+        raise GFLError(f"{where}: every numeric label is {number[ok][0]:g}: binning gives one class, and a "
+                       "collection needs at least two; give a label column whose values differ")
+    require_at_most("label_quantiles", quantiles, distinct, f"{where} holds {distinct} distinct numeric labels")
     edges = np.quantile(number[ok], np.linspace(0.0, 1.0, quantiles + 1))
     lower = np.unique(edges[:-1])  # ties can make edges coincide: one class per distinct lower edge
     code = np.searchsorted(lower, number[ok], side="right") - 1
