@@ -7,8 +7,9 @@ import gflkit
 from gflkit.config import ABLATIONS, AGGREGATORS
 from gflkit.names import DEFAULT_SEEDS, SWEEP_PARAM_NAMES, model_names
 
-from .options import (ChoiceList, IntList, NameList, SectionedCommand, ci_option, config_option, data_root_option,
-                      device_option, emit, jobs_option, output_options, refine_configs, refine_options,
+from .options import (ChoiceList, IntList, NameList, SectionedCommand, adjust_option, ci_option, config_option,
+                      data_root_option, device_option, emit, jobs_option, output_options, refine_configs,
+                      refine_options,
                       runs_root_option)
 from .run import (EPISODE_SECTION, MODEL_SECTION, SCORING_SECTION, TRAIN_SECTION, episode_config, episode_options,
                   model_options, model_options_with, model_overrides, train_config, train_options)
@@ -42,6 +43,7 @@ def _common(f):
                           "protonet+none): that one row for every row; +METHOD (+none, +lp, +cs): each row with "
                           "its own model under METHOD (+none: against itself unrefined). ablate: a variant "
                           "(default full); sweep: a model or a value.")(f)
+    f = adjust_option(f)
     f = ci_option(f)
     f = config_option(f)
     f = train_options(f)
@@ -81,8 +83,8 @@ def _split_names(text: str | None) -> list[str] | None:
 @refine_options(several=True)
 @model_options_with({"aggregator": "mean and att, a row each"}, {"aggregator": ChoiceList(AGGREGATORS)})
 @_common
-def compare(data, model, seed, majority, reference, ci, runs_root, force, jobs, device, episodes, data_root, output,
-            fmt, **kwargs):
+def compare(data, model, seed, majority, reference, ci, adjust, runs_root, force, jobs, device, episodes, data_root,
+            output, fmt, **kwargs):
     """Table 2: GFL against the baselines on DATA's test graphs, as CSV.
 
     One row per (model, refinement), each model trained once per --seed
@@ -103,7 +105,7 @@ def compare(data, model, seed, majority, reference, ci, runs_root, force, jobs, 
         data, _split_names(model), aggregators=aggregators,
         model_overrides=overrides, episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed[0]),
         episodes=episodes, seeds=seed, refines=refines, reference=reference, majority=majority,
-        ci=ci, root=data_root, runs_root=runs_root, force=force, jobs=jobs, device=device,
+        ci=ci, adjust=adjust, root=data_root, runs_root=runs_root, force=force, jobs=jobs, device=device,
     )
     emit(table, output, fmt)
 
@@ -116,8 +118,8 @@ def compare(data, model, seed, majority, reference, ci, runs_root, force, jobs, 
 @seeds_option
 @model_options
 @_common
-def ablate(data, drop, all_, seed, reference, ci, runs_root, force, jobs, device, episodes, data_root, output, fmt,
-           **kwargs):
+def ablate(data, drop, all_, seed, reference, ci, adjust, runs_root, force, jobs, device, episodes, data_root, output,
+           fmt, **kwargs):
     """Table 3: the full model against variants without a component, as CSV.
 
     One row per variant (one run per --seed, default 0,1,2) with accuracy,
@@ -135,8 +137,8 @@ def ablate(data, drop, all_, seed, reference, ci, runs_root, force, jobs, device
     table = experiments.ablate(
         data, list(ABLATIONS) if all_ else list(drop), base=base, seeds=seed_list,
         episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed_list[0]),
-        episodes=episodes, reference=reference or "full", ci=ci, root=data_root, runs_root=runs_root, force=force,
-        jobs=jobs, device=device,
+        episodes=episodes, reference=reference or "full", ci=ci, adjust=adjust, root=data_root, runs_root=runs_root,
+        force=force, jobs=jobs, device=device,
     )
     emit(table, output, fmt)
 
@@ -151,8 +153,8 @@ def ablate(data, drop, all_, seed, reference, ci, runs_root, force, jobs, device
 @seeds_option
 @model_options
 @_common
-def sweep(data, param, values, model, seed, reference, ci, runs_root, force, jobs, device, episodes, data_root, output,
-          fmt, **kwargs):
+def sweep(data, param, values, model, seed, reference, ci, adjust, runs_root, force, jobs, device, episodes,
+          data_root, output, fmt, **kwargs):
     """Sensitivity (Tables 4-6, Figure 3): one CSV row per (value, model).
 
     Each model is trained once per --seed (default 0,1,2). Each row is paired
@@ -166,8 +168,8 @@ def sweep(data, param, values, model, seed, reference, ci, runs_root, force, job
     table = experiments.sweep(
         data, param, _split_names(values), _split_names(model), base=base,
         episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed[0]), seeds=seed,
-        reference=reference, ci=ci, episodes=episodes, root=data_root, runs_root=runs_root, force=force, jobs=jobs,
-        device=device,
+        reference=reference, ci=ci, adjust=adjust, episodes=episodes, root=data_root, runs_root=runs_root,
+        force=force, jobs=jobs, device=device,
     )
     emit(table, output, fmt)
 

@@ -181,6 +181,16 @@ def ci_option(f):
     )(f)
 
 
+def adjust_option(f):
+    """``--adjust holm|bh|none``: how a table's p-values are adjusted over its comparisons."""
+    return click.option(
+        "--adjust", type=click.Choice(["holm", "bh", "none"]), default="holm", show_default=True,
+        help="p_adjusted: the p-values adjusted over every comparison the table prints, by Holm's step-down "
+             "method (family-wise error), Benjamini-Hochberg (false discovery rate) or none. A difference is "
+             "shown when its adjusted p-value is below 0.05.",
+    )(f)
+
+
 def refine_options(several: bool = False):
     """``--refine``, ``--refine-alpha``, ``--refine-steps`` (``several``: a comma-separated list of methods)."""
     def deco(f):

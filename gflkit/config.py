@@ -230,10 +230,11 @@ class TrainConfig:
         val_from_train: move this many train graphs, drawn with ``seed``, to
             validation for model selection and early stopping; only for a
             collection without val graphs (:mod:`gflkit.training.validation`).
-        parallel_steps: compute each step's meta-batch of a GFL model in parts
-            side by side, one per torch thread, with the next step prepared
-            meanwhile (the parts' gradients are summed, so the thread count can
-            change the last digits); ``False``: each step in one piece.
+        parallel_steps: compute each step's meta-batch of a GFL model in two
+            parts side by side, with the next step prepared meanwhile (the
+            parts' gradients are summed in a fixed order: the numbers are the
+            same on any thread count); ``False``: each step in one piece (the
+            last digits differ from the two parts').
     """
 
     steps: int = field(default=400, metadata={"help": "Maximum meta-training steps."})
@@ -252,7 +253,7 @@ class TrainConfig:
         "help": "Move N train graphs (drawn with the seed) to validation for model selection and early stopping, "
                 "for a collection without val graphs."})
     parallel_steps: bool = field(default=True,
-        metadata={"help": "Compute each meta-batch in parts side by side, one per torch thread."})
+        metadata={"help": "Compute each meta-batch in two parts side by side (the same numbers on any thread count)."})
 
     def __post_init__(self) -> None:
         _check_finite(self)

@@ -65,6 +65,22 @@ class OneSeedWarning(GFLWarning):
         super().__init__(f"{self.WHAT}; to include it, {self.ADVICE.get(context, self.ADVICE['experiment'])}")
 
 
+class OneGraphWarning(GFLWarning):
+    """A table's rows are scored on one test graph, so their intervals cover training randomness on that graph only.
+
+    With one test graph (a leave-one-network-out table) the interval is over
+    seeds (``ci_over`` is ``seeds``, or ``episodes`` with one seed too): it says
+    how sure the table is about this graph, and nothing about another graph of
+    the same kind.
+    """
+
+    def __init__(self, dataset: str = "") -> None:
+        self.dataset = dataset
+        on = f" of {dataset}" if dataset else ""
+        super().__init__(f"one test graph{on}: the intervals cover training randomness and support draws on this "
+                         "graph only, not other graphs; a claim about graphs of this kind needs several test graphs")
+
+
 class NoSignalWarning(GFLWarning):
     """No compared model beats the majority-class row: the table cannot show that any model learned."""
 

@@ -40,7 +40,7 @@ from .data import GraphCollection, load_collection
 from .devices import resolve_device
 from .episodes import EpisodeSampler
 from .errors import GFLError, NoSignalWarning
-from .evaluation.statistics import warn_one_seed
+from .evaluation.statistics import ADJUSTMENTS, adjust_p, warn_one_graph, warn_one_seed
 from .evaluation.scoring import baseline_records, majority_records, paired
 from .models.baselines import PER_GRAPH, TRANSFER
 from .names import DEFAULT_SEEDS, VARIANT_DISPLAY_NAMES
@@ -48,7 +48,7 @@ from .training.parallel import portable, run_jobs, shared_collection
 from .paths import RUN_NAME_LIMIT, check_name
 from .progress import RunCounter
 from .refine import REFINE_METHODS, RefineConfig
-from .evaluation.tables import PAIRED_COLUMNS, RESULT_COLUMNS, SEED_STD, to_frame
+from .evaluation.tables import P_ADJUSTED, PAIRED_COLUMNS, RESULT_COLUMNS, SEED_STD, to_frame
 
 __all__ = ["compare", "ablate", "sweep"]
 
@@ -187,12 +187,27 @@ def _with_paired(entries: list[_Entry], reference: Any, ci: str) -> list[dict]:
     return rows
 
 
-def _table(rows: list[dict], first: Sequence[str] = ()) -> pd.DataFrame:
-    """The rows as a DataFrame: ``first``, the result columns, ``seed_std``, the paired columns, then ``seed``."""
-    df = to_frame(rows, [*first, *RESULT_COLUMNS[:-1], SEED_STD, *PAIRED_COLUMNS, "seed"])
+def _table(rows: list[dict], first: Sequence[str] = (), adjust: str = "holm") -> pd.DataFrame:
+    """The rows as a DataFrame: ``first``, the result columns, ``seed_std``, the paired columns (``p_adjusted``
+    after ``p_value``: adjusted by ``adjust`` over every comparison of the table), then ``seed``."""
+    paired = list(PAIRED_COLUMNS)
+    paired.insert(paired.index("p_value") + 1, P_ADJUSTED)
+    rows = [{**row, P_ADJUSTED: p} for row, p in zip(rows, adjust_p([row["p_value"] for row in rows], adjust))]
+    df = to_frame(rows, [*first, *RESULT_COLUMNS[:-1], SEED_STD, *paired, "seed"])
     if "n_pairs" in df:
         df["n_pairs"] = df["n_pairs"].astype("Int64")  # empty for the reference row
     return df
+
+
+def _check_adjust(adjust: str) -> None:
+    if adjust not in ADJUSTMENTS:
+        raise GFLError(f"`adjust={adjust!r}`: choose one of {', '.join(ADJUSTMENTS)}")
+
+
+def _warn_units(rows: list[dict], seeds: Sequence[int], dataset: str) -> None:
+    """The one-seed and one-test-graph warnings of a table."""
+    warn_one_seed(len(seeds), stacklevel=4)
+    warn_one_graph(min((int(row["n_graphs"]) for row in rows), default=0), dataset, stacklevel=4)
 
 
 def _find(entries: list[_Entry], name: str | None, what: str) -> _Entry:
@@ -254,6 +269,7 @@ def compare(
     reference: str | None = None,
     majority: bool = True,
     ci: str = "t",
+    adjust: str = "holm",
     root: str | os.PathLike | None = None,
     runs_root: str | os.PathLike | None = None,
     force: bool = False,
@@ -291,6 +307,10 @@ def compare(
 
             A row paired with itself (the reference) has empty paired columns.
         ci: ``t`` or ``paper`` (:mod:`gflkit.evaluation.statistics`).
+        adjust: ``holm`` (default), ``bh`` or ``none``: how ``p_adjusted``
+            adjusts the p-values over every comparison of the table (the
+            family a claim from it belongs to); a difference is shown when its
+            adjusted p-value is below 0.05.
         jobs: processes to spread the runs (model x aggregator x seed) over;
             the rows are the same as with one.
         runs_root, force: keep each trained run under ``runs_root``; an
@@ -302,9 +322,10 @@ def compare(
         One row per (model, aggregator, refinement) with the result columns
         (``n_seeds``, ``n_graphs``, ``accuracy``, ``ci95``, ``ci_over``...) and
         ``reference, delta, delta_lo, delta_hi, prob_improvement, p_value,
-        n_pairs``.
+        p_adjusted, n_pairs``.
     """
     resolve_device(device)  # a device this machine lacks fails before any work
+    _check_adjust(adjust)
     known = model_names() + (MAJORITY,) + tuple(f"gfl-{a}" for a in AGGREGATORS)
     models = list(models or model_names())
     unknown = [m for m in models if m not in known]
@@ -340,9 +361,9 @@ def compare(
             entries.append(_entry(_label(model, agg, method), model, agg, collection, records, episode_cfg,
                                   episodes, seeds, method, ci, base=_label(model, agg, "none")))
     rows = _with_paired(entries, _compare_reference(entries, reference, [r.method for r in refines]), ci)
-    warn_one_seed(len(seeds))
+    _warn_units(rows, seeds, collection.name)
     warn_no_signal(rows, collection.name)
-    return _table(rows)
+    return _table(rows, adjust=adjust)
 
 
 def warn_no_signal(rows: list[dict], dataset: str) -> None:
@@ -399,6 +420,7 @@ def ablate(
     episodes: int = 1,
     reference: str = "full",
     ci: str = "t",
+    adjust: str = "holm",
     root: str | os.PathLike | None = None,
     runs_root: str | os.PathLike | None = None,
     force: bool = False,
@@ -417,18 +439,20 @@ def ablate(
         reference: the variant the others are paired with (default ``full``);
             its own paired columns are empty.
         jobs: processes to spread the runs (variant x seed) over; same rows.
+        adjust: as :func:`compare`'s.
 
     Returns:
         One row per variant with ``delta`` (its accuracy minus the
         reference's over the same (seed, graph) units, each the mean over the
         same episodes), ``delta_lo``, ``delta_hi``, ``prob_improvement``,
-        ``p_value`` and ``n_pairs``.
+        ``p_value``, ``p_adjusted`` and ``n_pairs``.
     """
     drop = list(dict.fromkeys(drop))
     unknown = [d for d in drop if d not in ABLATIONS]
     if unknown or not drop:
         raise GFLError(f"`drop` takes {', '.join(ABLATIONS)} (got {', '.join(unknown) or 'nothing'})")
     resolve_device(device)  # a device this machine lacks fails before any work
+    _check_adjust(adjust)
     seeds = _seed_list(seeds)
     collection = load_collection(data, root)
     base = base or GFLConfig()
@@ -451,8 +475,8 @@ def ablate(
         entry.row = {"variant": name, "description": description, **entry.row}
         entries.append(entry)
     rows = _with_paired(entries, _find(entries, reference, "variants"), ci)
-    warn_one_seed(len(seeds))
-    return _table(rows, ["variant", "description"])
+    _warn_units(rows, seeds, collection.name)
+    return _table(rows, ["variant", "description"], adjust)
 
 
 def sweep(
@@ -468,6 +492,7 @@ def sweep(
     seeds: Sequence[int] | None = DEFAULT_SEEDS,
     reference: str | None = None,
     ci: str = "t",
+    adjust: str = "holm",
     root: str | os.PathLike | None = None,
     runs_root: str | os.PathLike | None = None,
     force: bool = False,
@@ -487,7 +512,8 @@ def sweep(
     first value. The reference rows' own paired columns are empty. ``seeds``:
     one training run per seed (default :data:`DEFAULT_SEEDS`). ``jobs``
     spreads the runs (value x model x seed) over that many processes (same
-    rows).
+    rows). ``adjust``: as :func:`compare`'s (``p_adjusted`` over every
+    comparison of the sweep).
     """
     if param not in SWEEP_PARAMS:
         raise GFLError(f"`param={param!r}` is not sweepable: choose one of {', '.join(SWEEP_PARAMS)}")
@@ -502,6 +528,7 @@ def sweep(
         raise GFLError(f"`param={param}` changes the GFL model: use `model=gfl` and/or protonet")
     models = list(models)
     resolve_device(device)  # a device this machine lacks fails before any work
+    _check_adjust(adjust)
     seeds = _seed_list(seeds)
     collection = load_collection(data, root)
     base = base or GFLConfig()
@@ -530,8 +557,8 @@ def sweep(
         entry.row = {"param": param, "value": value, **entry.row}
         entries.append(entry)
     rows = _with_paired(entries, _sweep_reference(entries, models, values, reference, parse), ci)
-    warn_one_seed(len(seeds))
-    return _table(rows, ["param", "value"])
+    _warn_units(rows, seeds, collection.name)
+    return _table(rows, ["param", "value"], adjust)
 
 
 def _sweep_reference(entries: list[_Entry], models: list[str], values: list[Any], reference: str | None, parse):

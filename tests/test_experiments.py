@@ -23,10 +23,10 @@ from gflkit.training.meta import fit_transfer
 
 RESULT = ["model", "aggregator", "dataset", "split", "n_seeds", "n_graphs", "k_shot", "episodes", "refine", "accuracy",
           "ci95", "ci_over", "std", "balanced_accuracy", "macro_f1", "seed_std"]
-PAIRED = ["reference", "delta", "delta_lo", "delta_hi", "prob_improvement", "p_value", "n_pairs"]
+PAIRED = ["reference", "delta", "delta_lo", "delta_hi", "prob_improvement", "p_value", "p_adjusted", "n_pairs"]
 FAST = ["--steps", "4", "--eval-every", "2", "--k-shot", "5"]
 #: The paired columns, empty on a row that is its own reference.
-EMPTY = ["reference", "delta", "delta_lo", "delta_hi", "prob_improvement", "p_value", "n_pairs"]
+EMPTY = ["reference", "delta", "delta_lo", "delta_hi", "prob_improvement", "p_value", "p_adjusted", "n_pairs"]
 ONE_SEED = "warning: one training seed"
 
 
@@ -219,7 +219,8 @@ def test_no_model_beats_majority_without_label_signal():
     models = df[df.model != "majority"]
     assert len(models) == 7 and (models.n_pairs == 3 * 8).all()  # three seeds by default, 8 test graphs
     assert not (models.delta_lo > 0).any(), models[["model", "refine", "delta", "delta_lo", "delta_hi"]]
-    assert majority.isna()[["delta", "delta_lo", "delta_hi", "prob_improvement", "p_value", "n_pairs"]].all()
+    paired = ["delta", "delta_lo", "delta_hi", "prob_improvement", "p_value", "p_adjusted", "n_pairs"]
+    assert majority.isna()[paired].all()
 
 
 def test_train_and_evaluate_with_refinement_and_paper_interval(root, tmp_path):
@@ -256,6 +257,22 @@ def test_one_test_graph_gives_an_interval_over_episodes(tmp_path):
     assert df.ci95[2] == 0
     seeds = _csv(*args)  # three seeds on one graph: the interval is over the seeds
     assert set(seeds.ci_over) == {"seeds"} and set(seeds.n_seeds) == {3} and _counts(seeds.n_pairs) == [None, 3, 3]
+    result = invoke(*args)
+    assert "warning: one test graph of tables: the intervals cover training randomness and support draws on this " \
+           "graph only" in result.stderr
+
+
+def test_p_values_are_adjusted_over_the_table(root):
+    from gflkit.evaluation.statistics import adjust_p
+
+    args = ["ablate", "tiny", "--all", "--seed", "0,1", "--episodes", "2", *FAST, "--data-root", root]
+    holm, bh, none = (csv_table(invoke(*args, "--adjust", a)) for a in ("holm", "bh", "none"))
+    for table, method in ((holm, "holm"), (bh, "bh")):
+        # p-values are printed to 3 digits
+        np.testing.assert_allclose(table.p_adjusted[1:], adjust_p(table.p_value[1:], method), rtol=5e-3)
+        assert (table.p_adjusted[1:] >= table.p_value[1:]).all() and table.p_adjusted.isna()[0]
+    assert none.p_adjusted[1:].tolist() == none.p_value[1:].tolist()
+    assert invoke("ablate", "tiny", "--adjust", "bonferroni", "--data-root", root).exit_code == 2
 
 
 def test_rerun_into_the_same_runs_root_needs_force(small_family_dir, tmp_path):

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..errors import OneSeedWarning
+from ..errors import OneGraphWarning, OneSeedWarning
 from .tables import CI_METHODS
 
 __all__ = []
@@ -290,6 +290,39 @@ def paired_estimate(records: pd.DataFrame, reference: pd.DataFrame, column: str 
     return est, prob_improvement(units)
 
 
+#: Ways of adjusting the p-values of a family of comparisons: Holm's step-down (controls the family-wise
+#: error rate), Benjamini-Hochberg (controls the false discovery rate), or none.
+ADJUSTMENTS = ("holm", "bh", "none")
+
+
+def adjust_p(p_values, method: str = "holm") -> np.ndarray:
+    """p-values adjusted over the family of comparisons they come from; NaN entries stay NaN and are not counted.
+
+    ``holm``: Holm's step-down adjustment, ``min(1, max_{j<=i} (m - j + 1) p_(j))``
+    for the ``i``-th smallest of ``m`` p-values; a comparison whose adjusted
+    p-value is below 0.05 is shown at a family-wise error rate of 5%.
+    ``bh``: Benjamini and Hochberg's step-up adjustment,
+    ``min(1, min_{j>=i} m p_(j) / j)``, for a false discovery rate of 5%.
+    ``none``: the p-values as they are.
+    """
+    if method not in ADJUSTMENTS:
+        raise ValueError(f"unknown adjustment {method!r}: choose one of {', '.join(ADJUSTMENTS)}")
+    p = np.asarray(p_values, dtype=np.float64).ravel()
+    out = p.copy()
+    keep = np.flatnonzero(~np.isnan(p))
+    m = keep.size
+    if method == "none" or m == 0:
+        return out
+    order = keep[np.argsort(p[keep], kind="stable")]
+    ranked = p[order]
+    if method == "holm":
+        adjusted = np.maximum.accumulate((m - np.arange(m)) * ranked)
+    else:
+        adjusted = np.minimum.accumulate((m * ranked / np.arange(1, m + 1))[::-1])[::-1]
+    out[order] = np.minimum(adjusted, 1.0)
+    return out
+
+
 def warn_one_seed(n_seeds: int, context: str = "experiment", stacklevel: int = 3) -> None:
     """Warn (:class:`~gflkit.errors.OneSeedWarning`) when a row's intervals come from one training seed.
 
@@ -298,3 +331,9 @@ def warn_one_seed(n_seeds: int, context: str = "experiment", stacklevel: int = 3
     """
     if n_seeds == 1:
         warnings.warn(OneSeedWarning(context), stacklevel=stacklevel)
+
+
+def warn_one_graph(n_graphs: int, dataset: str = "", stacklevel: int = 3) -> None:
+    """Warn (:class:`~gflkit.errors.OneGraphWarning`) when a table's rows are scored on one test graph."""
+    if n_graphs == 1:
+        warnings.warn(OneGraphWarning(dataset), stacklevel=stacklevel)

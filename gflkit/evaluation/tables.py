@@ -34,6 +34,10 @@ SEED_STD = "seed_std"
 #: reference row.
 PAIRED_COLUMNS = ["reference", "delta", "delta_lo", "delta_hi", "prob_improvement", "p_value", "n_pairs"]
 
+#: A table of several comparisons adds this after ``p_value``: the p-value adjusted over every comparison the
+#: table prints (:func:`gflkit.evaluation.statistics.adjust_p`). A comparison is *shown* when it is below 0.05.
+P_ADJUSTED = "p_adjusted"
+
 #: ``t``: Student-t interval with ``ddof = 1``; ``paper``: ``1.96 * std(ddof=0) / sqrt(n)``.
 CI_METHODS = ("t", "paper")
 
@@ -115,8 +119,9 @@ def write_table(df: pd.DataFrame, out: str | os.PathLike | IO[str] | None = None
     A path is written atomically (temporary file, then rename).
     """
     if fmt == "csv":
-        if "p_value" in df:  # small p-values keep their digits
-            df = df.assign(p_value=[_p_text(p) for p in df["p_value"]])
+        for column in ("p_value", "p_adjusted"):  # small p-values keep their digits
+            if column in df:
+                df = df.assign(**{column: [_p_text(p) for p in df[column]]})
         text = df.to_csv(index=False, float_format="%.4f")
     elif fmt == "json":
         text = df.to_json(orient="records", indent=1, double_precision=6) + "\n"

@@ -11,13 +11,15 @@ parameters; the forward pass then finds it. Where the model says it
 reads a batch's features graph by graph (``model.takes_feature_parts``), the
 batch is made without copying them (``batch_episodes(..., features=False)``).
 
-With several torch threads, a meta-batch is cut into parts with about the same
-number of nodes (:func:`split_by_nodes`), one per thread. Each part's forward and
-backward pass runs on a thread of its own with a share of the torch threads:
+A meta-batch is cut into :data:`STEP_PARTS` parts with about the same number of
+nodes (:func:`split_by_nodes`), whatever the number of torch threads. Each part's
+forward and backward pass runs on a thread of its own with a share of the torch
+threads (one after another when there are fewer threads than parts):
 independent work side by side instead of one kernel after another across all
 cores. The parts' gradients, weighted by their share of the graphs, are summed
-in a fixed order, so a seeded run gives the same numbers every time (and, up to
-float rounding, the numbers of the single-part computation). Meanwhile the next
+in a fixed order, so a seeded run gives the same numbers every time and on any
+thread count (and, up to float rounding, the numbers of the single-part
+computation). Meanwhile the next
 step's meta-batch (its episodes, its parts' batched graphs and whatever
 ``model.prepare`` computes) is prepared by whichever thread is done with its
 part first; the numbers do not change, the work is only done earlier.
@@ -44,22 +46,28 @@ from ..models.base import FewShotModel
 _DROPOUT = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
 
 
+#: Parts a meta-batch is cut into, whatever the thread count: the parts' gradients are summed in a fixed
+#: order, so a count that followed the threads would make the last digits follow them too.
+STEP_PARTS = 2
+
+
 def meta_batch_workers(model: nn.Module, batch_size: int) -> int:
     """How many parts :func:`meta_batch_loss` splits a meta-batch into.
 
-    One per torch thread, at most one per graph; a single part (the plain
-    computation) when gradients are off, when the model is not on the CPU, or
-    when a dropout layer would draw random numbers (parts drawing from the
-    global generator side by side would make runs irreproducible).
+    :data:`STEP_PARTS`, at most one per graph, on any number of torch threads
+    (so a seeded run gives the same numbers on 1 thread and on 16); a single
+    part (the plain computation) when gradients are off, when the model is not
+    on the CPU, or when a dropout layer would draw random numbers (parts
+    drawing from the global generator side by side would make runs
+    irreproducible).
     """
-    threads = torch.get_num_threads()
-    if threads < 2 or batch_size < 2 or not torch.is_grad_enabled():
+    if batch_size < 2 or not torch.is_grad_enabled():
         return 1
     if any(p.device.type != "cpu" for p in model.parameters()):  # the parts share the CPU's cores
         return 1
     if model.training and any(isinstance(m, _DROPOUT) and m.p > 0 for m in model.modules()):
         return 1
-    return min(threads, batch_size)
+    return min(STEP_PARTS, batch_size)
 
 
 def split_by_nodes(sizes: Sequence[int], parts: int) -> list[np.ndarray]:
@@ -250,17 +258,22 @@ def meta_batch_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: 
             job()
 
     try:
-        # The calling thread takes the first (largest) part itself: it is
-        # running already, so only the other parts' threads have to be woken.
-        pool = worker_pool(workers - 1)
-        others = [pool.submit(part, j) for j in range(1, workers)]
-        if then:
-            for _ in others:
-                pool.submit(take_jobs)
-        results = [part(0)]
-        if then:
-            take_jobs()
-        results += [f.result() for f in others]
+        if threads < workers:  # too few torch threads: the parts one after another, the same numbers
+            results = [part(j) for j in range(workers)]
+            if then:
+                take_jobs()
+        else:
+            # The calling thread takes the first (largest) part itself: it is
+            # running already, so only the other parts' threads have to be woken.
+            pool = worker_pool(workers - 1)
+            others = [pool.submit(part, j) for j in range(1, workers)]
+            if then:
+                for _ in others:
+                    pool.submit(take_jobs)
+            results = [part(0)]
+            if then:
+                take_jobs()
+            results += [f.result() for f in others]
         grads = _sums_in_order([r[0] for r in results])  # small tensors: on this thread's share
     finally:
         torch.set_num_threads(threads)

@@ -407,22 +407,34 @@ def test_parts_have_about_the_same_nodes():
         split_by_nodes([1, 2, 3], 4)
 
 
-def test_meta_batch_parts_follow_the_threads_and_avoid_dropout(small_family):
-    from gflkit.training._engine import meta_batch_workers
+def test_meta_batch_parts_do_not_follow_the_threads_and_avoid_dropout(small_family, torch_threads):
+    from gflkit.training._engine import STEP_PARTS, meta_batch_workers
 
-    threads = torch.get_num_threads()
     model = GFL(small_family.feat_size)
-    try:
-        torch.set_num_threads(2)
-        assert meta_batch_workers(model, 5) == 2
+    for threads in (1, 2, 3, 8):
+        torch_threads(threads)
+        assert meta_batch_workers(model, 5) == STEP_PARTS == 2
         assert meta_batch_workers(model, 1) == 1
-        with torch.no_grad():
-            assert meta_batch_workers(model, 5) == 1
-        assert meta_batch_workers(GFL(small_family.feat_size, GFLConfig(dropout=0.5)), 5) == 1
-        torch.set_num_threads(1)
+    with torch.no_grad():
         assert meta_batch_workers(model, 5) == 1
-    finally:
-        torch.set_num_threads(threads)
+    assert meta_batch_workers(GFL(small_family.feat_size, GFLConfig(dropout=0.5)), 5) == 1
+
+
+@pytest.mark.slow
+def test_seeded_training_gives_the_same_bits_on_any_thread_count(small_family, torch_threads):
+    """Trained weights and the result row do not depend on how many torch threads computed them."""
+    import gflkit
+
+    def trained(threads: int):
+        torch_threads(threads)
+        result, row = gflkit.train(small_family, train_cfg=TrainConfig(steps=6, eval_every=3), run_dir=False,
+                                   progress=False, return_result=True)
+        return result.model.state_dict(), row
+
+    (ref, ref_row), *others = [trained(t) for t in (1, 2, 3)]
+    for state, row in others:
+        assert all(torch.equal(ref[k], state[k]) for k in ref)
+        assert row.equals(ref_row)
 
 
 @pytest.mark.slow
@@ -568,7 +580,7 @@ def test_jobs_after_the_parts_run_once_each_on_the_parts_threads(small_family):
     assert ran == []  # one part: no second thread to fill
 
 
-def test_step_loss_prepares_nothing_on_one_thread_or_without_next_ids(small_family):
+def test_step_loss_prepares_on_one_thread_in_turn_and_nothing_without_next_ids(small_family):
     from gflkit.training._engine import StepLoss
     from gflkit.graphs import GraphCache
 
@@ -580,7 +592,7 @@ def test_step_loss_prepares_nothing_on_one_thread_or_without_next_ids(small_fami
         torch.set_num_threads(1)
         one = StepLoss(model, lambda sampler, step: ids)
         one(cache, sampler, ids, 1)
-        assert one._ahead is None
+        assert one._ahead is not None and all(f.done() for f in one._ahead[2])  # prepared after the parts
         torch.set_num_threads(2)
         unknown = StepLoss(model)
         unknown(cache, sampler, ids, 1)
