@@ -154,8 +154,7 @@ def test_no_module_is_named_like_an_export():
 #: Lines a module of gflkit/ or cli/ may have: one job per file.
 MAX_LINES = 500
 #: Files still over the limit while they are being split; this list only shrinks.
-OVER_LIMIT_FOR_NOW = {"cli/options.py", "gflkit/data/collection.py", "gflkit/prediction/predictor.py",
-                      "gflkit/plotting/__init__.py", "gflkit/experiments.py", "gflkit/data/sources/tables.py"}
+OVER_LIMIT_FOR_NOW = {"gflkit/prediction/predictor.py", "gflkit/experiments.py", "gflkit/data/sources/tables.py"}
 
 
 def test_no_module_is_over_the_line_limit():
@@ -164,3 +163,5 @@ def test_no_module_is_over_the_line_limit():
     over = {str(path.relative_to(root)): n for path in files if (n := len(path.read_text().splitlines())) > MAX_LINES}
     unexpected = {name: n for name, n in over.items() if name not in OVER_LIMIT_FOR_NOW}
     assert not unexpected, f"split these modules by concept (at most {MAX_LINES} lines): {unexpected}"
+    split = sorted(OVER_LIMIT_FOR_NOW - set(over))
+    assert not split, f"now within the limit, take them off OVER_LIMIT_FOR_NOW: {', '.join(split)}"
