@@ -8,16 +8,15 @@ from gflkit.config import ABLATIONS, AGGREGATORS
 from gflkit.names import DEFAULT_SEEDS, SWEEP_PARAM_NAMES, model_names
 
 from .options import (ChoiceList, IntList, NameList, SectionedCommand, adjust_option, ci_option, config_option,
-                      data_root_option, device_option, emit, jobs_option, output_options, refine_configs,
-                      refine_options,
-                      runs_root_option)
+                      data_root_option, device_option, emit, info, jobs_option, output_options, refine_configs,
+                      refine_options, runs_root_option)
 from .run import (EPISODE_SECTION, MODEL_SECTION, SCORING_SECTION, TRAIN_SECTION, episode_config, episode_options,
                   model_options, model_options_with, model_overrides, train_config, train_options)
 
 #: The ``--help`` sections of compare, ablate and sweep after their own common options.
 _TABLE_SECTIONS = [MODEL_SECTION, EPISODE_SECTION, TRAIN_SECTION, SCORING_SECTION,
                    ("Run and output", ["runs_root", "force", "config_file", "fmt"]), ("Advanced", [])]
-_TABLE_COMMON = ["seed", "k_shot", "steps", "episodes", "jobs", "data_root", "output"]
+_TABLE_COMMON = ["seed", "k_shot", "steps", "episodes", "jobs", "data_root", "output", "records"]
 
 
 def _sections(first: list[str], model: list[str] = ()) -> list[tuple[str, list[str]]]:
@@ -26,8 +25,21 @@ def _sections(first: list[str], model: list[str] = ()) -> list[tuple[str, list[s
     return [("Common", [*first, *_TABLE_COMMON]), (title, [*model, *keys]), *_TABLE_SECTIONS[1:]]
 
 
+def _emit(table, output, fmt: str, records: str | None) -> None:
+    """The table to stdout or ``output``; its records, when asked for, to ``records`` (written first)."""
+    if records is not None:
+        from gflkit.io import atomic_write_text
+
+        atomic_write_text(records, table.attrs["records"].to_csv(index=False))
+        info(f"wrote {records}")
+    emit(table, output, fmt)
+
+
 def _common(f):
     """Options every experiment shares: episodes, training, seeds, output."""
+    f = click.option("--records", "records", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+                     help="Also write every record the rows summarise (one line per row, seed, test graph and "
+                          "episode) to this CSV; `gflkit summarize FILE` prints the same table from it.")(f)
     f = output_options(f)
     f = data_root_option(f)
     f = jobs_option(f)
@@ -84,7 +96,7 @@ def _split_names(text: str | None) -> list[str] | None:
 @model_options_with({"aggregator": "mean and att, a row each"}, {"aggregator": ChoiceList(AGGREGATORS)})
 @_common
 def compare(data, model, seed, majority, reference, ci, adjust, runs_root, force, jobs, device, episodes, data_root,
-            output, fmt, **kwargs):
+            output, fmt, records, **kwargs):
     """Table 2: GFL against the baselines on DATA's test graphs, as CSV.
 
     One row per (model, refinement), each model trained once per --seed
@@ -107,7 +119,7 @@ def compare(data, model, seed, majority, reference, ci, adjust, runs_root, force
         episodes=episodes, seeds=seed, refines=refines, reference=reference, majority=majority,
         ci=ci, adjust=adjust, root=data_root, runs_root=runs_root, force=force, jobs=jobs, device=device,
     )
-    emit(table, output, fmt)
+    _emit(table, output, fmt, records)
 
 
 @click.command(cls=SectionedCommand, sections=_sections(["drop", "all_"]))
@@ -119,7 +131,7 @@ def compare(data, model, seed, majority, reference, ci, adjust, runs_root, force
 @model_options
 @_common
 def ablate(data, drop, all_, seed, reference, ci, adjust, runs_root, force, jobs, device, episodes, data_root, output,
-           fmt, **kwargs):
+           fmt, records, **kwargs):
     """Table 3: the full model against variants without a component, as CSV.
 
     One row per variant (one run per --seed, default 0,1,2) with accuracy,
@@ -140,7 +152,7 @@ def ablate(data, drop, all_, seed, reference, ci, adjust, runs_root, force, jobs
         episodes=episodes, reference=reference or "full", ci=ci, adjust=adjust, root=data_root, runs_root=runs_root,
         force=force, jobs=jobs, device=device,
     )
-    emit(table, output, fmt)
+    _emit(table, output, fmt, records)
 
 
 @click.command(cls=SectionedCommand, sections=_sections(["param", "values", "model"]))
@@ -154,7 +166,7 @@ def ablate(data, drop, all_, seed, reference, ci, adjust, runs_root, force, jobs
 @model_options
 @_common
 def sweep(data, param, values, model, seed, reference, ci, adjust, runs_root, force, jobs, device, episodes,
-          data_root, output, fmt, **kwargs):
+          data_root, output, fmt, records, **kwargs):
     """Sensitivity (Tables 4-6, Figure 3): one CSV row per (value, model).
 
     Each model is trained once per --seed (default 0,1,2). Each row is paired
@@ -171,7 +183,23 @@ def sweep(data, param, values, model, seed, reference, ci, adjust, runs_root, fo
         reference=reference, ci=ci, adjust=adjust, episodes=episodes, root=data_root, runs_root=runs_root,
         force=force, jobs=jobs, device=device,
     )
-    emit(table, output, fmt)
+    _emit(table, output, fmt, records)
 
 
-COMMANDS = [compare, ablate, sweep]
+@click.command()
+@click.argument("records_file", metavar="RECORDS", type=click.Path(exists=True, dir_okay=False))
+@ci_option
+@adjust_option
+@output_options
+def summarize(records_file, ci, adjust, output, fmt):
+    """The table of compare, ablate or sweep again, from the records it wrote (--records RECORDS).
+
+    With the command's --ci and --adjust the rows are the ones it printed, to
+    the last digit; another --ci or --adjust rechecks the same records.
+    """
+    from gflkit.evaluation.summary import read_records, summarize as summarize_records
+
+    emit(summarize_records(read_records(records_file), ci=ci, adjust=adjust), output, fmt)
+
+
+COMMANDS = [compare, ablate, sweep, summarize]

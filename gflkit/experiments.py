@@ -26,7 +26,6 @@ runs.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import warnings
 from dataclasses import dataclass, replace
@@ -40,7 +39,7 @@ from .data import GraphCollection, load_collection
 from .devices import resolve_device
 from .episodes import EpisodeSampler
 from .errors import GFLError, NoSignalWarning
-from .evaluation.statistics import ADJUSTMENTS, adjust_p, warn_one_graph, warn_one_seed
+from .evaluation.statistics import ADJUSTMENTS
 from .evaluation.scoring import baseline_records, majority_records, paired
 from .models.baselines import PER_GRAPH, TRANSFER
 from .names import DEFAULT_SEEDS, VARIANT_DISPLAY_NAMES
@@ -48,7 +47,7 @@ from .training.parallel import portable, run_jobs, shared_collection
 from .paths import RUN_NAME_LIMIT, check_name
 from .progress import RunCounter
 from .refine import REFINE_METHODS, RefineConfig
-from .evaluation.tables import P_ADJUSTED, PAIRED_COLUMNS, RESULT_COLUMNS, SEED_STD, to_frame
+from .evaluation.summary import EMPTY_PAIRED, result_table, table_records, warn_units
 
 __all__ = ["compare", "ablate", "sweep"]
 
@@ -167,11 +166,6 @@ def _entry(label: str, model: str, aggregator: str, collection: GraphCollection,
     return _Entry(label, row, records, base if base is not None else label)
 
 
-#: The paired columns of a row that is its own reference: empty.
-_EMPTY_PAIRED = {"reference": None, "delta": math.nan, "delta_lo": math.nan, "delta_hi": math.nan,
-                 "prob_improvement": math.nan, "p_value": math.nan, "n_pairs": None}
-
-
 def _with_paired(entries: list[_Entry], reference: Any, ci: str) -> list[dict]:
     """Rows with the paired columns against ``reference``: an entry, or a function of an entry.
 
@@ -181,33 +175,22 @@ def _with_paired(entries: list[_Entry], reference: Any, ci: str) -> list[dict]:
     for e in entries:
         ref = reference(e) if callable(reference) else reference
         if ref is e:
-            rows.append({**e.row, **_EMPTY_PAIRED})
+            rows.append({**e.row, **EMPTY_PAIRED})
         else:
             rows.append({**e.row, "reference": ref.label, **paired(e.records, ref.records, ci)})
     return rows
 
 
-def _table(rows: list[dict], first: Sequence[str] = (), adjust: str = "holm") -> pd.DataFrame:
-    """The rows as a DataFrame: ``first``, the result columns, ``seed_std``, the paired columns (``p_adjusted``
-    after ``p_value``: adjusted by ``adjust`` over every comparison of the table), then ``seed``."""
-    paired = list(PAIRED_COLUMNS)
-    paired.insert(paired.index("p_value") + 1, P_ADJUSTED)
-    rows = [{**row, P_ADJUSTED: p} for row, p in zip(rows, adjust_p([row["p_value"] for row in rows], adjust))]
-    df = to_frame(rows, [*first, *RESULT_COLUMNS[:-1], SEED_STD, *paired, "seed"])
-    if "n_pairs" in df:
-        df["n_pairs"] = df["n_pairs"].astype("Int64")  # empty for the reference row
-    return df
+def _with_records(table: pd.DataFrame, entries: list[_Entry], rows: list[dict],
+                  first: Sequence[str] = ()) -> pd.DataFrame:
+    """``table`` with its records in ``table.attrs["records"]`` (:func:`gflkit.evaluation.summary.table_records`)."""
+    table.attrs["records"] = table_records([e.label for e in entries], rows, [e.records for e in entries], first)
+    return table
 
 
 def _check_adjust(adjust: str) -> None:
     if adjust not in ADJUSTMENTS:
         raise GFLError(f"`adjust={adjust!r}`: choose one of {', '.join(ADJUSTMENTS)}")
-
-
-def _warn_units(rows: list[dict], seeds: Sequence[int], dataset: str) -> None:
-    """The one-seed and one-test-graph warnings of a table."""
-    warn_one_seed(len(seeds), stacklevel=4)
-    warn_one_graph(min((int(row["n_graphs"]) for row in rows), default=0), dataset, stacklevel=4)
 
 
 def _find(entries: list[_Entry], name: str | None, what: str) -> _Entry:
@@ -361,9 +344,9 @@ def compare(
             entries.append(_entry(_label(model, agg, method), model, agg, collection, records, episode_cfg,
                                   episodes, seeds, method, ci, base=_label(model, agg, "none")))
     rows = _with_paired(entries, _compare_reference(entries, reference, [r.method for r in refines]), ci)
-    _warn_units(rows, seeds, collection.name)
+    warn_units(rows, len(seeds), collection.name)
     warn_no_signal(rows, collection.name)
-    return _table(rows, adjust=adjust)
+    return _with_records(result_table(rows, adjust=adjust), entries, rows)
 
 
 def warn_no_signal(rows: list[dict], dataset: str) -> None:
@@ -475,8 +458,9 @@ def ablate(
         entry.row = {"variant": name, "description": description, **entry.row}
         entries.append(entry)
     rows = _with_paired(entries, _find(entries, reference, "variants"), ci)
-    _warn_units(rows, seeds, collection.name)
-    return _table(rows, ["variant", "description"], adjust)
+    warn_units(rows, len(seeds), collection.name)
+    first = ["variant", "description"]
+    return _with_records(result_table(rows, first, adjust), entries, rows, first)
 
 
 def sweep(
@@ -557,8 +541,8 @@ def sweep(
         entry.row = {"param": param, "value": value, **entry.row}
         entries.append(entry)
     rows = _with_paired(entries, _sweep_reference(entries, models, values, reference, parse), ci)
-    _warn_units(rows, seeds, collection.name)
-    return _table(rows, ["param", "value"], adjust)
+    warn_units(rows, len(seeds), collection.name)
+    return _with_records(result_table(rows, ["param", "value"], adjust), entries, rows, ["param", "value"])
 
 
 def _sweep_reference(entries: list[_Entry], models: list[str], values: list[Any], reference: str | None, parse):

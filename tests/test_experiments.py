@@ -317,3 +317,33 @@ def test_no_warning_when_a_model_beats_the_majority_row_or_there_is_none():
         warnings.simplefilter("error")
         warn_no_signal(_rows(41.0, 40.0, 41.5), "cora")
         warn_no_signal([{"model": "gfl", "accuracy": 10.0}], "cora")
+
+
+@pytest.mark.parametrize("command", [
+    ["compare", "--model", "protonet,lp", "--refine", "none,lp", "--seed", "0,1"],
+    ["ablate", "--drop", "gate", "--seed", "0,1", "--episodes", "2"],
+    ["sweep", "--param", "k-shot", "--values", "2,3", "--model", "gfl,protonet", "--seed", "1"],
+])
+def test_summarize_prints_the_table_again_from_its_records(root, tmp_path, command):
+    records = tmp_path / "records.csv"
+    printed = invoke(command[0], "tiny", *command[1:], "--steps", "2", "--eval-every", "2", "--k-shot", "2",
+                     "--data-root", root, "--records", records)
+    assert printed.exit_code == 0, printed.output
+    again = invoke("summarize", records)
+    assert again.exit_code == 0, again.output
+    assert again.stdout == printed.stdout
+    stored = pd.read_csv(records, keep_default_na=False)
+    assert {"row", "reference", "seed", "graph_id", "episode", "accuracy"} <= set(stored.columns)
+    table = csv_table(printed)
+    assert stored.groupby("row", sort=False).ngroups == len(table)
+    # another adjustment of the same records changes p_adjusted alone
+    unadjusted = csv_table(invoke("summarize", records, "--adjust", "none"))
+    assert unadjusted.drop(columns="p_adjusted").equals(table.drop(columns="p_adjusted"))
+    assert unadjusted.p_adjusted.equals(unadjusted.p_value.rename("p_adjusted"))
+
+
+def test_summarize_names_what_is_wrong_with_the_records(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("model,accuracy\ngfl,0.5\n")
+    result = invoke("summarize", bad)
+    assert result.exit_code == 1 and "records without the column(s) row, reference" in result.output
