@@ -96,7 +96,8 @@ def summarize(records: pd.DataFrame, ci: str = "t", adjust: str = "holm") -> pd.
     missing = [c for c in (ROW, REFERENCE, *ROW_FIELDS, "seed", "graph_id", "episode", "accuracy")
                if c not in records]
     if missing:
-        raise GFLError(f"records without the column(s) {', '.join(missing)}: give the CSV that --records wrote")
+        raise GFLError(f"records without the column(s) {', '.join(missing)}: give the records CSV that compare, "
+                       "ablate or sweep wrote")
     first = [c for c in FIRST_COLUMNS if c in records]
     own = [c for c in records if c not in (*first, ROW, REFERENCE, *ROW_FIELDS)]
     groups = {label: part for label, part in records.groupby(ROW, sort=False)}
