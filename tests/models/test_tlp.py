@@ -247,3 +247,27 @@ def test_cli_bad_option_is_one_line(root, tmp_path):
     one_line_error(invoke("train", "tiny", "--model", "tlp", "--option", "tau=0", *CLI_FAST, "--run-dir",
                           tmp_path / "bad", "--data-root", root), "tau=0")
     assert not (tmp_path / "bad").exists()
+
+
+@pytest.mark.parametrize("name", ["tlp", "tlp-bgrl"])
+def test_transductive_steps_pretrain_a_copy_on_the_graph_being_labelled(name):
+    g = _graph(120)
+    frozen = TRANSFER[name](8, 3)
+    adapted = TRANSFER[name](8, 3, transductive_steps=5)
+    adapted.load_state_dict(frozen.state_dict())
+    before = {k: v.clone() for k, v in adapted.state_dict().items()}
+    label = g.ndata.pop("label")  # no label is there to be read
+    z = adapted.embed(g)
+    assert not torch.equal(z, frozen.embed(g))  # the copy moved
+    assert all(torch.equal(before[k], v) for k, v in adapted.state_dict().items())  # the model did not
+    torch.manual_seed(123)
+    assert torch.equal(adapted.embed(g), z)  # its own generator: the same embedding whatever came before
+    g.ndata["label"] = label
+    assert adapted.class_scores(g, [torch.tensor([0]), torch.tensor([1]), torch.tensor([2])]).shape == (120, 3)
+
+
+def test_transductive_steps_need_a_label_free_loss():
+    with pytest.raises(ValueError, match="supervised encoder has no label-free loss"):
+        TRANSFER["tlp-sup"](8, 3, transductive_steps=5)
+    with pytest.raises(ValueError, match="transductive_steps must be at least 0"):
+        TRANSFER["tlp"](8, 3, transductive_steps=-1)

@@ -33,6 +33,12 @@ model name, recorded in the run's ``pretrain`` option):
   cross-entropy on the labelled nodes of the train graphs; the head is not
   used on a test graph.
 
+With the option ``transductive_steps`` (``--option transductive_steps=N``), as
+TLP's paper runs it, each graph being labelled is embedded by a copy of the
+pretrained encoder trained N more steps with the same self-supervised loss on
+that graph alone (unlabelled, queries included; warm-started from the train
+graphs' pretraining), then probed; by default (0) the encoder stays frozen.
+
 Pretraining runs in the shared training loop (:func:`gflkit.training.meta.fit_transfer`:
 Adam, ``meta_batch`` graphs per step), for GRACE and BGRL with their papers' learning
 rate 5e-4 and weight decay 1e-5 unless others are given (the supervised variant
@@ -64,8 +70,9 @@ __all__: list[str] = []
 PRETRAIN_METHODS = ("grace", "bgrl", "supervised")
 
 
-def augmented_view(g: dgl.DGLGraph, drop_edge: float, mask_feat: float) -> tuple[dgl.DGLGraph, torch.Tensor]:
-    """A random view of ``g`` (GRACE's augmentations), drawn from the global torch generator.
+def augmented_view(g: dgl.DGLGraph, drop_edge: float, mask_feat: float,
+                   generator: torch.Generator | None = None) -> tuple[dgl.DGLGraph, torch.Tensor]:
+    """A random view of ``g`` (GRACE's augmentations), drawn from ``generator`` (default: the global one).
 
     Every edge but the self-loops is dropped with probability ``drop_edge`` (each
     direction on its own, as GRACE does); every feature column is zeroed with
@@ -78,23 +85,24 @@ def augmented_view(g: dgl.DGLGraph, drop_edge: float, mask_feat: float) -> tuple
         returns the view (self-loops kept, its own GCN normalisation) and its features ``(N, F)``.
     """
     src, dst = g.edges()
-    keep = (src == dst) | (torch.rand(len(src), device=src.device) >= drop_edge)
+    keep = (src == dst) | (torch.rand(len(src), device=src.device, generator=generator) >= drop_edge)
     view = add_gcn_norm(dgl.graph((src[keep], dst[keep]), num_nodes=g.num_nodes()))
     x = g.ndata["feat"]
-    mask = (torch.rand(x.shape[1], device=x.device) >= mask_feat).to(x.dtype)
+    mask = (torch.rand(x.shape[1], device=x.device, generator=generator) >= mask_feat).to(x.dtype)
     return view, x * mask
 
 
-def anchor_nodes(n: int, max_nodes: int, device: torch.device | None = None) -> torch.Tensor:
+def anchor_nodes(n: int, max_nodes: int, device: torch.device | None = None,
+                 generator: torch.Generator | None = None) -> torch.Tensor:
     """The anchors of one graph's contrastive loss: all ``n`` nodes in order when ``n <= max_nodes``,
-    else ``max_nodes`` of them drawn without replacement from the global torch generator.
+    else ``max_nodes`` of them drawn without replacement from ``generator`` (default: the global one).
 
     Shapes:
         returns ``(min(n, max_nodes),)`` node ids.
     """
     if n <= max_nodes:
         return torch.arange(n, device=device)
-    return torch.randperm(n, device=device)[:max_nodes]
+    return torch.randperm(n, device=device, generator=generator)[:max_nodes]
 
 
 def grace_loss(u: torch.Tensor, v: torch.Tensor, tau: float) -> torch.Tensor:
@@ -145,6 +153,10 @@ class TransductiveLinearProbe(TransferBaseline):
         ema: BGRL's target decay.
         probe_weight_decay: L2 penalty of the linear probe.
         probe_iter: L-BFGS iterations of the probe.
+        transductive_steps: self-supervised steps on each graph being labelled before it is embedded
+            (GRACE or BGRL on that graph alone, warm-started from the pretrained encoder; no label is read),
+            as TLP's paper pretrains on the target graph; 0 (default): the encoder stays frozen.
+        transductive_lr: Adam's learning rate for those steps.
 
     Shapes:
         :meth:`embed` -> ``(N, out_feats)``; :meth:`class_scores` -> ``(N, C)``.
@@ -160,7 +172,8 @@ class TransductiveLinearProbe(TransferBaseline):
     def __init__(self, in_feats: int, num_classes: int, *, pretrain: str | None = None, hidden_feats: int = 32,
                  out_feats: int = 32, proj_feats: int = 32, drop_edge_1: float = 0.2, drop_edge_2: float = 0.4,
                  mask_feat_1: float = 0.3, mask_feat_2: float = 0.4, tau: float = 0.5, max_nodes: int = 1024,
-                 ema: float = 0.99, probe_weight_decay: float = 1e-3, probe_iter: int = 500) -> None:
+                 ema: float = 0.99, probe_weight_decay: float = 1e-3, probe_iter: int = 500,
+                 transductive_steps: int = 0, transductive_lr: float = 5e-4) -> None:
         pretrain = self.method if pretrain is None else pretrain
         if pretrain != self.method:
             other = {m: n for n, m in _NAMES.items()}.get(pretrain)
@@ -180,10 +193,16 @@ class TransductiveLinearProbe(TransferBaseline):
             raise ValueError("probe_weight_decay must be positive and probe_iter at least 1")
         if min(hidden_feats, out_feats, proj_feats) < 1:
             raise ValueError("hidden_feats, out_feats and proj_feats must be positive")
+        if transductive_steps < 0 or not transductive_lr > 0:
+            raise ValueError("transductive_steps must be at least 0 and transductive_lr positive")
+        if transductive_steps and pretrain == "supervised":
+            raise ValueError("transductive_steps: the supervised encoder has no label-free loss to pretrain on a "
+                             "test graph; use tlp or tlp-bgrl")
         super().__init__(in_feats, num_classes, pretrain=pretrain, hidden_feats=hidden_feats, out_feats=out_feats,
                          proj_feats=proj_feats, drop_edge_1=drop_edge_1, drop_edge_2=drop_edge_2,
                          mask_feat_1=mask_feat_1, mask_feat_2=mask_feat_2, tau=tau, max_nodes=max_nodes, ema=ema,
-                         probe_weight_decay=probe_weight_decay, probe_iter=probe_iter)
+                         probe_weight_decay=probe_weight_decay, probe_iter=probe_iter,
+                         transductive_steps=transductive_steps, transductive_lr=transductive_lr)
         self.encoder = GCNEncoder(in_feats, hidden_feats, out_feats)
         if pretrain == "grace":
             self.projector = nn.Sequential(nn.Linear(out_feats, proj_feats), nn.ELU(), nn.Linear(proj_feats, out_feats))
@@ -196,16 +215,17 @@ class TransductiveLinearProbe(TransferBaseline):
 
     # -- pretraining ---------------------------------------------------------------------------------------------
 
-    def _views(self, g: dgl.DGLGraph) -> list[tuple[dgl.DGLGraph, torch.Tensor]]:
+    def _views(self, g: dgl.DGLGraph, generator: torch.Generator | None = None) -> list[
+            tuple[dgl.DGLGraph, torch.Tensor]]:
         o = self.options
-        return [augmented_view(g, o["drop_edge_1"], o["mask_feat_1"]),
-                augmented_view(g, o["drop_edge_2"], o["mask_feat_2"])]
+        return [augmented_view(g, o["drop_edge_1"], o["mask_feat_1"], generator),
+                augmented_view(g, o["drop_edge_2"], o["mask_feat_2"], generator)]
 
-    def contrastive_loss(self, g: dgl.DGLGraph) -> torch.Tensor:
+    def contrastive_loss(self, g: dgl.DGLGraph, generator: torch.Generator | None = None) -> torch.Tensor:
         """GRACE's loss on one graph: two views, at most ``max_nodes`` anchors (:func:`grace_loss`)."""
-        (g1, x1), (g2, x2) = self._views(g)
+        (g1, x1), (g2, x2) = self._views(g, generator)
         h1, h2 = self.encoder(g1, x1), self.encoder(g2, x2)  # (N, d): linear in N
-        nodes = anchor_nodes(g.num_nodes(), self.options["max_nodes"], h1.device)
+        nodes = anchor_nodes(g.num_nodes(), self.options["max_nodes"], h1.device, generator)
         return grace_loss(self.projector(h1[nodes]), self.projector(h2[nodes]), self.options["tau"])
 
     @torch.no_grad()
@@ -215,9 +235,9 @@ class TransductiveLinearProbe(TransferBaseline):
         for t, o in zip(self.target.parameters(), self.encoder.parameters()):
             t.mul_(m).add_(o.detach(), alpha=1 - m)
 
-    def bootstrap_loss(self, g: dgl.DGLGraph) -> torch.Tensor:
+    def bootstrap_loss(self, g: dgl.DGLGraph, generator: torch.Generator | None = None) -> torch.Tensor:
         """BGRL's symmetric loss on one graph: each view's prediction against the other view's target."""
-        (g1, x1), (g2, x2) = self._views(g)
+        (g1, x1), (g2, x2) = self._views(g, generator)
         p1, p2 = self.predictor(self.encoder(g1, x1)), self.predictor(self.encoder(g2, x2))
         with torch.no_grad():
             t1, t2 = self.target(g1, x1), self.target(g2, x2)
@@ -249,8 +269,36 @@ class TransductiveLinearProbe(TransferBaseline):
 
     @torch.no_grad()
     def embed(self, g: dgl.DGLGraph) -> torch.Tensor:
-        """The frozen encoder's node embeddings. Shapes: ``(N, out_feats)``."""
-        return self.encoder(g)
+        """The encoder's node embeddings: the frozen pretrained encoder's, or, with
+        ``transductive_steps``, those of a copy pretrained further on ``g`` itself
+        (:meth:`adapted_to`). Shapes: ``(N, out_feats)``."""
+        encoder = self.adapted_to(g) if self.options["transductive_steps"] else self.encoder
+        return encoder(g)
+
+    def adapted_to(self, g: dgl.DGLGraph) -> nn.Module:
+        """A copy of the encoder pretrained ``transductive_steps`` more steps on ``g`` alone, as TLP's paper
+        pretrains on the graph being labelled: the same self-supervised loss, no label, Adam at
+        ``transductive_lr``; this model is left as it was.
+
+        The views and anchors are drawn from a generator seeded with 0 for each graph, so a graph's
+        embeddings do not depend on which graphs were embedded before it, nor on the thread that embeds it.
+        """
+        work = copy.deepcopy(self)
+        work.options = {**self.options, "transductive_steps": 0}
+        params = [p for p in work.parameters() if p.requires_grad]
+        optimizer = torch.optim.Adam(params, lr=self.options["transductive_lr"], weight_decay=1e-5)
+        generator = torch.Generator(device=g.device).manual_seed(0)
+        with torch.enable_grad():
+            for _ in range(self.options["transductive_steps"]):
+                optimizer.zero_grad()
+                if self.method == "bgrl":
+                    work.update_target()
+                    loss = work.bootstrap_loss(g, generator)
+                else:
+                    loss = work.contrastive_loss(g, generator)
+                loss.backward()
+                optimizer.step()
+        return work.encoder.requires_grad_(False)
 
     @torch.no_grad()
     def shared_embeddings(self, g: dgl.DGLGraph) -> torch.Tensor:
