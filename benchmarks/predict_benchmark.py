@@ -72,7 +72,7 @@ def train_run(folder: Path, feats: int, seed: int) -> Path:
 def child(args: argparse.Namespace) -> None:
     """Predict once, phase by phase; print timings and peak RSS as JSON."""
     import gflkit
-    from gflkit.prediction.predictor import read_graph, read_labels
+    from gflkit.prediction.inputs import read_graph, read_labels
 
     out: dict[str, float] = {}
     t0 = time.perf_counter()
