@@ -98,7 +98,7 @@ ESTIMATE_FOLDS = 5
 ESTIMATE_REPEATS = 3
 #: predict's candidates in the order ``auto`` prefers among those the labels cannot tell apart
 #: (:mod:`gflkit.prediction.selection`), and how many paired standard errors count as a tie.
-PREDICT_ORDER = ("model", "model+lp", "lp", "centroid-sgc", "ridge-sgc", "cs", "model+cs", "centroid", "ridge")
+PREDICT_ORDER = ("model", "model+lp", "ridge-sgc", "lp", "centroid-sgc", "cs", "model+cs", "ridge", "centroid")
 PREDICT_TOLERANCE = 1.0
 #: Thresholds of predict's feature-shift warnings (``gflkit.prediction.diagnostics``): mean shift in training
 #: standard deviations, typical factor of the spread, all-zero rows above the training share.

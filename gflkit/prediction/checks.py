@@ -112,6 +112,6 @@ def escape_formulas(df: pd.DataFrame) -> pd.DataFrame:
 
     out = df.copy()
     for col in out.columns:
-        if out[col].dtype == object:
-            out[col] = out[col].map(escape)
+        if pd.api.types.is_object_dtype(out[col]) or pd.api.types.is_string_dtype(out[col]):
+            out[col] = out[col].map(escape).astype(object)
     return out.rename(columns=escape)

@@ -143,10 +143,10 @@ def paired_gap(best: Estimate, other: Estimate) -> float:
     return 0.0 if mean <= 0 else (mean / se if se > 0 else math.inf)
 
 
-def choose(estimates: dict[str, Estimate], available: Sequence[str], tolerance: float = TOLERANCE
-           ) -> tuple[str, str, dict[str, float]]:
+def choose(estimates: dict[str, Estimate], available: Sequence[str], tolerance: float = TOLERANCE,
+           order: Sequence[str] = ORDER) -> tuple[str, str, dict[str, float]]:
     """The rule of ``auto`` (module docstring): the chosen name, why, and each candidate's gap in SE."""
-    names = [n for n in ORDER if n in available] + [n for n in available if n not in ORDER]
+    names = [n for n in order if n in available] + [n for n in available if n not in order]
     scored = {n: estimates[n] for n in names if n in estimates and estimates[n].accuracy is not None}
     if not scored:
         first = next((n for n in FALLBACK if n in names), names[0])
@@ -158,7 +158,7 @@ def choose(estimates: dict[str, Estimate], available: Sequence[str], tolerance: 
         why = "the best estimate"
     else:
         why = (f"within {tolerance:g} standard error of the best estimate ({best}: "
-               f"{_pct(scored[best].balanced_accuracy)}) and first in the fixed order {', '.join(ORDER)}")
+               f"{_pct(scored[best].balanced_accuracy)}) and first in the fixed order {', '.join(order)}")
     return chosen, why, gaps
 
 
