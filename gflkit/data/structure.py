@@ -128,3 +128,19 @@ def structural_features(src, dst, num_nodes: int, dims: int = SPECTRAL_DIMS, ite
     if dims > 0:
         blocks.append(_unit_block(spectral_coordinates(a, dims, iterations, seed)))
     return torch.from_numpy(np.hstack(blocks).astype(np.float32))
+
+
+#: Where a collection records that its features are structural (``meta``), and how they were computed.
+STRUCTURE_KEY = "structural_features"
+
+
+def give_structural_features(collection, dims: int = 0, seed: int = 0):
+    """Replace every graph's features of ``collection`` by :func:`structural_features` (``dims=0``: the degree
+    profile alone, which means the same on every graph, so a model trained on them transfers), and record it
+    in ``collection.meta`` (:data:`STRUCTURE_KEY`), so a run trained on it computes them for a graph that has
+    no features (:meth:`gflkit.prediction.predictor.Predictor.prepare`). Returns ``collection``."""
+    for g in collection.graphs:
+        src, dst = g.edges()
+        g.ndata["feat"] = structural_features(src, dst, g.num_nodes(), dims, seed=seed)
+    collection.meta[STRUCTURE_KEY] = {"dims": int(dims), "seed": int(seed)}
+    return collection

@@ -41,6 +41,7 @@ import logging
 import os
 import warnings as pywarnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Hashable, Mapping, Sequence
 
 import dgl
@@ -50,7 +51,7 @@ import torch
 from torch import nn
 
 from ..data.collection import undirected_edges
-from ..data.structure import SPECTRAL_DIMS, structural_features
+from ..data.structure import SPECTRAL_DIMS, STRUCTURE_KEY, structural_features
 from ..data.transform import FeatureTransform, feature_fingerprint, load_transform
 from ..devices import resolve_device
 from ..errors import GFLError
@@ -141,6 +142,7 @@ class Predictor:
     stats: FeatureStats | None = None
     collection: str | None = None
     stats_source: str = "the run"
+    structure: dict[str, Any] | None = None
 
     @property
     def name(self) -> str:
@@ -199,7 +201,15 @@ class Predictor:
         (:func:`~gflkit.data.collection.undirected_edges`, as for an edge table), self-loops added."""
         if g.num_nodes() == 0:
             raise GFLError(f"{what}: the graph has no nodes")
-        if "feat" not in g.ndata or g.ndata["feat"].shape[1] == 0:
+        featureless = "feat" not in g.ndata or g.ndata["feat"].shape[1] == 0
+        if featureless and self.structure is not None:  # the run was trained on structural features: compute them
+            h = simple_graph(g)
+            src, dst = h.edges()
+            h.ndata["feat"] = self.model_features(structural_features(src, dst, h.num_nodes(), self.structure["dims"],
+                                                                      seed=self.structure["seed"]), what)
+            h = prepare_graph(h)
+            return h if self.device.type == "cpu" else h.to(self.device)
+        if featureless:
             raise GFLError(f"{what}: the graph has no node features (ndata['feat']); the run's model needs "
                            f"{self.in_feats} per node (predict answers with the candidates that need no run)")
         h = simple_graph(g)
@@ -447,5 +457,12 @@ def load(run: str | os.PathLike, root: str | os.PathLike | None = None,
     stats = FeatureStats.from_dict(meta.get("feature_stats"))
     if stats is not None and len(stats.mean) != int(getattr(module, "in_feats", len(stats.mean))):
         stats = None
-    return Predictor(module, meta, transform, fingerprint, device, stats, str(folder) if same_features else None)
+    structure = None
+    if folder is not None and same_features:
+        import json
+
+        manifest = json.loads((Path(folder) / "manifest.json").read_text())
+        structure = (manifest.get("meta") or {}).get(STRUCTURE_KEY)
+    return Predictor(module, meta, transform, fingerprint, device, stats, str(folder) if same_features else None,
+                     structure=structure)
 

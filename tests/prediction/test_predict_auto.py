@@ -195,3 +195,39 @@ def test_shifted_sbm_five_labels_per_class(run, root, shifted_sbm, seed):
     best, truth = _best_candidate(predictor, shifted_sbm, support, label)
     got = _accuracy(label, table["label"].astype(str).to_numpy(), support)
     assert got >= best - 0.05, (table.method, got, truth)
+
+
+# -- a collection with structural features, and a run trained on it ----------------------------------------------------
+def test_preprocess_structural_features_and_a_run_that_predicts_without_features(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 900
+    label = rng.integers(0, 3, n)
+    iu = np.triu_indices(n, 1)
+    keep = rng.random(len(iu[0])) < np.where(label[iu[0]] == label[iu[1]], 0.015, 0.001)
+    pd.DataFrame({"src": iu[0][keep], "dst": iu[1][keep]}).to_csv(tmp_path / "edges.csv", index=False)
+    pd.DataFrame({"id": np.arange(n), "label": label}).to_csv(tmp_path / "nodes.csv", index=False)
+    root = tmp_path / "root"
+    args = ["preprocess", "tables", tmp_path, "--graphs", "3,1,2", "--walk-length", "100,200", "--min-degree", "1",
+            "--name", "structure", "--data-root", root]
+    result = invoke(*args, "--structural-features")
+    assert result.exit_code == 0, result.output
+    collection = gflkit.load_collection("structure", root)
+    assert collection.feat_size == 5 and collection.meta["structural_features"] == {"dims": 0, "seed": 0}
+    from gflkit.data.structure import structural_features
+
+    g = collection.graphs[0]
+    assert torch.allclose(g.ndata["feat"], structural_features(*g.edges(), g.num_nodes(), 0))
+    assert invoke(*args, "--structural-features", "--features", tmp_path / "x.npy").exit_code == 2
+    gflkit.train("structure", episode_cfg=EPISODES, train_cfg=FAST, out=tmp_path / "run", root=root,
+                 eval_split=None, progress=False)
+    support = _labels(label, 5, 0)
+    pd.DataFrame([(i, c) for c, ids in support.items() for i in ids], columns=["node", "label"]).to_csv(
+        tmp_path / "labels.csv", index=False)
+    result = invoke("predict", tmp_path / "run", "--edges", tmp_path / "edges.csv", "--labels",
+                    tmp_path / "labels.csv", "--data-root", root, "--report", tmp_path / "r.json")
+    assert len(csv_table(result)) == n
+    assert not [line for line in result.stderr.splitlines() if line.startswith("WARNING")], result.stderr
+    import json
+
+    names = [c["candidate"] for c in json.loads((tmp_path / "r.json").read_text())["selection"]["candidates"]]
+    assert "model" in names  # the run computes its structural features for the graph
