@@ -114,6 +114,8 @@ class Estimate:
         refine: the refinement the held-out labels were predicted with.
         reason: why there is no estimate (``None`` when there is one).
         level: the interval's confidence level.
+        hits: per held-out label (classes in order), the share of repeats it was predicted right
+            (:func:`cross_validate` fills it, so two predictors can be compared label by label).
     """
 
     accuracy: float | None
@@ -160,9 +162,12 @@ class Estimate:
         lo, hi = self.interval
         recall = ", ".join(f"{name} {_pct(r)} ({self.labels_per_class[name]})"
                            for name, r in self.per_class_recall.items())
+        balanced = (f"; balanced accuracy (mean recall per class) {_pct(self.balanced_accuracy)}"
+                    if len(set(self.labels_per_class.values())) > 1 else
+                    " (with as many labels in every class, also the balanced accuracy)")
         return [f"estimated accuracy {_pct(self.accuracy)} ({int(100 * self.level)}% interval {_pct(lo)}-{_pct(hi)})"
-                f": each of the {self.held_out} given labels held out in turn and predicted from the others "
-                f"({self.folds} folds x {self.repeats} repeats)",
+                f" over the given labels' class mix{balanced}: each of the {self.held_out} given labels held out in "
+                f"turn and predicted from the others ({self.folds} folds x {self.repeats} repeats)",
                 f"estimated recall per class (labels): {recall}"]
 
     def to_dict(self) -> dict[str, Any]:
@@ -239,7 +244,7 @@ def cross_validate(predicts: Mapping[str, Callable[[list[torch.Tensor]], torch.T
     total = sum(len(s) for s in ids)
     out = {}
     for name, hits_per_class in right.items():
-        hits = float(sum(r.sum() for r in hits_per_class)) / repeats
+        hits = float(sum(r.sum() for r in hits_per_class)) / repeats  # each label's share right over the repeats
         recall = {str(n): float(r.sum() / (repeats * len(r))) for n, r in zip(names, hits_per_class)}
         per_label = tuple(float(h) for r in hits_per_class for h in r / repeats)
         out[name] = Estimate(hits / total, wilson_interval(hits, total), recall, counts, n_folds, repeats, int(seed),

@@ -17,8 +17,8 @@ the features alone. Picking the plain maximum instead chases noise: with few
 labels the best estimate is often a lucky one. ``scripts/predict_selection.py``
 simulates both and measures how often each picks a worse candidate and what
 that costs (``docs/tutorials/predict.md``). Without an estimate (a class with a
-single label, or ``estimate=False``) the first candidate of :data:`FALLBACK`
-that is available is taken.
+single label, or ``estimate=False``) the first available candidate of
+:data:`ORDER` is taken.
 """
 from __future__ import annotations
 
@@ -39,8 +39,6 @@ __all__ = []
 #: for graphs like this one, when its features fit), then the methods that read the graph's edges, fewest
 #: fitted numbers first, then those that read the features alone.
 ORDER = PREDICT_ORDER
-#: Without an estimate: the first of these that is available.
-FALLBACK = ("model", "centroid-sgc", "lp")
 #: Candidates within this many paired standard errors of the best estimate are taken as tied with it.
 TOLERANCE = PREDICT_TOLERANCE
 
@@ -119,7 +117,7 @@ class Selection:
 
     def to_dict(self) -> dict[str, Any]:
         return {"method": self.method, "chosen": self.chosen, "reason": self.reason, "features": self.features,
-                "rule": {"tolerance_se": TOLERANCE, "order": list(ORDER), "fallback": list(FALLBACK),
+                "rule": {"tolerance_se": TOLERANCE, "order": list(ORDER),
                          "score": "balanced accuracy"},
                 "candidates": [{**row, "estimate": self.estimates[row["candidate"]].to_dict()}
                                for row in self.frame().drop(columns=["accuracy", "low", "high"]).to_dict("records")],
@@ -149,8 +147,7 @@ def choose(estimates: dict[str, Estimate], available: Sequence[str], tolerance: 
     names = [n for n in order if n in available] + [n for n in available if n not in order]
     scored = {n: estimates[n] for n in names if n in estimates and estimates[n].accuracy is not None}
     if not scored:
-        first = next((n for n in FALLBACK if n in names), names[0])
-        return first, "no estimate to compare the candidates by; the default candidate", {}
+        return names[0], "no estimate to compare the candidates by: the first available in the fixed order", {}
     best = max(scored, key=lambda n: (scored[n].balanced_accuracy, -names.index(n)))
     gaps = {n: paired_gap(scored[best], est) for n, est in scored.items()}
     chosen = next(n for n in names if n in scored and gaps[n] <= tolerance)

@@ -3,7 +3,6 @@ formula escaping in the CSV, and the two graphs of the tutorial where the defaul
 from __future__ import annotations
 
 import warnings
-from dataclasses import replace
 
 import networkx as nx
 import numpy as np
@@ -15,7 +14,6 @@ from test_predict import EPISODES, FAST, region  # noqa: F401  (the exported tes
 
 import gflkit
 import dgl  # noqa: E402  (after gflkit)
-from gflkit.data import SMALL_SPEC, make_synthetic_family
 from gflkit.errors import GFLError
 from gflkit.prediction.candidates import LabelPropagation
 from gflkit.prediction.checks import escape_formulas
@@ -162,10 +160,16 @@ def test_csv_escape_formulas_is_opt_in(region, tmp_path):  # noqa: F811
 
 
 # -- the tutorial's two graphs: the default within 5 points of the best candidate ------------------------------------
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_karate_club_without_features_three_labels_per_class(seed):
+def _tutorial_karate_labels(label: np.ndarray) -> dict[str, list[int]]:
+    """The tutorial's labels: 3 members of each club, ``DataFrame.groupby("label").sample(3, random_state=0)``."""
+    clubs = pd.DataFrame({"id": np.arange(len(label)), "label": [f"c{c}" for c in label]})
+    chosen = clubs.groupby("label").sample(3, random_state=0)
+    return {name: group["id"].tolist() for name, group in chosen.groupby("label")}
+
+
+def test_karate_club_without_features_three_labels_per_class():
     g, label = karate()
-    support = _labels(label, 3, seed)
+    support = _tutorial_karate_labels(label)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PredictionNote)
         table = predict_nodes(None, g, support)
@@ -174,25 +178,24 @@ def test_karate_club_without_features_three_labels_per_class(seed):
     assert got >= best - 0.05, (table.method, got, truth)
 
 
-@pytest.fixture(scope="module")
-def shifted_sbm():
-    """A test graph of an easy synthetic family (strong feature signal, homophily 0.8) whose test graphs'
-    features are shifted (``test_shift``), as the tutorial builds it."""
-    spec = replace(SMALL_SPEC, n_train=1, n_val=0, n_test=1, center_scale=1.0, min_homophily=0.8, max_homophily=0.8,
-                   test_shift=3.0)
-    family = make_synthetic_family(spec, seed=0)
-    return family.graphs[-1]
-
-
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_shifted_sbm_five_labels_per_class(run, root, shifted_sbm, seed):
+def test_shifted_sbm_five_labels_per_class(run, root, tmp_path):
+    """The tutorial's shifted graph: test graph 20 of ``preprocess synthetic --small --snr 1 --homophily 0.8
+    --test-shift 3``, its export-graph labels (5 per class)."""
+    result = invoke("preprocess", "synthetic", "--small", "--snr", "1", "--homophily", "0.8", "--test-shift", "3",
+                    "--name", "shifted", "--data-root", root)
+    assert result.exit_code == 0, result.output
+    assert invoke("export-graph", "shifted:20", tmp_path, "--labels-per-class", "5", "--data-root",
+                  root).exit_code == 0
+    g = gflkit.load_collection("shifted", root).graphs[20]
+    label = g.ndata["label"].numpy()
+    labels = pd.read_csv(tmp_path / "labels.csv")
+    support = {str(name): group["node"].tolist() for name, group in labels.groupby("label")}
+    support = {f"c{name.rsplit('_', 1)[1]}": ids for name, ids in support.items()}  # class_k -> ck, as in _accuracy
     predictor = gflkit.load(run, root)
-    label = shifted_sbm.ndata["label"].numpy()
-    support = _labels(label, 5, seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        table = predictor.predict(shifted_sbm, support)
-    best, truth = _best_candidate(predictor, shifted_sbm, support, label)
+        table = predictor.predict(g, support)
+    best, truth = _best_candidate(predictor, g, support, label)
     got = _accuracy(label, table["label"].astype(str).to_numpy(), support)
     assert got >= best - 0.05, (table.method, got, truth)
 
