@@ -7,7 +7,9 @@ whose ``ndata["feat"]`` holds the features the candidate reads, ``support``
 the labelled node ids of each class, and ``(N, C)`` scores before the softmax
 back. ``shared_embeddings(g)`` computes what every support set of ``g`` shares
 (the scaled and propagated features), so cross-validating a candidate over
-many support sets computes it once.
+many support sets computes it once. The candidates whose ``scores_rows`` is
+true also score a few nodes alone (``class_scores(..., nodes=ids)``), which is
+all the cross-validation needs of them.
 
 * :class:`LabelPropagation` (``lp``): the labels alone spread over the graph
   (:func:`gflkit.refine.label_propagation` from a uniform prior).
@@ -96,6 +98,7 @@ class LabelPropagation:
 
     name = "lp"
     reads_features = False
+    scores_rows = False  # class_scores(..., nodes=) scores some nodes only
 
     def __init__(self, alpha: float = LP_ALPHA, steps: int = LP_STEPS):
         self.alpha, self.steps = alpha, steps
@@ -115,6 +118,7 @@ class NearestCentroid:
     on the raw features (``hops=0``) or on ``A_hat^hops X``."""
 
     reads_features = True
+    scores_rows = True
 
     def __init__(self, hops: int = 0):
         self.hops = hops
@@ -123,10 +127,12 @@ class NearestCentroid:
     def shared_embeddings(self, g: dgl.DGLGraph) -> torch.Tensor:
         return scaled_features(g, self.hops)
 
-    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor], z=None) -> torch.Tensor:
+    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor], z=None,
+                     nodes: torch.Tensor | None = None) -> torch.Tensor:
+        """Scores of every node, or of ``nodes`` only (``(len(nodes), C)``)."""
         z = self.shared_embeddings(g) if z is None else z  # (N, d)
         centres = torch.stack([z[torch.as_tensor(t, dtype=torch.int64)].mean(0) for t in support])  # (C, d)
-        return -torch.cdist(z, centres).square()
+        return -torch.cdist(z if nodes is None else z[nodes], centres).square()
 
 
 def ridge_weights(x: torch.Tensor, y: torch.Tensor,
@@ -155,6 +161,7 @@ class RidgeClassifier:
     norm of the labelled feature rows."""
 
     reads_features = True
+    scores_rows = True
 
     def __init__(self, hops: int = 0, penalty: float = RIDGE_PENALTY):
         self.hops, self.penalty = hops, penalty
@@ -163,12 +170,15 @@ class RidgeClassifier:
     def shared_embeddings(self, g: dgl.DGLGraph) -> torch.Tensor:
         return scaled_features(g, self.hops)
 
-    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor], z=None) -> torch.Tensor:
+    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor], z=None,
+                     nodes: torch.Tensor | None = None) -> torch.Tensor:
+        """Scores of every node, or of ``nodes`` only (``(len(nodes), C)``)."""
         z = self.shared_embeddings(g) if z is None else z  # (N, d)
-        nodes, target = _targets(support)
+        labelled, target = _targets(support)
         y = F.one_hot(target, len(support)).float()
-        w, alpha = ridge_weights(z[nodes], y, self.penalty)
-        x = torch.cat([z, torch.ones(len(z), 1, dtype=z.dtype)], 1).double()  # (N, d + 1)
+        w, alpha = ridge_weights(z[labelled], y, self.penalty)
+        rows = z if nodes is None else z[nodes]
+        x = torch.cat([rows, torch.ones(len(rows), 1, dtype=z.dtype)], 1).double()  # (N, d + 1)
         return (x @ (w.T @ alpha) if alpha is not None else x @ w).float()
 
 
@@ -178,6 +188,7 @@ class CorrectAndSmooth:
 
     name = "cs"
     reads_features = True
+    scores_rows = False
 
     def __init__(self, alpha: float = REFINE_ALPHA, steps: int = REFINE_STEPS):
         self.base, self.alpha, self.steps = RidgeClassifier(0), alpha, steps
@@ -201,6 +212,7 @@ class RunModel:
     """
 
     reads_features = True
+    scores_rows = False
 
     def __init__(self, module: nn.Module, refine: RefineConfig | None = None, share: "RunModel | None" = None):
         self.module, self.refine = module, refine or RefineConfig()

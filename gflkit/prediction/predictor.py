@@ -132,6 +132,9 @@ class Predictor:
             recorded them (``None`` for runs trained before they were recorded).
         collection: the folder of the run's collection when it was found with the run's feature
             fingerprint (the statistics of older runs are computed from it when needed).
+        structure: how the run's collection computed its structural features
+            (:func:`~gflkit.data.structure.give_structural_features`), ``None`` when it has read ones:
+            :meth:`prepare` then computes them for a graph without features.
     """
 
     module: nn.Module

@@ -57,6 +57,17 @@ class Contender:
     def name(self) -> str:
         return self.candidate.name
 
+    def predicted(self, support: Sequence[torch.Tensor], rows: torch.Tensor) -> torch.Tensor:
+        """The predicted class of the nodes ``rows`` (the held-out labels), ``-1`` elsewhere: ``(N,)``.
+        Candidates that can (``scores_rows``) score those rows alone."""
+        if not self.candidate.scores_rows:
+            return self.probabilities(support).argmax(1)
+        if not self.ready:
+            self.z, self.ready = self.candidate.shared_embeddings(self.graph), True
+        out = torch.full((self.graph.num_nodes(),), -1, dtype=torch.int64)
+        out[rows] = self.candidate.class_scores(self.graph, support, self.z, nodes=rows).argmax(1).cpu()
+        return out
+
     def probabilities(self, support: Sequence[torch.Tensor]) -> torch.Tensor:
         """Class probabilities of every node from ``support``: ``(N, C)`` on the CPU."""
         if not self.ready:
@@ -170,7 +181,8 @@ def select(contenders: Sequence[Contender], names: Sequence[str], ids: Sequence[
     todo = contenders if method == "auto" else [by_name[method]]
     estimates: dict[str, Estimate] = {}
     if estimate:
-        predicts: dict[str, Callable] = {c.name: (lambda rest, c=c: c.probabilities(rest).argmax(1)) for c in todo}
+        labelled = torch.cat([torch.as_tensor(t, dtype=torch.int64) for t in ids])
+        predicts: dict[str, Callable] = {c.name: (lambda rest, c=c: c.predicted(rest, labelled)) for c in todo}
         refine = {c.name: getattr(getattr(c.candidate, "refine", None), "method", "none") for c in todo}
         estimates = cross_validate(predicts, names, ids, seed=seed, refine=refine)
     if method != "auto":

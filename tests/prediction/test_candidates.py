@@ -145,3 +145,12 @@ def test_auto_prefers_the_earlier_candidate_within_one_standard_error():
     assert choose(close, [first, later], tolerance=0)[0] == later  # the plain maximum
     none = {first: Estimate(None, None, {}, {"a": 1}), later: Estimate(None, None, {}, {"a": 1})}
     assert "no estimate" in choose(none, [first, later])[1]
+
+
+def test_scoring_some_rows_equals_the_rows_of_all():
+    g = six_nodes()
+    rows = torch.tensor([4, 1])
+    for candidate in (NearestCentroid(0), NearestCentroid(2), RidgeClassifier(0), RidgeClassifier(2)):
+        assert candidate.scores_rows
+        whole = candidate.class_scores(g, SUPPORT)
+        assert torch.allclose(candidate.class_scores(g, SUPPORT, nodes=rows), whole[rows], atol=1e-6)

@@ -11,6 +11,7 @@ import pytest
 import torch
 from cli_helpers import csv_table, invoke, one_line_error
 from test_predict import EPISODES, FAST, region  # noqa: F401  (the exported test graph of tiny, as tables)
+from test_predict_estimate import run  # noqa: F401  (a GFL run trained for 3 steps on tiny)
 
 import gflkit
 import dgl  # noqa: E402  (after gflkit)
@@ -22,14 +23,6 @@ from gflkit.prediction.predictor import (PredictionNote, PredictionTable, Predic
 from gflkit.refine import RefineConfig
 
 STRUCTURAL = "structural (the graph has no node features)"
-
-
-@pytest.fixture(scope="module")
-def run(root, tmp_path_factory):
-    folder = tmp_path_factory.mktemp("runs") / "gfl"
-    gflkit.train("tiny", episode_cfg=EPISODES, train_cfg=FAST, model="gfl", out=folder, root=root, eval_split=None,
-                 progress=False)
-    return folder
 
 
 def karate() -> tuple[dgl.DGLGraph, np.ndarray]:
@@ -75,7 +68,7 @@ def test_python_graph_without_features_uses_structural_ones(recwarn):
     assert type(table[table["is_support"]]) is pd.DataFrame  # a slice is a plain DataFrame
 
 
-def test_predictor_on_a_graph_without_features_answers_and_warns(run, root):
+def test_predictor_on_a_graph_without_features_answers_and_warns(run, root):  # noqa: F811
     predictor = gflkit.load(run, root)
     g, label = karate()
     with pytest.warns(PredictionWarning, match="the run's model is not a candidate: .*has no node features"):
@@ -178,7 +171,7 @@ def test_karate_club_without_features_three_labels_per_class():
     assert got >= best - 0.05, (table.method, got, truth)
 
 
-def test_shifted_sbm_five_labels_per_class(run, root, tmp_path):
+def test_shifted_sbm_five_labels_per_class(run, root, tmp_path):  # noqa: F811
     """The tutorial's shifted graph: test graph 20 of ``preprocess synthetic --small --snr 1 --homophily 0.8
     --test-shift 3``, its export-graph labels (5 per class)."""
     result = invoke("preprocess", "synthetic", "--small", "--snr", "1", "--homophily", "0.8", "--test-shift", "3",
