@@ -43,15 +43,15 @@ def _write_frame(df, output: str | None, fmt: str) -> None:
 
 _PREDICT_HELP = """Label every node of a new graph from a few labelled ones, by the method they support best.
 
-    \b
     The candidates: RUN's model, plain and refined (model, model+lp, model+cs),
     and methods fitted on the graph's own labels: label propagation (lp),
     Correct-and-Smooth (cs), nearest centroid and ridge regression on the
     features (centroid, ridge) and on features propagated twice over the graph
     (centroid-sgc, ridge-sgc). --method auto (the default) estimates each on
-    the same folds of the given labels and picks the best, or a simpler one
-    whose estimate is within {tolerance:g} standard error of it; --method NAME
-    forces one. RUN is optional: without it, only the fitted methods.
+    the same folds of the given labels and picks the best, or the first in
+    the order {order} whose estimate is within {tolerance:g}
+    standard error of it; --method NAME forces one. RUN is optional: without
+    it, only the fitted methods.
 
     The graph is an edge table, with node features (a .npy with one row per
     node and an edge table over ids 0..n-1 is enough; or a node table, feature
@@ -64,7 +64,8 @@ _PREDICT_HELP = """Label every node of a new graph from a few labelled ones, by 
     training classes: GFL, protonet, knn, matchingnet, gpn, gmeta and the tlp models take any classes with
     at least one labelled node each (maml and agf at most the run's number of
     classes); a warning names classes with fewer labelled nodes than the run's
-    k_shot. --refine propagates the scores over the graph as in evaluate.
+    k_shot. --refine lp|cs means --method model+lp|cs (with --refine-alpha,
+    --refine-steps).
 
     Prints one row per node: node (its id in the tables), label, score_<class>
     (the chosen method's class probabilities), is_support (the given labels,
@@ -82,8 +83,8 @@ _PREDICT_HELP = """Label every node of a new graph from a few labelled ones, by 
       labels with the same model, transform and refinement, {repeats} times with
       folds drawn from --seed; the interval is a Wilson interval over the
       labelled nodes. It needs 2 labels per class (else one line says why).
-    - a warning when the features (after the transform) are unlike the
-      training collection's train features: their per-dimension means lie
+    - when the run's model predicts, a warning when the features (after the
+      transform) are unlike the training collection's train features: their per-dimension means lie
       more than {mean_limit:g} training standard deviations from the training means
       (root mean square over dimensions), their per-dimension spread differs
       by a typical factor above {scale_limit:g}, or their share of all-zero rows is
@@ -93,7 +94,8 @@ _PREDICT_HELP = """Label every node of a new graph from a few labelled ones, by 
       than {factor:g}x its share of the given labels.
 """.format(
     folds=ESTIMATE_FOLDS, repeats=ESTIMATE_REPEATS, mean_limit=MEAN_SHIFT_LIMIT, scale_limit=SCALE_LIMIT,
-    zero_points=100 * ZERO_ROWS_LIMIT, share=COLLAPSE_SHARE, factor=COLLAPSE_FACTOR, tolerance=PREDICT_TOLERANCE)
+    zero_points=100 * ZERO_ROWS_LIMIT, share=COLLAPSE_SHARE, factor=COLLAPSE_FACTOR, tolerance=PREDICT_TOLERANCE,
+    order=", ".join(PREDICT_ORDER))
 
 #: ``--method`` choices (``gflkit.prediction.predictor.METHODS``, without importing torch).
 METHODS = ("auto", *PREDICT_ORDER)

@@ -214,7 +214,7 @@ def test_preprocess_structural_features_and_a_run_that_predicts_without_features
     g = collection.graphs[0]
     assert torch.allclose(g.ndata["feat"], structural_features(*g.edges(), g.num_nodes(), 0))
     assert invoke(*args, "--structural-features", "--features", tmp_path / "x.npy").exit_code == 2
-    gflkit.train("structure", episode_cfg=EPISODES, train_cfg=FAST, out=tmp_path / "run", root=root,
+    gflkit.train("structure", episode_cfg=EPISODES, train_cfg=FAST, run_dir=tmp_path / "run", root=root,
                  eval_split=None, progress=False)
     support = _labels(label, 5, 0)
     pd.DataFrame([(i, c) for c, ids in support.items() for i in ids], columns=["node", "label"]).to_csv(
