@@ -177,9 +177,9 @@ class RidgeClassifier:
         labelled, target = _targets(support)
         y = F.one_hot(target, len(support)).float()
         w, alpha = ridge_weights(z[labelled], y, self.penalty)
+        w = (w.T @ alpha if alpha is not None else w).to(z.dtype)  # (d + 1, C): solved in float64, applied as z
         rows = z if nodes is None else z[nodes]
-        x = torch.cat([rows, torch.ones(len(rows), 1, dtype=z.dtype)], 1).double()  # (N, d + 1)
-        return (x @ (w.T @ alpha) if alpha is not None else x @ w).float()
+        return rows @ w[:-1] + w[-1]
 
 
 class CorrectAndSmooth:
