@@ -384,13 +384,14 @@ def _report(predictor: Predictor | None, chosen: Contender, selection, model_gra
     warnings: list[str] = []
     if "model" in selection.skipped and predictor is not None:
         warnings.append(f"{what}: the run's model is not a candidate: {selection.skipped['model']}")
-    if estimate:
-        report.estimate = selection.estimates.get(chosen.name)
-        if report.estimate is not None and report.estimate.accuracy is None:
+    report.estimate = selection.estimates.get(chosen.name) if estimate else None
+    if report.estimate is not None and report.estimate.accuracy is not None:
+        for line in (*selection.lines(), *report.estimate.lines()):
+            log.info("%s", line)
+    else:
+        log.info("predicted with %s: %s; features: %s", chosen.name, selection.reason, selection.features)
+        if report.estimate is not None:
             warnings.append(f"{labels_what}: {report.estimate.lines()[0]}")
-        elif report.estimate is not None:
-            for line in (*selection.lines(), *report.estimate.lines()):
-                log.info("%s", line)
     stats, source = predictor.training_stats() if predictor is not None else (None, "no run given")
     if stats is None:
         report.shift_note = source

@@ -91,6 +91,9 @@ def test_cli_without_features_and_without_a_run(run, region, tmp_path):  # noqa:
     assert not [line for line in alone.stderr.splitlines() if line.startswith("WARNING")], alone.stderr
     one_line_error(invoke("predict", "--edges", region / "edges.csv", "--labels", region / "labels.csv",
                           "--method", "model"), "no run given")
+    quick = invoke("predict", "--edges", region / "edges.csv", "--labels", region / "labels.csv", "--no-estimate")
+    said = [line for line in quick.stderr.splitlines() if "predicted with ridge-sgc" in line]
+    assert len(said) == 1 and STRUCTURAL in said[0] and "estimated" not in quick.stderr, quick.stderr
 
 
 # -- forced methods and the report -----------------------------------------------------------------------------------
