@@ -10,12 +10,17 @@ weights do not change the cost.
 
 Prediction runs in a fresh subprocess (``gflkit.predict`` phase by phase), so
 the peak RSS is its own: interpreter, torch, DGL, the tables, the graph and the
-model. Usage::
+model. Each ``--methods`` entry is one subprocess: ``model`` (the run's model
+alone, with its accuracy estimate, as predict did before it had candidates)
+and ``auto`` (every candidate cross-validated on the labels, one chosen); for
+``auto`` the child also times each candidate's preparation and
+cross-validation on its own, to say what dominates. Usage::
 
     python benchmarks/predict_benchmark.py                       # 1M nodes, 5M edges
     python benchmarks/predict_benchmark.py --nodes 100000 --edges 500000
 
-Prints one CSV row on stdout; progress on stderr.
+Prints one CSV row per method on stdout (and, for ``auto``, one line per
+candidate on stderr); progress on stderr.
 """
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 CLASSES = 4
@@ -69,10 +75,36 @@ def train_run(folder: Path, feats: int, seed: int) -> Path:
     return run
 
 
+def candidate_costs(predictor, g, support, what: str) -> dict[str, float]:
+    """Seconds of each candidate alone: its shared part (features, propagation, model embeddings) and its
+    cross-validation on the labels (15 fits and predictions of the whole graph), then the structural
+    features of a graph without any."""
+    from gflkit.data.structure import structural_features
+    from gflkit.prediction.checks import check_support
+    from gflkit.prediction.diagnostics import cross_validate
+    from gflkit.prediction.predictor import contenders
+    from gflkit.refine import RefineConfig
+
+    names, ids = check_support(support, g.num_nodes(), predictor.k_shot, what)
+    t0 = time.perf_counter()
+    found, _, _ = contenders(predictor, g, what, RefineConfig())
+    costs = {"graphs": time.perf_counter() - t0}
+    for c in found:
+        t0 = time.perf_counter()
+        c.probabilities(ids)
+        cross_validate({c.name: lambda rest, c=c: c.probabilities(rest).argmax(1)}, names, ids)
+        costs[c.name] = time.perf_counter() - t0
+    src, dst = g.edges()
+    t0 = time.perf_counter()
+    structural_features(src, dst, g.num_nodes())
+    costs["structural_features"] = time.perf_counter() - t0
+    return costs
+
+
 def child(args: argparse.Namespace) -> None:
     """Predict once, phase by phase; print timings and peak RSS as JSON."""
     import gflkit
-    from gflkit.prediction.predictor import read_graph, read_labels
+    from gflkit.prediction.inputs import read_graph, read_labels
 
     out: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -81,8 +113,13 @@ def child(args: argparse.Namespace) -> None:
     out["read_s"] = time.perf_counter() - t0
     support = read_labels(args.labels, ids)
     t1 = time.perf_counter()
-    table = predictor.predict(g, support, node_ids=ids, what=what)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        table = predictor.predict(g, support, node_ids=ids, what=what, method=args.method)
     out["predict_s"] = time.perf_counter() - t1
+    out["chosen"] = table.method
+    if args.method == "auto":
+        out["candidates"] = candidate_costs(predictor, g, support, what)
     out["total_s"] = time.perf_counter() - t0
     out["rows"] = len(table)
     out["graph_edges"] = g.num_edges() // 2
@@ -99,6 +136,8 @@ def main() -> None:
     parser.add_argument("--shots", type=int, default=10)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--methods", default="model,auto", help="predict's --method values to time, comma-separated")
+    parser.add_argument("--method", default="auto", help=argparse.SUPPRESS)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--run", help=argparse.SUPPRESS)
     parser.add_argument("--edges-path", help=argparse.SUPPRESS)
@@ -115,20 +154,26 @@ def main() -> None:
         _log("meta-training a small GFL run")
         run = train_run(folder, args.feats, args.seed)
         env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "OMP_WAIT_POLICY": "PASSIVE"}
-        cmd = [sys.executable, __file__, "--child", "--run", str(run), "--edges-path", str(paths["edges"]),
-               "--features", str(paths["features"]), "--labels", str(paths["labels"])]
-        _log("predicting in a fresh process")
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True)
-        if done.returncode != 0:
-            sys.stderr.write(done.stderr)
-            raise SystemExit(done.returncode)
-        result = json.loads(done.stdout.strip().splitlines()[-1])
-    row = {"nodes": args.nodes, "edges": args.edges, "unique_edges": result["graph_edges"], "feats": args.feats,
-           "shots": args.shots, "threads": args.threads, "read_s": round(result["read_s"], 1),
-           "predict_s": round(result["predict_s"], 1), "total_s": round(result["total_s"], 1),
-           "peak_rss_mb": round(result["peak_rss_mb"])}
-    print(",".join(row))
-    print(",".join(str(v) for v in row.values()))
+        rows = []
+        for method in args.methods.split(","):
+            cmd = [sys.executable, __file__, "--child", "--run", str(run), "--edges-path", str(paths["edges"]),
+                   "--features", str(paths["features"]), "--labels", str(paths["labels"]), "--method", method]
+            _log(f"predicting in a fresh process (--method {method})")
+            done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            if done.returncode != 0:
+                sys.stderr.write(done.stderr)
+                raise SystemExit(done.returncode)
+            result = json.loads(done.stdout.strip().splitlines()[-1])
+            for name, seconds in (result.get("candidates") or {}).items():
+                _log(f"  {name}: {seconds:.2f} s")
+            rows.append({"method": method, "chosen": result["chosen"], "nodes": args.nodes, "edges": args.edges,
+                         "unique_edges": result["graph_edges"], "feats": args.feats, "shots": args.shots,
+                         "threads": args.threads, "read_s": round(result["read_s"], 1),
+                         "predict_s": round(result["predict_s"], 1), "total_s": round(result["total_s"], 1),
+                         "peak_rss_mb": round(result["peak_rss_mb"])})
+    print(",".join(rows[0]))
+    for row in rows:
+        print(",".join(str(v) for v in row.values()))
 
 
 if __name__ == "__main__":

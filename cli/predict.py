@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from gflkit.names import (COLLAPSE_FACTOR, COLLAPSE_SHARE, ESTIMATE_FOLDS, ESTIMATE_REPEATS, MEAN_SHIFT_LIMIT,
-                          SCALE_LIMIT, ZERO_ROWS_LIMIT)
+                          PREDICT_ORDER, PREDICT_TOLERANCE, SCALE_LIMIT, ZERO_ROWS_LIMIT)
 
 from .options import SEED, data_root_option, device_option, info, refine_configs, refine_options, seed_option
 from .preprocess_tables import graph_table_options, table_columns
@@ -41,33 +41,50 @@ def _write_frame(df, output: str | None, fmt: str) -> None:
     info(f"wrote {output}")
 
 
-_PREDICT_HELP = """Label every node of a new graph from a few labelled ones, with RUN's model.
+_PREDICT_HELP = """Label every node of a new graph from a few labelled ones, by the method they support best.
 
-    The graph is an edge table with node features (a .npy with one row per
+    The candidates: RUN's model, plain and refined (model, model+lp, model+cs),
+    and methods fitted on the graph's own labels: label propagation (lp),
+    Correct-and-Smooth (cs), nearest centroid and ridge regression on the
+    features (centroid, ridge) and on features propagated twice over the graph
+    (centroid-sgc, ridge-sgc). --method auto (the default) estimates each on
+    the same folds of the given labels and picks the best, or the first in
+    the order {order} whose estimate is within {tolerance:g}
+    standard error of it; --method NAME forces one. RUN is optional: without
+    it, only the fitted methods.
+
+    The graph is an edge table, with node features (a .npy with one row per
     node and an edge table over ids 0..n-1 is enough; or a node table, feature
-    columns, .npz, JSON; the options of 'preprocess tables'), or --graph
-    COLLECTION:GRAPH_ID. Edges are undirected (one direction is enough;
+    columns, .npz, JSON; the options of 'preprocess tables') or without (the
+    fitted methods then read features computed from the edges: degree profile
+    and spectral coordinates; a run's model that needs features is left out,
+    with one warning), or --graph COLLECTION:GRAPH_ID. Edges are undirected (one direction is enough;
     self-loops and duplicates are dropped). Raw features go through the saved
     feature transform of the run's collection. The classes need not be the
     training classes: GFL, protonet, knn, matchingnet, gpn, gmeta and the tlp models take any classes with
     at least one labelled node each (maml and agf at most the run's number of
     classes); a warning names classes with fewer labelled nodes than the run's
-    k_shot. --refine propagates the scores over the graph as in evaluate.
+    k_shot. --refine lp|cs means --method model+lp|cs (with --refine-alpha,
+    --refine-steps).
 
     Prints one row per node: node (its id in the tables), label, score_<class>
-    (softmax over the class scores; with --refine the refined scores, clipped
-    at 0, normalised), is_support (the given labels, kept).
+    (the chosen method's class probabilities), is_support (the given labels,
+    kept). Class names are written as given: a name starting with = + - @
+    (or a tab) is read as a formula by spreadsheets; --csv-escape-formulas
+    prefixes such cells with a quote.
 
     \b
     On stderr it says what the labels are worth (--report FILE: as JSON):
-    - the estimated accuracy with its 95% interval, and the recall per class:
+    - every candidate's estimated balanced accuracy (mean recall per class)
+      and accuracy over the given labels with its interval, the chosen one and why;
+    - the chosen method's estimated accuracy with its 95% interval, and the recall per class:
       each class's labels are split into up to {folds} folds (one label per fold
       for a class with at most {folds}), each fold is predicted from the other
       labels with the same model, transform and refinement, {repeats} times with
       folds drawn from --seed; the interval is a Wilson interval over the
       labelled nodes. It needs 2 labels per class (else one line says why).
-    - a warning when the features (after the transform) are unlike the
-      training collection's train features: their per-dimension means lie
+    - when the run's model predicts, a warning when the features (after the
+      transform) are unlike the training collection's train features: their per-dimension means lie
       more than {mean_limit:g} training standard deviations from the training means
       (root mean square over dimensions), their per-dimension spread differs
       by a typical factor above {scale_limit:g}, or their share of all-zero rows is
@@ -77,11 +94,15 @@ _PREDICT_HELP = """Label every node of a new graph from a few labelled ones, wit
       than {factor:g}x its share of the given labels.
 """.format(
     folds=ESTIMATE_FOLDS, repeats=ESTIMATE_REPEATS, mean_limit=MEAN_SHIFT_LIMIT, scale_limit=SCALE_LIMIT,
-    zero_points=100 * ZERO_ROWS_LIMIT, share=COLLAPSE_SHARE, factor=COLLAPSE_FACTOR)
+    zero_points=100 * ZERO_ROWS_LIMIT, share=COLLAPSE_SHARE, factor=COLLAPSE_FACTOR, tolerance=PREDICT_TOLERANCE,
+    order=", ".join(PREDICT_ORDER))
+
+#: ``--method`` choices (``gflkit.prediction.predictor.METHODS``, without importing torch).
+METHODS = ("auto", *PREDICT_ORDER)
 
 
 @click.command(help=_PREDICT_HELP)
-@click.argument("run", type=click.Path(exists=True))
+@click.argument("run", required=False, type=click.Path(exists=True))
 @_graph_source
 @click.option("--labels", required=True, type=click.Path(dir_okay=False),
               help="Table node,label of the labelled nodes (CSV/TSV/Parquet); every other node is predicted.")
@@ -91,6 +112,12 @@ _PREDICT_HELP = """Label every node of a new graph from a few labelled ones, wit
               help="Write the table to this file instead of stdout.")
 @click.option("--format", "fmt", type=click.Choice(["csv", "json", "parquet"]), default="csv", show_default=True,
               help="Format of the table (parquet needs -o).")
+@click.option("--method", type=click.Choice(METHODS), default="auto", show_default=True,
+              help="The method: auto (estimate every candidate on the labels, pick by the rule above) or one "
+                   "candidate. --refine lp|cs means model+lp|cs.")
+@click.option("--csv-escape-formulas", is_flag=True,
+              help="Prefix with ' the CSV cells and column names that start with = + - @, tab or CR, so "
+                   "spreadsheets show them as text instead of running them as formulas.")
 @refine_options()
 @click.option("--estimate/--no-estimate", default=True, show_default=True,
               help="Estimate the accuracy from the given labels, each class's labels held out fold by fold "
@@ -101,18 +128,28 @@ _PREDICT_HELP = """Label every node of a new graph from a few labelled ones, wit
               help="Write a JSON report: the accuracy estimate (interval, how it was computed, per-class recall), "
                    "labels and predictions per class, the feature comparison and every warning.")
 @data_root_option
-def predict(run, labels, classes, output, fmt, estimate, seed, report_file, **kw):
+def predict(run, labels, classes, output, fmt, method, csv_escape_formulas, estimate, seed, report_file, **kw):
     """Label every node of a new graph from a few labelled ones (see the help above)."""
     import json
+    import warnings
 
     import gflkit
     from gflkit.io import atomic_write_text
+    from gflkit.prediction.checks import escape_formulas
 
     names = [c.strip() for c in classes.split(",") if c.strip()] if classes else None
     label_col = kw["label_col"]
     refine = refine_configs(kw)[0]
-    table, report = gflkit.predict(run, labels=labels, classes=names, label_col=label_col, refine=refine,
-                                   estimate=estimate, seed=seed, return_report=True, **_graph_kwargs(kw))
+    if refine.active and method not in ("auto", f"model+{refine.method}"):
+        raise click.UsageError(f"--refine {refine.method} refines the run's model: it goes with --method "
+                               f"model+{refine.method} (or auto), not {method}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # their lines are logged on stderr already
+        table, report = gflkit.predict(run, labels=labels, classes=names, label_col=label_col, refine=refine,
+                                       method=method, estimate=estimate, seed=seed, return_report=True,
+                                       **_graph_kwargs(kw))
+    if csv_escape_formulas and fmt == "csv":
+        table = escape_formulas(table)
     _write_frame(table, output, fmt)
     if report_file:
         if not estimate:
@@ -181,7 +218,7 @@ def export_graph(graph, folder, labels_per_class, seed, data_root):
     themselves when they run 0..n-1, as in MUSAE), so the source's raw feature
     file applies to them.
     """
-    from gflkit.prediction.predictor import export_tables
+    from gflkit.prediction.inputs import export_tables
 
     written = export_tables(graph, folder, labels_per_class, seed, data_root)
     info(f"wrote {', '.join(map(str, written))}")

@@ -106,10 +106,15 @@ def table_columns(kw: dict, graph_col: str | None = None, split_col: str | None 
 @click.option("--parts", type=click.IntRange(1), default=None,
               help="METIS parts (default: the number of graphs; per network when cutting networks).")
 @click.option("--ego-hops", type=click.IntRange(1), default=2, show_default=True, help="Radius of ego-nets.")
+@click.option("--structural-features", is_flag=True,
+              help="Node features computed from each graph's edges (the local degree profile: degree and the "
+                   "mean, min, max and spread of the neighbours' degrees) instead of read ones, for a network "
+                   "without node features; a run trained on them computes them for a graph predicted without "
+                   "features. One large graph only (no --graph-col), no --features.")
 @cross_network_options
 @sampler_options()
 def tables(folder, edges, nodes, features, graph_col, split_col, feat_size, features_from, label_quantiles, k_shot,
-           parts, ego_hops, **kw):
+           parts, ego_hops, structural_features, **kw):
     """Your own edge and node tables -> a collection.
 
     FOLDER (default <root>/raw/tables/) holds edges.csv (src,dst) and nodes.csv
@@ -128,6 +133,10 @@ def tables(folder, edges, nodes, features, graph_col, split_col, feat_size, feat
     """
     name = kw["name"] or "tables"
     kw["label_quantiles"] = label_quantiles
+    if structural_features and (features or graph_col or kw["feature_cols"] or features_from):
+        raise click.UsageError("--structural-features computes the features: give neither --features, "
+                               "--feature-cols, --features-from nor --graph-col")
+    kw["structural_features"] = structural_features
     with writing_collection(kw["out_dir"], name, kw["data_root"]) as target:
         _tables(folder, edges, nodes, features, graph_col, split_col, feat_size, features_from, k_shot, parts,
                 ego_hops, name, target, kw)
@@ -159,7 +168,7 @@ def _tables(folder, edges, nodes, features, graph_col, split_col, feat_size, fea
         collection, report = read_table_collection(edges, nodes, n_graphs=n_graphs, k_shot=k_shot, fit=fit,
                                                    **common)
         return _report_and_save(collection, report, target, features_from)
-    source = read_table_graph(edges, nodes, fit=fit, **common)
+    source = read_table_graph(edges, nodes, fit=fit, featureless=kw["structural_features"], **common)
     if kw["num_classes"]:
         label, source.classes = select_classes(source.g.ndata["label"].numpy(), source.classes,
                                                num_classes=kw["num_classes"])
@@ -171,6 +180,10 @@ def _tables(folder, edges, nodes, features, graph_col, split_col, feat_size, fea
         disjoint=kw["disjoint"], parts=parts, ego_hops=ego_hops, seed=kw["seed"], name=name, progress=True,
     )
     attach_transform(collection, source.transform)
+    if kw["structural_features"]:
+        from gflkit.data.structure import give_structural_features
+
+        give_structural_features(collection, seed=kw["seed"])
     warning = small_classes(collection, k_shot)
     if warning:
         click.echo(f"warning: {warning}", err=True)

@@ -23,7 +23,7 @@ _LAZY = {
     "EpisodeConfig": ".config", "GFLConfig": ".config", "TrainConfig": ".config",
     "GraphCollection": ".data", "load_collection": ".data",
     "GFLError": ".errors", "GFLWarning": ".errors", "OneSeedWarning": ".errors",
-    "embed": ".prediction.predictor", "load": ".prediction.predictor", "predict": ".prediction.predictor",
+    "embed": ".prediction.functions", "load": ".prediction.predictor", "predict": ".prediction.functions",
 }
 
 __all__ = [

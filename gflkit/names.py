@@ -96,6 +96,10 @@ DEFAULT_TIMEOUT = 300.0
 #: Folds and repeats of predict's accuracy estimate (``gflkit.prediction.diagnostics``).
 ESTIMATE_FOLDS = 5
 ESTIMATE_REPEATS = 3
+#: predict's candidates in the order ``auto`` prefers among those the labels cannot tell apart
+#: (:mod:`gflkit.prediction.selection`), and how many paired standard errors count as a tie.
+PREDICT_ORDER = ("model", "model+lp", "ridge-sgc", "lp", "centroid-sgc", "cs", "model+cs", "ridge", "centroid")
+PREDICT_TOLERANCE = 1.0
 #: Thresholds of predict's feature-shift warnings (``gflkit.prediction.diagnostics``): mean shift in training
 #: standard deviations, typical factor of the spread, all-zero rows above the training share.
 MEAN_SHIFT_LIMIT = 0.5

@@ -62,7 +62,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -114,6 +114,8 @@ class Estimate:
         refine: the refinement the held-out labels were predicted with.
         reason: why there is no estimate (``None`` when there is one).
         level: the interval's confidence level.
+        hits: per held-out label (classes in order), the share of repeats it was predicted right
+            (:func:`cross_validate` fills it, so two predictors can be compared label by label).
     """
 
     accuracy: float | None
@@ -126,6 +128,14 @@ class Estimate:
     refine: str = "none"
     reason: str | None = None
     level: float = LEVEL
+    hits: tuple[float, ...] = field(default=(), repr=False, compare=False)
+
+    @property
+    def balanced_accuracy(self) -> float | None:
+        """The mean recall over the classes (equal to ``accuracy`` when every class has as many labels)."""
+        if self.accuracy is None or not self.per_class_recall:
+            return None
+        return float(np.mean(list(self.per_class_recall.values())))
 
     @property
     def held_out(self) -> int:
@@ -152,15 +162,19 @@ class Estimate:
         lo, hi = self.interval
         recall = ", ".join(f"{name} {_pct(r)} ({self.labels_per_class[name]})"
                            for name, r in self.per_class_recall.items())
+        balanced = (f"; balanced accuracy (mean recall per class) {_pct(self.balanced_accuracy)}"
+                    if len(set(self.labels_per_class.values())) > 1 else
+                    " (with as many labels in every class, also the balanced accuracy)")
         return [f"estimated accuracy {_pct(self.accuracy)} ({int(100 * self.level)}% interval {_pct(lo)}-{_pct(hi)})"
-                f": each of the {self.held_out} given labels held out in turn and predicted from the others "
-                f"({self.folds} folds x {self.repeats} repeats)",
+                f" over the given labels' class mix{balanced}: each of the {self.held_out} given labels held out in "
+                f"turn and predicted from the others ({self.folds} folds x {self.repeats} repeats)",
                 f"estimated recall per class (labels): {recall}"]
 
     def to_dict(self) -> dict[str, Any]:
         return {"accuracy": self.accuracy, "interval": list(self.interval) if self.interval else None,
                 "level": self.level, "method": self.method, "folds": self.folds, "repeats": self.repeats,
                 "seed": self.seed, "held_out": self.held_out, "refine": self.refine,
+                "balanced_accuracy": self.balanced_accuracy,
                 "per_class_recall": dict(self.per_class_recall), "labels_per_class": dict(self.labels_per_class),
                 "reason": self.reason}
 
@@ -178,33 +192,64 @@ def estimate_accuracy(predict: Callable[[list[torch.Tensor]], torch.Tensor], nam
         seed: seed of the fold draws.
         refine: name of the refinement ``predict`` applies (recorded only).
     """
-    counts = {str(n): len(s) for n, s in zip(names, support)}
-    few = [f"{n!r} ({k})" for n, k in counts.items() if k < 2]
-    if few:
-        return Estimate(None, None, {}, counts, refine=refine, seed=seed,
-                        reason=f"class(es) {', '.join(few)} have fewer than 2 labelled nodes; holding labels out "
-                               f"to estimate the accuracy needs at least 2 per class")
+    return cross_validate({refine: predict}, names, support, folds=folds, repeats=repeats, seed=seed,
+                          refine={refine: refine})[refine]
+
+
+def held_out_folds(support: Sequence[torch.Tensor], folds: int, repeats: int,
+                   seed: int) -> Iterator[tuple[list[torch.Tensor], list[tuple[int, np.ndarray]]]]:
+    """The folds of the estimate: ``(rest, held)`` per fold and repeat, ``rest`` the support ids per class
+    left to predict from, ``held`` the ``(class, positions in its support)`` held out."""
     ids = [np.asarray(s.cpu().numpy() if torch.is_tensor(s) else s, dtype=np.int64) for s in support]
-    n_folds = max(2, min(int(folds), max(counts.values())))
-    repeats = max(1, int(repeats))
     rng = np.random.default_rng([int(seed), 20])
-    right = [np.zeros(len(s)) for s in ids]
     for _ in range(repeats):
-        held: list[list[tuple[int, np.ndarray]]] = [[] for _ in range(n_folds)]
+        held: list[list[tuple[int, np.ndarray]]] = [[] for _ in range(folds)]
         for c, s in enumerate(ids):
-            groups = np.array_split(rng.permutation(len(s)), min(len(s), n_folds))
-            for group, fold in zip(groups, rng.choice(n_folds, size=len(groups), replace=False)):
+            groups = np.array_split(rng.permutation(len(s)), min(len(s), folds))
+            for group, fold in zip(groups, rng.choice(folds, size=len(groups), replace=False)):
                 held[int(fold)].append((c, group))
         for fold in held:
             out = dict(fold)
-            rest = [torch.as_tensor(np.delete(s, out.get(c, [])), dtype=torch.int64) for c, s in enumerate(ids)]
+            yield [torch.as_tensor(np.delete(s, out.get(c, [])), dtype=torch.int64) for c, s in enumerate(ids)], fold
+
+
+def cross_validate(predicts: Mapping[str, Callable[[list[torch.Tensor]], torch.Tensor]], names: Sequence[str],
+                   support: Sequence[torch.Tensor], *, folds: int = ESTIMATE_FOLDS, repeats: int = ESTIMATE_REPEATS,
+                   seed: int = 0, refine: Mapping[str, str] | None = None) -> dict[str, Estimate]:
+    """:func:`estimate_accuracy` of several predictors on the same folds (each fold is predicted by every
+    predictor before the next is drawn), so their estimates can be compared label by label
+    (:attr:`Estimate.hits`).
+
+    Args:
+        predicts: name -> support ids per class -> the predicted class of every node ``(N,)``.
+        refine: name -> the refinement that predictor applies (recorded only).
+    """
+    counts = {str(n): len(s) for n, s in zip(names, support)}
+    refine = refine or {}
+    few = [f"{n!r} ({k})" for n, k in counts.items() if k < 2]
+    if few:
+        reason = (f"class(es) {', '.join(few)} have fewer than 2 labelled nodes; holding labels out "
+                  f"to estimate the accuracy needs at least 2 per class")
+        return {name: Estimate(None, None, {}, counts, refine=refine.get(name, "none"), seed=seed, reason=reason)
+                for name in predicts}
+    ids = [np.asarray(s.cpu().numpy() if torch.is_tensor(s) else s, dtype=np.int64) for s in support]
+    n_folds = max(2, min(int(folds), max(counts.values())))
+    repeats = max(1, int(repeats))
+    right = {name: [np.zeros(len(s)) for s in ids] for name in predicts}
+    for rest, fold in held_out_folds(ids, n_folds, repeats, seed):
+        for name, predict in predicts.items():
             pred = np.asarray(torch.as_tensor(predict(rest)).cpu().numpy())
             for c, group in fold:
-                right[c][group] += pred[ids[c][group]] == c
+                right[name][c][group] += pred[ids[c][group]] == c
     total = sum(len(s) for s in ids)
-    hits = float(sum(r.sum() for r in right)) / repeats
-    recall = {str(n): float(r.sum() / (repeats * len(r))) for n, r in zip(names, right)}
-    return Estimate(hits / total, wilson_interval(hits, total), recall, counts, n_folds, repeats, int(seed), refine)
+    out = {}
+    for name, hits_per_class in right.items():
+        hits = float(sum(r.sum() for r in hits_per_class)) / repeats  # each label's share right over the repeats
+        recall = {str(n): float(r.sum() / (repeats * len(r))) for n, r in zip(names, hits_per_class)}
+        per_label = tuple(float(h) for r in hits_per_class for h in r / repeats)
+        out[name] = Estimate(hits / total, wilson_interval(hits, total), recall, counts, n_folds, repeats, int(seed),
+                             refine.get(name, "none"), hits=per_label)
+    return out
 
 
 # -- feature shift ------------------------------------------------------------------------------------------------
@@ -320,9 +365,13 @@ class PredictionReport:
         nodes: nodes of the graph; ``unlabelled``: those predicted.
         labels_per_class: labelled nodes per class; ``predicted_per_class``: unlabelled nodes predicted per class.
         refine: the refinement (method, alpha, steps).
-        estimate: the accuracy estimate (``None`` when not asked for).
+        estimate: the chosen method's accuracy estimate (``None`` when not asked for).
         shift: the feature comparison (``None`` when not made; ``shift_note`` says why).
         warnings: every warning the prediction gave, one line each.
+        method: the candidate that predicted (:mod:`gflkit.prediction.candidates`).
+        selection: every candidate's estimate, the one chosen and why
+            (:class:`~gflkit.prediction.selection.Selection`); ``candidates`` is its table.
+        features: which node features the candidates fitted on the graph read.
     """
 
     graph: str
@@ -338,6 +387,14 @@ class PredictionReport:
     shift_note: str | None = None
     warnings: list[str] = field(default_factory=list)
     estimate_note: str = "not asked for"
+    method: str = "model"
+    selection: Any = None
+    features: str = ""
+
+    @property
+    def candidates(self):
+        """The candidate table (:meth:`gflkit.prediction.selection.Selection.frame`), or ``None``."""
+        return self.selection.frame() if self.selection is not None else None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain values for a JSON report."""
@@ -348,4 +405,6 @@ class PredictionReport:
                 "unlabelled": self.unlabelled, "classes": list(self.labels_per_class),
                 "labels_per_class": dict(self.labels_per_class), "refine": dict(self.refine), "estimate": estimate,
                 "predicted_per_class": dict(self.predicted_per_class), "feature_shift": shift,
+                "method": self.method, "features": self.features,
+                "selection": self.selection.to_dict() if self.selection is not None else None,
                 "warnings": list(self.warnings)}

@@ -30,7 +30,7 @@ import gflkit
 from gflkit.config import EpisodeConfig, TrainConfig
 from gflkit.data.sources.tables import TableColumns, read_table_collection, read_table_graph
 from gflkit.errors import GFLError
-from gflkit.prediction.predictor import read_labels
+from gflkit.prediction.inputs import read_labels
 
 OUT_RANGE = "node id out of range 0..2**63-1"
 
@@ -300,7 +300,7 @@ def test_non_finite_features_are_repaired_the_one_way(run, region, tmp_path):
     result = _predict(run, region / "edges.csv", region / "labels.csv", "--features", tmp_path / "nan.npy")
     assert len(csv_table(result)) == len(feat)
     lines = [line for line in result.stderr.splitlines() if "NaN" in line or "non-finite" in line]
-    assert lines == ["WARNING gflkit.prediction.predictor: 2 x non-finite feature value (set to 0) "
+    assert lines == ["WARNING gflkit.prediction.inputs: 2 x non-finite feature value (set to 0) "
                      "(first at nan.npy: row 3)"]
 
     nodes = pd.DataFrame(np.load(region / "feat.npy"), columns=[f"f{j}" for j in range(32)]).astype(object)

@@ -170,8 +170,12 @@ def test_bad_input_is_one_line(runs, region, tmp_path):
     n = len(pd.read_csv(region / "nodes.csv"))
     np.save(tmp_path / "f100.npy", np.zeros((n, 100), np.float32))
     result = invoke("predict", run, "--edges", region / "edges.csv", "--features", tmp_path / "f100.npy",
-                    "--labels", region / "labels.csv")
-    one_line_error(result, "the run expects 32 features per node;", "has 100")
+                    "--labels", region / "labels.csv")  # answered by the candidates that need no run
+    assert len(csv_table(result)) == n
+    said = [line for line in result.stderr.splitlines() if line.startswith("WARNING")]
+    assert len(said) == 1 and "the run expects 32 features per node;" in said[0] and "has 100" in said[0], said
+    one_line_error(invoke("predict", run, "--edges", region / "edges.csv", "--features", tmp_path / "f100.npy",
+                          "--labels", region / "labels.csv", "--method", "model"), "the run expects 32 features")
 
     feat = np.load(region / "feat.npy")
     feat[7, 3] = np.inf

@@ -91,7 +91,7 @@ def test_estimate_tracks_the_true_accuracy(predictor, refine):
     for seed in range(32):
         g, label, rng = _sbm(seed, signal=(0.2, 0.35, 0.5, 0.8)[seed % 4])
         support = _labels(label, 5, rng)
-        truth = _true_accuracy(predictor.predict(g, support, refine=cfg), label)
+        truth = _true_accuracy(predictor.predict(g, support, method="model", refine=cfg), label)
         est = predictor.estimate(g, support, refine=cfg)
         assert est.folds == 5 and est.repeats == 3 and est.held_out == 20 and est.refine == refine
         assert est.interval[0] <= est.accuracy <= est.interval[1]
@@ -184,11 +184,11 @@ def test_report_json_and_stderr(run, region, tmp_path):  # noqa: F811
 
 def test_no_estimate_skips_it(run, region, tmp_path):  # noqa: F811
     report = tmp_path / "report.json"
-    result = _predict(run, region, "--no-estimate", "--report", report)
+    result = _predict(run, region, "--no-estimate", "--report", report, "--method", "model")
     assert result.exit_code == 0 and "estimated" not in result.stderr
     assert json.loads(report.read_text())["estimate"] == {"accuracy": None, "interval": None,
                                                          "reason": "not computed (--no-estimate)"}
-    assert csv_table(result).equals(csv_table(_predict(run, region)))
+    assert csv_table(result).equals(csv_table(_predict(run, region, "--method", "model")))
 
 
 def test_estimate_seed(run, region, tmp_path):  # noqa: F811
@@ -219,7 +219,7 @@ def test_shift_warning_on_shifted_features(run, region, tmp_path, change):  # no
     np.save(tmp_path / "feat.npy", feat)
     report = tmp_path / "report.json"
     result = invoke("predict", run, "--edges", region / "edges.csv", "--features", tmp_path / "feat.npy",
-                    "--labels", region / "labels.csv", "--report", report)
+                    "--labels", region / "labels.csv", "--report", report, "--method", "model")
     assert result.exit_code == 0
     lines = _lines(result.stderr, needle)
     assert len(lines) == 1 and str(tmp_path / "feat.npy") in lines[0] and "warned" in lines[0], result.stderr
@@ -339,7 +339,7 @@ def test_one_direction_graph_predicts_as_the_cli(predictor, run, tmp_path):
     messy.ndata["feat"] = g.ndata["feat"]
     _write(tmp_path, messy, support)
     cli = csv_table(_predict(run, tmp_path, "--no-estimate"))
-    direct = predictor.predict(messy, support)
+    direct = predictor.predict(messy, support, estimate=False)
     assert (direct["label"].astype(str).to_numpy() == cli["label"].astype(str).to_numpy()).all()
     assert np.allclose(direct.filter(like="score_").to_numpy(), cli.filter(like="score_").to_numpy(), atol=1e-4)
     tables = gflkit.predict(predictor, edges=tmp_path / "edges.csv", features=tmp_path / "feat.npy",
@@ -347,7 +347,7 @@ def test_one_direction_graph_predicts_as_the_cli(predictor, run, tmp_path):
     pd.testing.assert_frame_equal(direct.drop(columns="node"), tables.drop(columns="node"))
     both = dgl.to_bidirected(g)
     both.ndata["feat"] = g.ndata["feat"]
-    assert predictor.predict(both, support)["label"].tolist() == direct["label"].tolist()
+    assert predictor.predict(both, support, estimate=False)["label"].tolist() == direct["label"].tolist()
     from gflkit.data.collection import build_graph, undirected_edges
 
     u, v = undirected_edges(*messy.edges(), messy.num_nodes())

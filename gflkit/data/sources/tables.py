@@ -188,7 +188,7 @@ def _feature_rows(path: Path, report) -> int | None:
     return None if shape is None else shape[0]
 
 
-def _read(edges, nodes, features, cols: TableColumns, classes) -> _Tables:
+def _read(edges, nodes, features, cols: TableColumns, classes, featureless: bool = False) -> _Tables:
     edges = existing_file(edges, "edge table", f"put your edges (columns {cols.src},{cols.dst}) there or pass `edges`")
     if nodes is not None:
         nodes = existing_file(nodes, "node table",
@@ -214,7 +214,8 @@ def _read(edges, nodes, features, cols: TableColumns, classes) -> _Tables:
     with reading(nodes or edges):
         label, class_list, bins = _labels(nd, rows, cols, classes, report)
     with reading(features or nodes or edges):  # the feature file, else the node table's feature columns
-        feat = _features(nd, rows, features, cols, report)
+        no_features = featureless and features is None and (cols.features is None or nd.frame is None)
+        feat = np.zeros((len(rows), 0), np.float32) if no_features else _features(nd, rows, features, cols, report)
 
     code, node_id = nd.code[rows], nd.ids[rows]
     if nd.frame is None:  # nodes 0..n-1: an id is its node's position
@@ -426,7 +427,7 @@ def _finish_features(feat, feat_size: int | None, seed: int, transform: FeatureT
 def read_table_graph(edges, nodes=None, *, features=None, columns: TableColumns = TableColumns(), classes=None,
                      feat_size: int | None = None, seed: int = 0, name: str = "tables",
                      transform: FeatureTransform | None = None, fit: bool = True,
-                     optional_transform: bool = False) -> SourceGraph:
+                     optional_transform: bool = False, featureless: bool = False) -> SourceGraph:
     """One large graph from an edge table and a node table (see module docstring).
 
     Args:
@@ -444,11 +445,13 @@ def read_table_graph(edges, nodes=None, *, features=None, columns: TableColumns 
         fit: fit a reduction when ``transform`` is ``None`` (else keep raw features).
         optional_transform: apply ``transform`` only when the features have its
             input size, else keep them (the caller checks them).
+        featureless: without a feature file or feature columns, give features of width 0
+            (else that is an error).
 
     Returns:
         The graph; ``source.transform`` is the transform its features went through.
     """
-    t = _read(edges, nodes, features, columns, classes)
+    t = _read(edges, nodes, features, columns, classes, featureless)
     feat, used = _finish_features(t.feat, feat_size, seed, transform, fit, str(features or nodes),
                                   optional_transform, fitted_on=fitted_on("all"))
     g = build_graph(t.src, t.dst, len(t.node_id), feat, t.label)

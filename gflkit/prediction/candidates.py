@@ -1,0 +1,239 @@
+"""Candidate methods for labelling a user's graph, each fitted on that graph's labels alone or read from a run.
+
+Every candidate answers ``class_scores(g, support, z=None)`` as the models do
+(:mod:`gflkit.prediction.class_scores`): ``g`` a prepared graph
+(:func:`gflkit.graphs.prepare_graph`: self-loops and the GCN normalisation)
+whose ``ndata["feat"]`` holds the features the candidate reads, ``support``
+the labelled node ids of each class, and ``(N, C)`` scores before the softmax
+back. ``shared_embeddings(g)`` computes what every support set of ``g`` shares
+(the scaled and propagated features), so cross-validating a candidate over
+many support sets computes it once. The candidates whose ``scores_rows`` is
+true also score a few nodes alone (``class_scores(..., nodes=ids)``), which is
+all the cross-validation needs of them.
+
+* :class:`LabelPropagation` (``lp``): the labels alone spread over the graph
+  (:func:`gflkit.refine.label_propagation` from a uniform prior).
+* :class:`NearestCentroid` (``centroid``, ``centroid-sgc``): each node to the
+  class whose mean labelled feature vector is nearest (squared Euclidean).
+* :class:`RidgeClassifier` (``ridge``, ``ridge-sgc``): a least-squares linear
+  map from features to one-hot labels with an L2 penalty, in closed form
+  (the "LinearGNN" of GraphAny, Zhao et al., ICLR 2025).
+* :class:`CorrectAndSmooth` (``cs``): the ridge classifier on the raw features,
+  corrected and smoothed over the graph (:func:`gflkit.refine.correct_and_smooth`,
+  Huang et al., ICLR 2021).
+* :class:`RunModel` (``model``, ``model+lp``, ``model+cs``): a run's model, plain
+  or refined as ``--refine`` refines it.
+
+The ``-sgc`` variants read ``A_hat^k X`` (:data:`SGC_HOPS` hops of the GCN
+propagation, as SGC does, Wu et al., ICML 2019) instead of ``X``. Features are
+centred per column and scaled to a mean squared row norm of 1 before (and
+again after) propagation, so the ridge penalty means the same on every graph.
+Everything is sparse products and ``(N, d)`` or ``(S, S)`` dense blocks
+(``S`` the labelled nodes): memory linear in nodes + edges.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import dgl
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..names import REFINE_ALPHA, REFINE_STEPS
+from ..nn.conv import propagate
+from ..refine import RefineConfig, correct_and_smooth, label_propagation, refine_nodes
+from .checks import normalised
+from .class_scores import class_scores, shared_embeddings
+
+__all__ = ["LabelPropagation", "NearestCentroid", "RidgeClassifier", "CorrectAndSmooth"]
+
+#: Propagation hops of the ``-sgc`` candidates.
+SGC_HOPS = 2
+#: Label propagation: weight of the propagated term and steps (more than refinement's: labels alone must reach far).
+LP_ALPHA = 0.9
+LP_STEPS = 50
+#: The ridge penalty, relative to the mean squared norm of the labelled nodes' feature rows.
+RIDGE_PENALTY = 1.0
+
+
+def _targets(support: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """All support ids and their classes: ``(S,)``, ``(S,)``."""
+    nodes = torch.cat([torch.as_tensor(t, dtype=torch.int64) for t in support])
+    target = torch.cat([torch.full((len(t),), c, dtype=torch.int64) for c, t in enumerate(support)])
+    return nodes, target
+
+
+def _log_probs(p: torch.Tensor) -> torch.Tensor:
+    """Propagated scores as log-probabilities (:func:`~gflkit.prediction.checks.normalised`: clipped at 0,
+    rows normalised, argmax kept)."""
+    return normalised(p).clamp_min(1e-12).log()
+
+
+def _unit_rows(x: torch.Tensor) -> torch.Tensor:
+    """``x`` with columns centred and scaled to a mean squared row norm of 1."""
+    x = x - x.mean(0)
+    scale = (x * x).sum(1).mean().sqrt()
+    return x / scale if scale > 0 else x
+
+
+def scaled_features(g: dgl.DGLGraph, hops: int = 0) -> torch.Tensor:
+    """The graph's features centred and scaled (:func:`_unit_rows`), propagated ``hops`` times over ``g``.
+
+    Shapes:
+        returns ``(N, d)`` float32.
+    """
+    x = _unit_rows(g.ndata["feat"].float())
+    if hops:
+        with torch.no_grad():
+            for _ in range(hops):
+                x = propagate(g, x)
+        x = _unit_rows(x)
+    return x
+
+
+class LabelPropagation:
+    """The labels spread over the graph: ``Y <- alpha A_hat Y + (1 - alpha) Y0``, support rows clamped to their
+    one-hot labels, from a uniform ``Y0`` (Zhou et al., 2004). Reads no features."""
+
+    name = "lp"
+    reads_features = False
+    scores_rows = False  # class_scores(..., nodes=) scores some nodes only
+
+    def __init__(self, alpha: float = LP_ALPHA, steps: int = LP_STEPS):
+        self.alpha, self.steps = alpha, steps
+
+    def shared_embeddings(self, g: dgl.DGLGraph) -> None:
+        return None
+
+    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor], z=None) -> torch.Tensor:
+        nodes, target = _targets(support)
+        prior = torch.full((g.num_nodes(), len(support)), 1.0 / len(support))
+        with torch.no_grad():
+            return _log_probs(label_propagation(g, prior, nodes, target, self.alpha, self.steps))
+
+
+class NearestCentroid:
+    """Each node to the class with the nearest mean labelled feature vector (squared Euclidean distance),
+    on the raw features (``hops=0``) or on ``A_hat^hops X``."""
+
+    reads_features = True
+    scores_rows = True
+
+    def __init__(self, hops: int = 0):
+        self.hops = hops
+        self.name = "centroid" if hops == 0 else "centroid-sgc"
+
+    def shared_embeddings(self, g: dgl.DGLGraph) -> torch.Tensor:
+        return scaled_features(g, self.hops)
+
+    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor], z=None,
+                     nodes: torch.Tensor | None = None) -> torch.Tensor:
+        """Scores of every node, or of ``nodes`` only (``(len(nodes), C)``)."""
+        z = self.shared_embeddings(g) if z is None else z  # (N, d)
+        centres = torch.stack([z[torch.as_tensor(t, dtype=torch.int64)].mean(0) for t in support])  # (C, d)
+        return -torch.cdist(z if nodes is None else z[nodes], centres).square()
+
+
+def ridge_weights(x: torch.Tensor, y: torch.Tensor,
+                  penalty: float = RIDGE_PENALTY) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The ridge solution on labelled rows ``x`` (a constant column added) for targets ``y``, as ``(Xs, alpha)``
+    with scores ``[X, 1] Xs^T alpha`` (dual form, when there are fewer labelled rows than features) or
+    ``(W, None)`` with scores ``[X, 1] W`` (primal). The penalty is ``penalty`` times the mean squared row norm.
+
+    Shapes:
+        x ``(S, d)``, y ``(S, C)``.
+    """
+    xs = torch.cat([x, torch.ones(len(x), 1, dtype=x.dtype)], 1).double()  # (S, d + 1)
+    lam = penalty * float((xs * xs).sum(1).mean())
+    if len(xs) <= xs.shape[1]:
+        k = xs @ xs.T
+        alpha = torch.linalg.solve(k + lam * torch.eye(len(xs), dtype=k.dtype), y.double())  # (S, C)
+        return xs, alpha
+    gram = xs.T @ xs
+    w = torch.linalg.solve(gram + lam * torch.eye(len(gram), dtype=gram.dtype), xs.T @ y.double())  # (d + 1, C)
+    return w, None
+
+
+class RidgeClassifier:
+    """A linear map from features to one-hot labels by L2-penalised least squares in closed form, on the raw
+    features (``hops=0``) or on ``A_hat^hops X``; the penalty is :data:`RIDGE_PENALTY` times the mean squared
+    norm of the labelled feature rows."""
+
+    reads_features = True
+    scores_rows = True
+
+    def __init__(self, hops: int = 0, penalty: float = RIDGE_PENALTY):
+        self.hops, self.penalty = hops, penalty
+        self.name = "ridge" if hops == 0 else "ridge-sgc"
+
+    def shared_embeddings(self, g: dgl.DGLGraph) -> torch.Tensor:
+        return scaled_features(g, self.hops)
+
+    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor], z=None,
+                     nodes: torch.Tensor | None = None) -> torch.Tensor:
+        """Scores of every node, or of ``nodes`` only (``(len(nodes), C)``)."""
+        z = self.shared_embeddings(g) if z is None else z  # (N, d)
+        labelled, target = _targets(support)
+        y = F.one_hot(target, len(support)).float()
+        w, alpha = ridge_weights(z[labelled], y, self.penalty)
+        w = (w.T @ alpha if alpha is not None else w).to(z.dtype)  # (d + 1, C): solved in float64, applied as z
+        rows = z if nodes is None else z[nodes]
+        return rows @ w[:-1] + w[-1]
+
+
+class CorrectAndSmooth:
+    """:class:`RidgeClassifier` on the raw features, its errors on the labelled nodes spread over the graph and
+    added (correct), then its predictions smoothed with the labels clamped (smooth)."""
+
+    name = "cs"
+    reads_features = True
+    scores_rows = False
+
+    def __init__(self, alpha: float = REFINE_ALPHA, steps: int = REFINE_STEPS):
+        self.base, self.alpha, self.steps = RidgeClassifier(0), alpha, steps
+
+    def shared_embeddings(self, g: dgl.DGLGraph) -> torch.Tensor:
+        return self.base.shared_embeddings(g)
+
+    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor], z=None) -> torch.Tensor:
+        probs = _log_probs(self.base.class_scores(g, support, z)).exp()
+        nodes, target = _targets(support)
+        with torch.no_grad():
+            return _log_probs(correct_and_smooth(g, probs, nodes, target, self.alpha, self.steps))
+
+
+class RunModel:
+    """A run's model (:func:`~gflkit.prediction.class_scores.class_scores`), refined by ``refine``.
+
+    Its variants on one graph share the model's scores of each support set (``share``: the same
+    :class:`RunModel` whose last scores this one reuses), so ``model``, ``model+lp`` and ``model+cs``
+    score each fold with the model once.
+    """
+
+    reads_features = True
+    scores_rows = False
+
+    def __init__(self, module: nn.Module, refine: RefineConfig | None = None, share: "RunModel | None" = None):
+        self.module, self.refine = module, refine or RefineConfig()
+        self.name = "model" if not self.refine.active else f"model+{self.refine.method}"
+        self._last = share._last if share is not None else [None, None, None]  # [g, support, scores]
+
+    def shared_embeddings(self, g: dgl.DGLGraph) -> torch.Tensor | None:
+        self.module.eval()
+        return shared_embeddings(self.module, g)
+
+    def model_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor], z=None) -> torch.Tensor:
+        """The model's own scores ``(N, C)``, reused when its variants asked for the same support set."""
+        last = self._last
+        if last[0] is not g or last[1] is not support:  # no torch.no_grad: MAML adapts its head by gradients
+            last[:] = [g, support, class_scores(self.module, g, support, z).detach()]
+        return last[2]
+
+    def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor], z=None) -> torch.Tensor:
+        scores = self.model_scores(g, support, z)
+        if not self.refine.active:
+            return scores.cpu()
+        nodes, target = _targets(support)
+        with torch.no_grad():
+            return _log_probs(refine_nodes(g, scores, nodes, target, self.refine).cpu())
