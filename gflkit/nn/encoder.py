@@ -72,15 +72,13 @@ class NodeEncoder(nn.Module):
         x = g.ndata["feat"] if feat is None else feat
         if isinstance(x, (list, tuple)):  # one tensor per graph of the batch
             x = list(x) if self.takes_feature_parts else torch.cat(list(x))
-        h = self._merge_heads(self._conv(self.conv1, g, x if isinstance(x, list) else self.dropout(x), symmetric))
+        # A GCNLayer is told whether g is symmetric; a dgl.nn convolution takes (g, x) only.
+        told = {"symmetric": symmetric} if isinstance(self.conv1, GCNLayer) else {}
+        h = self._merge_heads(self.conv1(g, x if isinstance(x, list) else self.dropout(x), **told))
         if not (isinstance(self.conv1, GCNLayer) and self.conv1.relu):  # a GCNLayer may rectify in place
             h = torch.relu(h)
-        return self._merge_heads(self._conv(self.conv2, g, self.dropout(h), symmetric))
-
-    @staticmethod
-    def _conv(conv: nn.Module, g: dgl.DGLGraph, x, symmetric: bool | None) -> torch.Tensor:
-        """``conv(g, x)``, told whether ``g`` is symmetric where it takes that (a ``dgl.nn`` convolution does not)."""
-        return conv(g, x, symmetric=symmetric) if isinstance(conv, GCNLayer) else conv(g, x)
+        told = {"symmetric": symmetric} if isinstance(self.conv2, GCNLayer) else {}
+        return self._merge_heads(self.conv2(g, self.dropout(h), **told))
 
 
 class GCNEncoder(NodeEncoder):
