@@ -64,12 +64,13 @@ def _outputs(make_family, spec, Sampler, EpisodeConfig, GFLConfig, GFL, batch_ep
     sampler = Sampler(family, "train", EpisodeConfig(k_shot=3), seed=0)
     ids = sampler.graph_ids[:2]
     episodes = [sampler.episode(gid, 0) for gid in ids]
-    bg, support, queries = batch_episodes([prepare_graph(family.graphs[gid]) for gid in ids], episodes)
+    batch = batch_episodes([prepare_graph(family.graphs[gid]) for gid in ids], episodes)
+    args = batch if isinstance(batch, tuple) else (batch,)  # (graph, support, queries) before EpisodeBatch
     result = {}
     for name, change in CONFIGS.items():
         torch.manual_seed(0)
         model = GFL(family.feat_size, replace(GFLConfig(), **change))
-        out = model(bg, support, queries)
+        out = model(*args)
         loss, _ = model.loss(out, [ep.query_label for ep in episodes])
         loss.backward()
         row = {"logits": [s.detach() for s in out.logits], "prototypes": out.prototypes.detach(),

@@ -204,13 +204,18 @@ _SETTINGS = [*_MODEL_KEYS, "model", "k_shot", "n_query", "on_small", "steps", "m
              "options", "run_dir", "force"]
 
 
-def _check_resume(ctx: click.Context) -> None:
+def _check_resume(ctx: click.Context, resume: str) -> None:
+    """The flags given with ``--resume``, refused by the library's one check, as a usage error."""
+    from gflkit.config import refuse_settings_on_resume
+
     flags = {param.name: param.opts[0] for param in ctx.command.params}
     # A default from the environment (GFLKIT_TRAIN_STEPS, ...) is a default, not a setting the user typed.
     defaults = ("DEFAULT", "DEFAULT_MAP", "ENVIRONMENT")
     given = [flags[name] for name in _SETTINGS if ctx.get_parameter_source(name).name not in defaults]
-    if given:
-        raise click.UsageError(f"--resume continues a run with its own settings; drop {', '.join(given)}")
+    try:
+        refuse_settings_on_resume(resume, given)
+    except gflkit.GFLError as err:
+        raise click.UsageError(str(err)) from None
 
 
 @click.command(cls=SectionedCommand, sections=TRAIN_HELP_SECTIONS, epilog=TRAIN_EPILOG)
@@ -251,7 +256,8 @@ def train(data, model, run_dir, force, resume, checkpoint_every, options, split,
     kept in runs/<name> (--run-dir). Example: gflkit train DATA --k-shot 5
     """
     from gflkit.training import distributed
-    from gflkit.api import default_run_dir
+    from gflkit.config import RunSettings
+    from gflkit.runs.settings import default_run_dir
     from gflkit.runs.folder import partial_path
     from gflkit.devices import resolve_device
 
@@ -263,9 +269,8 @@ def train(data, model, run_dir, force, resume, checkpoint_every, options, split,
     out = run_dir
     refine = refine_configs(kwargs)[0]
     if resume is not None:
-        _check_resume(click.get_current_context())
-        target = resume
-        call = dict(resume=resume)
+        _check_resume(click.get_current_context(), resume)
+        target, configs = resume, {}
     else:
         overrides = model_overrides(kwargs)
         ep_cfg = episode_config(kwargs)
@@ -288,13 +293,12 @@ def train(data, model, run_dir, force, resume, checkpoint_every, options, split,
         if out is None:
             out = default_run_dir(collection, model, model_cfg, ep_cfg, tr_cfg, parsed)
         target, data = out, collection
-        call = dict(model_cfg=model_cfg, episode_cfg=ep_cfg, train_cfg=tr_cfg, model=model, options=parsed,
-                    run_dir=out, force=force)
+        configs = dict(model_cfg=model_cfg, episode_cfg=ep_cfg, train_cfg=tr_cfg, model=model, options=parsed)
+    run = RunSettings(run_dir=out, force=force, resume=resume, checkpoint_every=checkpoint_every, nproc=nproc,
+                      threads_per_proc=threads_per_proc, timeout=timeout, device=device, root=data_root,
+                      eval_split=eval_split, episodes=episodes, refine=refine, ci=ci)
     try:
-        result, table = gflkit.train(data, root=data_root, eval_split=eval_split, episodes=episodes,
-                                     checkpoint_every=checkpoint_every, refine=refine, ci=ci, nproc=nproc,
-                                     threads_per_proc=threads_per_proc, timeout=timeout, device=device,
-                                     return_result=True, **call)
+        result, table = gflkit.train(data, run=run, return_result=True, **configs)
     except KeyboardInterrupt:
         if not partial_path(target).is_dir():
             raise Interrupted("interrupted before training started") from None

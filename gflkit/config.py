@@ -13,7 +13,7 @@ import math
 import numbers
 import os
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
-from typing import Any
+from typing import Any, Sequence
 
 from .devices import resolve_device
 from .errors import GFLError
@@ -318,10 +318,11 @@ def to_dict(cfg) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class RunSettings:
-    """How one training run is launched and kept: its folder, resuming, checkpoints, processes, device.
+    """How one training run is launched, kept and scored: its folder, resuming, checkpoints, processes,
+    device, where its data is looked up, and the evaluation after training.
 
-    :func:`gflkit.train` builds one from its keywords; each value is checked here,
-    once, and the device is resolved here, once (``device`` then holds a
+    :func:`gflkit.train` takes one (``run=``) or builds one from its keywords; each value is
+    checked here, once, and the device is resolved here, once (``device`` then holds a
     :class:`torch.device`).
 
     Attributes:
@@ -334,6 +335,11 @@ class RunSettings:
         threads_per_proc: threads of each process (``None``: cores / nproc).
         timeout: seconds after which a rank waiting for a dead peer gives up.
         device: ``cpu``, ``cuda`` or ``cuda:N`` (:func:`gflkit.devices.resolve_device`; ``None``: ``cpu``).
+        root: data root for collection names and the built-in family (``None``: the default).
+        eval_split: split to score after training (``None``: no scoring).
+        episodes: support draws per graph in that scoring.
+        refine: transductive refinement of the scores, a :class:`gflkit.refine.RefineConfig` (``None``: none).
+        ci: interval of the result row, ``t`` or ``paper`` (:mod:`gflkit.evaluation.statistics`).
     """
 
     run_dir: Any = None
@@ -345,6 +351,11 @@ class RunSettings:
     threads_per_proc: int | None = None
     timeout: float = DEFAULT_TIMEOUT
     device: Any = None
+    root: Any = None
+    eval_split: str | None = "test"
+    episodes: int = 1
+    refine: Any = None
+    ci: str = "t"
 
     def __post_init__(self) -> None:
         run_dir = self.run_dir
@@ -353,11 +364,23 @@ class RunSettings:
         if not (self.resume is None or isinstance(self.resume, (str, os.PathLike))):
             raise GFLError(f"resume={self.resume!r}: give the run folder to continue, or None")
         optional = ("threads_per_proc",) if self.threads_per_proc is not None else ()
-        for name in ("checkpoint_every", "nproc") + optional:
+        for name in ("checkpoint_every", "nproc", "episodes") + optional:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
                 raise GFLError(f"{name}={value!r} must be a whole number of at least 1")
         if isinstance(self.timeout, bool) or not isinstance(self.timeout, numbers.Real) or not (
                 math.isfinite(self.timeout) and self.timeout > 0):
             raise GFLError(f"timeout={self.timeout!r} must be a positive number of seconds")
+        if self.ci not in ("t", "paper"):
+            raise GFLError(f"ci={self.ci!r}: choose t or paper")
+        if not (self.eval_split is None or isinstance(self.eval_split, str)):
+            raise GFLError(f"eval_split={self.eval_split!r}: give a split name (test, val, train) or None")
         object.__setattr__(self, "device", resolve_device(self.device))
+
+
+def refuse_settings_on_resume(resume: Any, given: Sequence[str]) -> None:
+    """The one check of the settings given with ``resume``: a resumed run continues with its own settings,
+    so ``given`` (the names of the settings given all the same: keywords, or command-line flags) must be
+    empty; else a GFLError names them."""
+    if resume is not None and given:
+        raise GFLError(f"resume continues {resume} with its own settings: drop {', '.join(given)}")

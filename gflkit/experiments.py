@@ -33,7 +33,8 @@ from typing import Any, Iterable, Sequence
 
 import pandas as pd
 
-from .api import model_config, model_names, result_row, score_records, train
+from .api import model_config, model_names, train
+from .evaluation.scoring import result_row, score_records
 from .config import ABLATIONS, AGGREGATORS, EpisodeConfig, GFLConfig, TrainConfig
 from .data import GraphCollection, load_collection
 from .devices import resolve_device

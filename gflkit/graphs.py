@@ -1,13 +1,16 @@
 """Graphs as the models see them, and meta-batches of episodes.
 
 :func:`prepare_graph` adds self-loops and the data every step would otherwise
-recompute; :class:`GraphCache` prepares each graph of a collection once;
-:func:`batch_episodes` joins a meta-batch into one ``dgl.batch`` with the
-episodes' node ids shifted into it. Threads that share the work are in :mod:`gflkit.threads`.
+recompute; :class:`GraphCache` prepares each graph of a collection once (and
+checks once whether it is symmetric); :func:`batch_episodes` joins a meta-batch
+into one :class:`EpisodeBatch`: one ``dgl.batch`` with the episodes' node ids
+shifted into it, and what the model should know about it. Threads that share
+the work are in :mod:`gflkit.threads`.
 """
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Sequence
 
 import dgl
@@ -15,9 +18,9 @@ import torch
 
 from .data import GraphCollection
 from .episodes import Episode
-from .nn.conv import add_gcn_norm, graph_facts, is_symmetric, set_symmetric
+from .nn.conv import add_gcn_norm, is_symmetric
 
-__all__ = ["prepare_graph", "batch_episodes"]
+__all__ = ["prepare_graph", "batch_episodes", "EpisodeBatch"]
 
 
 def prepare_graph(g: dgl.DGLGraph) -> dgl.DGLGraph:
@@ -45,31 +48,57 @@ def _shifted_support(bg: dgl.DGLGraph, episodes: Sequence[Episode], offsets: lis
     return torch.stack([ep.support + off for ep, off in zip(episodes, offsets)]).to(bg.device)
 
 
-def batch_episodes(graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode], *, features: bool = True):
+@dataclass(frozen=True)
+class EpisodeBatch:
+    """A meta-batch as the training pass of an episodic model reads it: everything it is told, in one object.
+
+    Made by :func:`batch_episodes`.
+
+    Attributes:
+        graph: the member graphs as one ``dgl.batch`` (prepared: self-loops, the GCN normalisation;
+            ``ndata["feat"]`` unless ``features`` holds the features).
+        support: ``(B, C, K)`` support ids in ``graph``.
+        queries: one ``(Q_b,)`` tensor of query ids in ``graph`` per member graph.
+        features: each member graph's own ``(N_b, F)`` features, in the batch's order, when the batch was
+            made without copying them into ``graph`` (``features=False``); else ``None``.
+        symmetric: whether every member graph is symmetric (each edge has its reverse), so a backward
+            pass may use ``A`` for ``A^T`` (:func:`~gflkit.nn.conv.propagate`); ``None``: not known
+            (checked where a backward pass needs it).
+    """
+
+    graph: dgl.DGLGraph
+    support: torch.Tensor
+    queries: Sequence[torch.Tensor]
+    features: tuple[torch.Tensor, ...] | None = None
+    symmetric: bool | None = None
+
+
+def batch_episodes(graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode], *, features: bool = True,
+                   symmetric: Sequence[bool] | None = None) -> EpisodeBatch:
     """One batched graph and the episodes' node ids shifted into it.
 
     Args:
         graphs: prepared graphs (:func:`prepare_graph`).
         episodes: one episode per graph.
         features: concatenate the graphs' ``ndata["feat"]`` into the batch's. ``False``
-            leaves them out and notes each graph's own feature tensor beside the
-            batch (:func:`~gflkit.nn.conv.member_features`), for a model that reads
-            them graph by graph: no copy of the features (11.5 MB per meta-batch of
-            5 graphs of 4,500 nodes and 128 features).
-
-    Returns:
-        ``(bg, support (B, C, K), queries)`` with ``queries`` a list of ``(Q_b,)``.
+            leaves them out and hands each graph's own feature tensor on
+            (:attr:`EpisodeBatch.features`), for a model that reads them graph by
+            graph: no copy of the features (11.5 MB per meta-batch of 5 graphs of
+            4,500 nodes and 128 features).
+        symmetric: whether each graph is symmetric, when the caller knows
+            (:meth:`GraphCache.symmetric`); by default each graph is checked
+            (:func:`~gflkit.nn.conv.is_symmetric`, about a millisecond per 25,000 edges).
     """
     graphs = list(graphs)
     if features:
-        bg = dgl.batch(graphs)
+        bg, parts = dgl.batch(graphs), None
     else:
         bg = dgl.batch(graphs, ndata=[k for k in graphs[0].ndata.keys() if k != "feat"])
-        graph_facts(bg)["member_features"] = [g.ndata["feat"] for g in graphs]
-    set_symmetric(bg, all(is_symmetric(g) for g in graphs))  # each graph is checked once, then remembered
+        parts = tuple(g.ndata["feat"] for g in graphs)
+    facts = [is_symmetric(g) for g in graphs] if symmetric is None else list(symmetric)
     offsets = _offsets(bg)
-    queries = [(ep.query + off).to(bg.device) for ep, off in zip(episodes, offsets)]
-    return bg, _shifted_support(bg, episodes, offsets), queries
+    queries = tuple((ep.query + off).to(bg.device) for ep, off in zip(episodes, offsets))
+    return EpisodeBatch(bg, _shifted_support(bg, episodes, offsets), queries, parts, all(facts))
 
 
 def make_thread_safe(g: dgl.DGLGraph) -> None:
@@ -98,6 +127,7 @@ class GraphCache:
         self.collection = collection
         self.device = torch.device(device) if device is not None else torch.device("cpu")
         self._graphs: dict[int, object] = {}
+        self._symmetric: dict[int, bool] = {}
         self._lock = threading.Lock()
 
     def num_nodes(self, graph_id: int) -> int:
@@ -113,5 +143,11 @@ class GraphCache:
                     g = prepare_graph(self.collection.graphs[graph_id])
                     g = g if self.device.type == "cpu" else g.to(self.device)
                     make_thread_safe(g)
+                    self._symmetric[graph_id] = is_symmetric(g)
                     self._graphs[graph_id] = g
         return g
+
+    def symmetric(self, graph_id: int) -> bool:
+        """Whether graph ``graph_id`` is symmetric (checked once, when it is prepared)."""
+        self[graph_id]
+        return self._symmetric[graph_id]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -27,10 +27,13 @@ from ..threads import map_graphs
 from ..devices import module_device
 from ..episodes import Episode, EpisodeSampler
 from ..models.base import FewShotModel
+from ..models.gfl import GFL
 from ..progress import progress_bar
 from ..refine import RefineConfig, refine_scores
 from ..sizes import require_fit
+from ..config import EpisodeConfig
 from .statistics import paired_estimate, record_estimate, unit_table
+from .tables import aggregator_name
 
 __all__ = ["graph_accuracies"]
 
@@ -228,3 +231,38 @@ def paired(records: pd.DataFrame, reference: pd.DataFrame, ci: str = "t") -> dic
     est, prob = paired_estimate(records, reference, "accuracy", ci)
     return {"delta": est.mean, "delta_lo": est.lo, "delta_hi": est.hi, "prob_improvement": prob,
             "p_value": est.p_value, "n_pairs": est.n_units}
+
+
+def result_row(model: str, aggregator: str, collection: Any, split: str,
+               records: pd.DataFrame | dict[int, float], episode_cfg: Any, episodes: int, seed: Any,
+               *, refine: str = "none", ci: str = "t", seed_std: bool = False) -> dict:
+    """One result table row (accuracy and CI in percent; :func:`summarise`) of ``model`` on a collection's
+    ``split`` (``episode_cfg``: an :class:`~gflkit.config.EpisodeConfig`).
+
+    ``seed_std``: keep the standard deviation of the per-seed accuracies (for
+    tables that take several seeds).
+    """
+    summary = summarise(records, ci)
+    if not seed_std:
+        summary.pop("seed_std")
+    return {
+        "model": model, "aggregator": aggregator, "dataset": collection.name, "split": split,
+        "k_shot": episode_cfg.k_shot, "episodes": episodes, "refine": refine, **summary, "seed": seed,
+    }
+
+
+def score_records(module: FewShotModel, collection: Any, split: str = "test", episode_cfg: Any = None,
+                  episodes: int = 1, seed: int = 0, refine: RefineConfig = _NO_REFINE) -> pd.DataFrame:
+    """Per-(graph, episode) records of a trained GFL model or transfer baseline on ``split`` of a collection
+    (``episode_cfg``: an :class:`~gflkit.config.EpisodeConfig`, by default the default one)."""
+    sampler = EpisodeSampler(collection, split, episode_cfg or EpisodeConfig(), seed).require_graphs()
+    return graph_records(module, sampler, episodes, refine=refine)
+
+
+def score_row(module: FewShotModel, name: str, collection: Any, split: str, episode_cfg: Any, episodes: int,
+              seed: int, refine: RefineConfig = _NO_REFINE, ci: str = "t") -> dict:
+    """The result row of a trained model (:func:`score_records`, then :func:`result_row`)."""
+    records = score_records(module, collection, split, episode_cfg, episodes, seed, refine)
+    cfg = module.cfg if isinstance(module, GFL) else None  # a GFL built from a config shows its aggregator
+    return result_row(name, aggregator_name(cfg), collection, split, records, episode_cfg, episodes, seed,
+                      refine=refine.method, ci=ci)

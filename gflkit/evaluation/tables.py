@@ -15,7 +15,7 @@ from __future__ import annotations
 import io
 import math
 import os
-from typing import IO, Iterable, Mapping, Sequence
+from typing import IO, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -136,3 +136,10 @@ def write_table(df: pd.DataFrame, out: str | os.PathLike | IO[str] | None = None
 
     atomic_write_text(out, text)
     return text
+
+
+def aggregator_name(cfg: Any) -> str:
+    """The aggregator a result row and a run name show (of a :class:`~gflkit.config.GFLConfig`): empty without
+    a hierarchy, or for a baseline (``cfg`` ``None``)."""
+    return cfg.aggregator if cfg is not None and cfg.uses_hierarchy else ""
+

@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any, Sequence
+from typing import Sequence
 
 import dgl
 import torch
 from torch import nn
 
 from ..episodes import Episode
+from ..graphs import EpisodeBatch
 
 __all__: list[str] = []  # exported by gflkit.models
 
@@ -26,9 +27,10 @@ class FewShotModel(nn.Module):
     how the instance was built, as GFL's ``takes_feature_parts`` on its encoder):
 
     * ``episodic``: trained by the episode engine (:mod:`gflkit.training._engine`):
-      ``forward(bg, support, queries)`` is the training pass (a torch module's
-      ``__call__``), ``loss(output, labels)`` its loss; otherwise the loop
-      calls :meth:`step_loss`.
+      ``forward(batch)`` on an :class:`~gflkit.graphs.EpisodeBatch` (graph, support
+      and query ids, feature blocks, whether the graphs are symmetric) is the
+      training pass (a torch module's ``__call__``), ``loss(output, labels)`` its
+      loss; otherwise the loop calls :meth:`step_loss`.
     * ``embeds``: :meth:`embed` gives node embeddings.
     * ``shares_embeddings``: :meth:`class_scores` takes ``z``, computed once per
       graph by :meth:`shared_embeddings` for all its support sets.
@@ -91,10 +93,9 @@ class FewShotModel(nn.Module):
         that does not share them (``shares_embeddings`` false)."""
         return None
 
-    def prepare(self, bg: dgl.DGLGraph, support: torch.Tensor) -> Any:
-        """What the training pass over the batch ``bg`` with support ids ``(B, C, K)`` reads besides
-        the parameters, computed ahead (``needs_prepare``); ``None`` when there is nothing."""
-        return None
+    def prepare(self, batch: EpisodeBatch) -> None:
+        """Compute ahead what the training pass over ``batch`` reads besides the parameters
+        (``needs_prepare``); the training pass then finds it (its numbers are the same)."""
 
     def step_loss(self, graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode],
                   labels: Sequence[torch.Tensor]) -> torch.Tensor:

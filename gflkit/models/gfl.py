@@ -17,11 +17,12 @@ import torch
 from torch import nn
 
 from ..config import GFLConfig
+from ..graphs import EpisodeBatch
 from ..nn import (
     Distance, GraphDecoder, GraphPrototype, HierarchicalGraphRepresentation, HierarchyGate, MeanPrototype,
     NodeEncoder, PrototypeGNN, make_encoder, recon_loss,
 )
-from ..nn.conv import member_features, propagate
+from ..nn.conv import propagate
 from ..nn.distance import cross_entropy
 from .base import FewShotModel
 from .support_sets import chunked
@@ -70,7 +71,7 @@ class GFL(FewShotModel):
     """The full model, composed of its parts; ablations and Protonet are configurations of it.
 
     A :class:`~gflkit.models.base.FewShotModel` trained by the episode engine (``episodic``):
-    ``forward(bg, support, queries)`` is the training pass and :meth:`loss` its loss;
+    ``forward(batch)`` (an :class:`~gflkit.graphs.EpisodeBatch`) is the training pass and :meth:`loss` its loss;
     :meth:`class_scores` scores a graph's nodes from any support sets.
 
     As PyG's ``GAE(encoder, decoder)``, every part is a module passed in:
@@ -143,26 +144,31 @@ class GFL(FewShotModel):
         """The prototype GNN, or ``None`` with a mean prototype."""
         return self.prototype.pgnn if isinstance(self.prototype, GraphPrototype) else None
 
-    def embed(self, g: dgl.DGLGraph, feat: torch.Tensor | Sequence[torch.Tensor] | None = None) -> torch.Tensor:
+    def embed(self, g: dgl.DGLGraph, feat: torch.Tensor | Sequence[torch.Tensor] | None = None, *,
+              symmetric: bool | None = None) -> torch.Tensor:
         """Node embeddings ``Z = f_theta(A, X)``: ``(N, out_feats)``.
 
         ``feat``: the node features, by default ``g.ndata["feat"]``; or one
-        tensor per graph of a batched ``g`` (see ``NodeEncoder.forward``)."""
-        return self.encoder(g) if feat is None else self.encoder(g, feat)
+        tensor per graph of a batched ``g`` (see ``NodeEncoder.forward``).
+        ``symmetric``: whether ``g`` is, where known (:class:`~gflkit.nn.NodeEncoder` passes it on)."""
+        if not isinstance(self.encoder, NodeEncoder):
+            return self.encoder(g) if feat is None else self.encoder(g, feat)
+        return self.encoder(g, feat, symmetric=symmetric)
 
-    def graph_gate(self, g: dgl.DGLGraph, z: torch.Tensor, z_prop: torch.Tensor | None = None):
+    def graph_gate(self, g: dgl.DGLGraph, z: torch.Tensor, z_prop: torch.Tensor | None = None, *,
+                   symmetric: bool | None = None):
         """Gate values ``(B, |phi|)`` of each graph of ``g``, or ``None`` without a gate.
 
         ``z_prop = A_hat z`` may be passed when it is computed anyway."""
         if self.gate is None:
             return None
-        _, h = self.hierarchy(g, z, z_prop)  # (B, graph_feats)
+        _, h = self.hierarchy(g, z, z_prop, symmetric=symmetric)  # (B, graph_feats)
         return self.gate(h)
 
     def prototypes(self, g: dgl.DGLGraph, z: torch.Tensor, support: torch.Tensor,
-                   z_prop: torch.Tensor | None = None):
+                   z_prop: torch.Tensor | None = None, *, symmetric: bool | None = None):
         """Class prototypes ``(B, C, d)`` and gate values from support ids ``(B, C, K)``."""
-        gate = self.graph_gate(g, z, z_prop)
+        gate = self.graph_gate(g, z, z_prop, symmetric=symmetric)
         return self.prototype(g, z, support, gate), gate
 
     @property
@@ -170,17 +176,17 @@ class GFL(FewShotModel):
         """Whether :meth:`prepare` computes anything: the relational structure of a graph prototype."""
         return isinstance(self.prototype, GraphPrototype)
 
-    def prepare(self, g: dgl.DGLGraph, support: torch.Tensor) -> None:
-        """Compute ahead what :meth:`forward` over the batched graph ``g`` with these support
-        ids reads besides the parameters: the prototype's relational structure
-        (``prototype.prepare``, where the prototype has one). ``forward(g, support, ...)``
-        then finds it instead of computing it; the numbers are the same.
+    def prepare(self, batch: EpisodeBatch) -> None:
+        """Compute ahead what :meth:`forward` over ``batch`` reads besides the parameters: the
+        prototype's relational structure (``prototype.prepare``, where the prototype has one,
+        remembered by :func:`~gflkit.nn.relation.class_relations`). ``forward(batch)`` then finds
+        it instead of computing it; the numbers are the same.
 
         Reads no parameter, so it may run on another thread while the model
         computes (the training step prepares its next meta-batch so).
         """
         if isinstance(self.prototype, GraphPrototype):
-            self.prototype.prepare(g, support)
+            self.prototype.prepare(batch.graph, batch.support)
 
     @torch.no_grad()
     def class_prototypes(self, g: dgl.DGLGraph, z: torch.Tensor, support: Sequence[torch.Tensor]) -> torch.Tensor:
@@ -224,24 +230,19 @@ class GFL(FewShotModel):
         """The ``z`` :meth:`class_scores` takes for every support set of ``g``."""
         return self.embed(g)
 
-    def forward(self, g: dgl.DGLGraph, support: torch.Tensor, queries: Sequence[torch.Tensor]) -> GFLOutput:
-        """Score the query nodes of every graph of a batch.
-
-        Args:
-            g: batched graph from :func:`gflkit.graphs.batch_episodes` (self-loops, ``ndata["feat"]``).
-            support: support ids in ``g``, ``(B, C, K)``.
-            queries: query ids in ``g``, one ``(Q_b,)`` tensor per graph.
-        """
-        z = self.embed(g, self._feature_parts(g))
+    def forward(self, batch: EpisodeBatch) -> GFLOutput:
+        """Score the query nodes of every graph of a batch (:func:`gflkit.graphs.batch_episodes`)."""
+        g, symmetric = batch.graph, batch.symmetric
+        z = self.embed(g, self._feature_parts(batch), symmetric=symmetric)
         # The decoder and the first hierarchy level are both GCN layers over z:
         # they share one propagation A_hat z.
-        z_prop = propagate(g, z) if self.decoder is not None and self.gate is not None else None
-        protos, gate = self.prototypes(g, z, support, z_prop)
-        scores = self._query_scores(g, z, protos, queries)
+        z_prop = propagate(g, z, symmetric) if self.decoder is not None and self.gate is not None else None
+        protos, gate = self.prototypes(g, z, batch.support, z_prop, symmetric=symmetric)
+        scores = self._query_scores(g, z, protos, batch.queries)
         recon = None
         if self.decoder is not None:
-            d = self.decoder(g, z, z_prop)
-            recon = recon_loss(g, d, self.recon_reduction, normalize=self.recon_normalize)
+            d = self.decoder(g, z, z_prop, symmetric=symmetric)
+            recon = recon_loss(g, d, self.recon_reduction, normalize=self.recon_normalize, symmetric=symmetric)
         return GFLOutput(scores, protos, recon, gate)
 
     @property
@@ -250,16 +251,16 @@ class GFL(FewShotModel):
         without its features (``batch_episodes(..., features=False)``) then saves their copy."""
         return isinstance(self.encoder, NodeEncoder) and self.encoder.takes_feature_parts
 
-    def _feature_parts(self, g: dgl.DGLGraph) -> list[torch.Tensor] | None:
+    def _feature_parts(self, batch: EpisodeBatch) -> list[torch.Tensor] | None:
         """The batch's features as one block of rows per graph, where the encoder takes them so
         (``takes_feature_parts``): its first layer then multiplies each graph's block and sums its
         weight gradient graph by graph (:class:`~gflkit.nn.GCNLayer`); ``None``: the features as one tensor.
         A batch made without its features gives its members' own feature tensors."""
-        members = member_features(g)
-        if members is not None:
-            return list(members)
+        if batch.features is not None:
+            return list(batch.features)
         if not self.takes_feature_parts:
             return None
+        g = batch.graph
         return list(g.ndata["feat"].split(g.batch_num_nodes().tolist()))
 
     def _query_scores(self, g: dgl.DGLGraph, z: torch.Tensor, protos: torch.Tensor,

@@ -34,12 +34,15 @@ class GraphDecoder(nn.Module):
     def reset_parameters(self) -> None:
         self.conv.reset_parameters()
 
-    def forward(self, g: dgl.DGLGraph, z: torch.Tensor, z_prop: torch.Tensor | None = None) -> torch.Tensor:
-        """``z_prop = A_hat z`` may be passed when it is computed anyway."""
-        return self.conv(g, z) if z_prop is None else self.conv.from_propagated(z_prop)
+    def forward(self, g: dgl.DGLGraph, z: torch.Tensor, z_prop: torch.Tensor | None = None, *,
+                symmetric: bool | None = None) -> torch.Tensor:
+        """``z_prop = A_hat z`` may be passed when it is computed anyway; ``symmetric``: whether ``g`` is
+        (:func:`~gflkit.nn.conv.propagate`)."""
+        return self.conv(g, z, symmetric=symmetric) if z_prop is None else self.conv.from_propagated(z_prop)
 
 
-def recon_loss(g: dgl.DGLGraph, d: torch.Tensor, reduction: str = "mean", normalize: bool = False) -> torch.Tensor:
+def recon_loss(g: dgl.DGLGraph, d: torch.Tensor, reduction: str = "mean", normalize: bool = False, *,
+               symmetric: bool | None = None) -> torch.Tensor:
     """Exact ``||A - D D^T||_F^2`` per graph of a batch, averaged over graphs.
 
     ``A`` is the binary adjacency without self-loops. ``g`` must be a (batched)
@@ -53,6 +56,9 @@ def recon_loss(g: dgl.DGLGraph, d: torch.Tensor, reduction: str = "mean", normal
             the entries of A); ``"sum"`` keeps the plain squared norm.
         normalize: L2-normalise the rows of ``d`` first (as
             ``F.normalize(d, dim=-1)``), inside the same operation.
+        symmetric: whether ``g`` is symmetric (its backward pass then needs no
+            product over the reversed graph); ``None``: the backward pass checks
+            (:func:`~gflkit.nn.conv.is_symmetric`).
 
     Shapes:
         d: ``(N, k)``; returns a scalar.
@@ -61,7 +67,7 @@ def recon_loss(g: dgl.DGLGraph, d: torch.Tensor, reduction: str = "mean", normal
         raise ValueError(f"reduction must be 'mean' or 'sum', not {reduction!r}")
     sizes = g.batch_num_nodes().tolist()
     edges = g.batch_num_edges().tolist()
-    return _ReconLoss.apply(d.contiguous(), g, sizes, edges, reduction == "mean", normalize)
+    return _ReconLoss.apply(d.contiguous(), g, sizes, edges, reduction == "mean", normalize, symmetric)
 
 
 #: ``F.normalize``'s floor on a row's norm.
@@ -85,7 +91,7 @@ class _ReconLoss(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, d, g, sizes, edges, mean, normalize=False):
+    def forward(ctx, d, g, sizes, edges, mean, normalize=False, symmetric=None):
         norm = None
         if normalize:
             norm = torch.linalg.vector_norm(d, dim=1, keepdim=True).clamp_(min=_NORM_EPS)
@@ -102,7 +108,7 @@ class _ReconLoss(torch.autograd.Function):
             scales.append(1.0 / (n * n) if mean else 1.0)
         scale = torch.tensor(scales, dtype=d.dtype, device=d.device)
         ctx.save_for_backward(d, sd, grams, norm)
-        ctx.g, ctx.sizes, ctx.scales = g, sizes, scales
+        ctx.g, ctx.sizes, ctx.scales, ctx.symmetric = g, sizes, scales, symmetric
         return (losses * scale).mean()
 
     @staticmethod
@@ -110,7 +116,8 @@ class _ReconLoss(torch.autograd.Function):
         d, sd, grams, norm = ctx.saved_tensors
         # The gradient -2c ((S + S^T) D - 2 D) + 4c D G, as one product per graph:
         # 4c D (G + I) - 2c (S + S^T) D, with (S + S^T) D = 2 S D when S^T = S.
-        if is_symmetric(ctx.g):
+        symmetric = is_symmetric(ctx.g) if ctx.symmetric is None else ctx.symmetric
+        if symmetric:
             base, twice = sd, True
         else:
             base, twice = sd + neighbour_sum_t(ctx.g, d), False
@@ -125,7 +132,7 @@ class _ReconLoss(torch.autograd.Function):
                 gd, u, length = grad_d[rows], d[rows], norm[rows]
                 along = (gd * u).sum(1, keepdim=True).masked_fill_(length <= _NORM_EPS, 0.0)
                 gd.addcmul_(u, along, value=-1.0).div_(length)
-        return grad_d, None, None, None, None, None
+        return grad_d, None, None, None, None, None, None
 
 
 def dense_recon_loss(adj: torch.Tensor, d: torch.Tensor, reduction: str = "mean") -> torch.Tensor:

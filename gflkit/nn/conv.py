@@ -24,9 +24,7 @@ The result equals ``GraphConv(norm="both")(g, x)`` up to floating-point rounding
 """
 from __future__ import annotations
 
-import threading
-import weakref
-from typing import Any, Sequence
+from typing import Sequence
 
 import dgl
 import numpy as np
@@ -63,19 +61,24 @@ def add_gcn_norm(g: dgl.DGLGraph, out_degrees: torch.Tensor | None = None,
     return g
 
 
-def propagate(g: dgl.DGLGraph, x: torch.Tensor) -> torch.Tensor:
+def propagate(g: dgl.DGLGraph, x: torch.Tensor, symmetric: bool | None = None) -> torch.Tensor:
     """``A_hat x``: one sparse product over ``g`` (which has its self-loops).
 
     Its backward pass is ``A_hat^T`` applied to the gradient; on a symmetric
-    graph (:func:`is_symmetric`) that is ``A_hat`` again, computed from the
-    sparse format the forward pass built, so the transposed format of a
-    batched graph is never built (about 0.4 ms per batch of 13,500 nodes).
+    graph that is ``A_hat`` again, computed from the sparse format the forward
+    pass built, so the transposed format of a batched graph is never built
+    (about 0.4 ms per batch of 13,500 nodes).
+
+    Args:
+        symmetric: whether ``g`` is symmetric, when the caller knows
+            (:attr:`gflkit.graphs.EpisodeBatch.symmetric`); ``None``: the
+            backward pass checks (:func:`is_symmetric`).
 
     Shapes:
         x ``(N, d)`` -> ``(N, d)``.
     """
     src, dst = gcn_norm(g)
-    return _Propagate.apply(x, src, dst, g)
+    return _Propagate.apply(x, src, dst, g, symmetric)
 
 
 class _Propagate(torch.autograd.Function):
@@ -84,30 +87,32 @@ class _Propagate(torch.autograd.Function):
     propagation, differentiable again when the backward pass builds a graph (``create_graph=True``)."""
 
     @staticmethod
-    def forward(ctx, x, src, dst, g):
-        ctx.g = g
+    def forward(ctx, x, src, dst, g, symmetric):
+        ctx.g, ctx.symmetric = g, symmetric
         ctx.save_for_backward(src, dst)
         return neighbour_sum(g, x * src).mul_(dst)
 
     @staticmethod
     def backward(ctx, grad):
         src, dst = ctx.saved_tensors
-        return _propagate_back(ctx.g, grad, src, dst), None, None, None  # the normalisation is a constant
+        # the normalisation is a constant
+        return _propagate_back(ctx.g, grad, src, dst, ctx.symmetric), None, None, None, None
 
 
 def _propagate_back(g: dgl.DGLGraph, grad: torch.Tensor, src: torch.Tensor, dst: torch.Tensor,
-                    own: bool = False) -> torch.Tensor:
+                    symmetric: bool | None, own: bool = False) -> torch.Tensor:
     """``src * (S^T (dst * grad))``: a gradient through ``dst * (S (src * x))``.
 
-    Differentiable itself when the backward pass builds a graph (``create_graph=True``,
-    second-order MAML); otherwise ``own=True`` lets it scale ``grad`` in place (a tensor
-    the caller made and does not read again).
+    ``S^T = S`` when ``g`` is ``symmetric`` (``None``: checked here). Differentiable itself when
+    the backward pass builds a graph (``create_graph=True``, second-order MAML); otherwise
+    ``own=True`` lets it scale ``grad`` in place (a tensor the caller made and does not read again).
     """
+    symmetric = is_symmetric(g) if symmetric is None else symmetric
     if torch.is_grad_enabled():
-        reverse = g if is_symmetric(g) else dgl.reverse(g, copy_ndata=False, copy_edata=False)
-        return _Propagate.apply(grad, dst, src, reverse)
+        reverse = g if symmetric else dgl.reverse(g, copy_ndata=False, copy_edata=False)
+        return _Propagate.apply(grad, dst, src, reverse, symmetric)  # the reverse of a directed graph is directed
     scaled = grad.mul_(dst) if own else grad * dst
-    spread = neighbour_sum(g, scaled) if is_symmetric(g) else neighbour_sum_t(g, scaled)
+    spread = neighbour_sum(g, scaled) if symmetric else neighbour_sum_t(g, scaled)
     return spread.mul_(src)
 
 
@@ -134,61 +139,19 @@ def neighbour_sum_t(g: dgl.DGLGraph, x: torch.Tensor) -> torch.Tensor:
         return dgl.ops.copy_u_sum(dgl.reverse(g, copy_ndata=False, copy_edata=False), x)
 
 
-#: What gflkit remembers about graph objects it was given (whether a graph is
-#: symmetric, the relation weights of support sets scored on it), for as long as
-#: each graph lives. Nothing is stored on the graphs themselves: they are the
-#: caller's objects.
-_FACTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_FACTS_LOCK = threading.Lock()
-
-
-def graph_facts(g: dgl.DGLGraph) -> dict[str, Any]:
-    """gflkit's notes on the graph object ``g``: a dict kept beside it (not on it) while ``g`` lives.
-
-    Threads may ask for the same graph's notes together: each graph gets one dict.
-    """
-    with _FACTS_LOCK:
-        facts = _FACTS.get(g)
-        if facts is None:
-            facts = _FACTS[g] = {}
-        return facts
-
-
-def member_features(g: dgl.DGLGraph) -> list[torch.Tensor] | None:
-    """Each member graph's features of a batch made without them
-    (:func:`gflkit.graphs.batch_episodes` with ``features=False``), else ``None``."""
-    return graph_facts(g).get("member_features")
-
-
 def is_symmetric(g: dgl.DGLGraph) -> bool:
-    """Whether every edge ``u -> v`` of ``g`` has its reverse ``v -> u`` (an undirected graph).
+    """Whether every edge ``u -> v`` of ``g`` has its reverse ``v -> u`` (an undirected graph; multi-edges counted).
 
-    Then ``A^T x = A x``, and a backward pass may reuse a product of the forward
-    pass. Checked once per graph object (two sorts of the edge keys, about a
-    millisecond for 25,000 edges) and remembered in :func:`graph_facts`;
-    :func:`gflkit.graphs.batch_episodes` gives a batch of prepared graphs the
-    answer of its members. Changing a graph's edges after the check is not
-    noticed: the model's graphs are not changed once prepared.
+    Then ``A^T x = A x``, and a backward pass may reuse a product of the
+    forward pass. Two sorts of the edge keys ``u n + v`` and ``v n + u``, about
+    a millisecond for 25,000 edges: a caller that knows the answer passes it
+    (``symmetric=``) instead; :class:`gflkit.graphs.GraphCache` checks each
+    graph once, and :class:`gflkit.graphs.EpisodeBatch` carries the answer for
+    its members.
     """
-    facts = graph_facts(g)
-    known = facts.get("symmetric")
-    if known is None:
-        known = facts["symmetric"] = _check_symmetric(g)
-    return known
-
-
-def set_symmetric(g: dgl.DGLGraph, symmetric: bool) -> None:
-    """Record whether ``g`` is symmetric (see :func:`is_symmetric`)."""
-    graph_facts(g)["symmetric"] = bool(symmetric)
-
-
-def _check_symmetric(g: dgl.DGLGraph) -> bool:
-    """The sorted edge keys ``u n + v`` equal the sorted reversed keys ``v n + u`` (multi-edges counted)."""
     src, dst = (t.cpu().numpy().astype(np.int64) for t in g.edges())
     n = g.num_nodes()
     return bool(np.array_equal(np.sort(src * n + dst), np.sort(dst * n + src)))
-
-
 class _GCNConv(torch.autograd.Function):
     """``act(dst * (S (src * (X W))) + b)`` as one operation: the weight applied first.
 
@@ -206,28 +169,28 @@ class _GCNConv(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, weight, bias, src, dst, g, relu, *parts):
+    def forward(ctx, weight, bias, src, dst, g, relu, symmetric, *parts):
         out = neighbour_sum(g, _rows_matmul(parts, weight).mul_(src)).mul_(dst)
         if bias is not None:
             out.add_(bias)
         if relu:
             out.clamp_min_(0.0)
         ctx.save_for_backward(weight, src, dst, out if relu else None, *parts)
-        ctx.g, ctx.relu = g, relu
+        ctx.g, ctx.relu, ctx.symmetric = g, relu, symmetric
         return out
 
     @staticmethod
     def backward(ctx, grad):
         weight, src, dst, out, *parts = ctx.saved_tensors
         g, relu = ctx.g, ctx.relu
-        need_w, need_b, need_parts = ctx.needs_input_grad[0], ctx.needs_input_grad[1], ctx.needs_input_grad[6:]
+        need_w, need_b, need_parts = ctx.needs_input_grad[0], ctx.needs_input_grad[1], ctx.needs_input_grad[7:]
         differentiable = torch.is_grad_enabled()  # create_graph: this pass is itself differentiated
         if differentiable:
             masked = grad * (out > 0) if relu else grad
         else:  # relu's own backward op writes the masked gradient into a new tensor, scaled in place after
             masked = torch.ops.aten.threshold_backward(grad, out, 0.0) if relu else grad
         grad_b = masked.sum(0) if need_b else None
-        spread = _propagate_back(g, masked, src, dst, own=relu and not differentiable)
+        spread = _propagate_back(g, masked, src, dst, ctx.symmetric, own=relu and not differentiable)
         grad_w, grad_parts = None, []
         for x, need, block in zip(parts, need_parts, row_blocks([x.shape[0] for x in parts])):
             rows = spread[block]
@@ -237,7 +200,7 @@ class _GCNConv(torch.autograd.Function):
                 else:
                     grad_w = grad_w.addmm(x.t(), rows) if differentiable else grad_w.addmm_(x.t(), rows)
             grad_parts.append(rows @ weight.t() if need else None)
-        return (grad_w, grad_b, None, None, None, None, *grad_parts)
+        return (grad_w, grad_b, None, None, None, None, None, *grad_parts)
 
 
 def _rows_matmul(parts: Sequence[torch.Tensor], weight: torch.Tensor) -> torch.Tensor:
@@ -288,7 +251,8 @@ class GCNLayer(nn.Module):
         out = x_prop @ self.weight if self.bias is None else torch.addmm(self.bias, x_prop, self.weight)
         return out.relu_() if self.relu else out
 
-    def forward(self, g: dgl.DGLGraph, x: torch.Tensor | Sequence[torch.Tensor]) -> torch.Tensor:
+    def forward(self, g: dgl.DGLGraph, x: torch.Tensor | Sequence[torch.Tensor], *,
+                symmetric: bool | None = None) -> torch.Tensor:
         """``A_hat x W + b`` with the graph's stored normalisation.
 
         The weight is applied first unless it widens the features (as in
@@ -296,9 +260,10 @@ class GCNLayer(nn.Module):
         the sparse product runs on the narrower side; at equal widths the
         weight first keeps fewer tensors. ``x`` may be one tensor per graph of
         a batched ``g``, in the batch's order (not concatenated where the weight comes first).
+        ``symmetric``: whether ``g`` is symmetric, as :func:`propagate` takes it.
         """
         parts = list(x) if isinstance(x, (list, tuple)) else [x]
         if self.in_feats < self.out_feats:
-            return self.from_propagated(propagate(g, parts[0] if len(parts) == 1 else torch.cat(parts)))
+            return self.from_propagated(propagate(g, parts[0] if len(parts) == 1 else torch.cat(parts), symmetric))
         src, dst = gcn_norm(g)
-        return _GCNConv.apply(self.weight, self.bias, src, dst, g, self.relu, *parts)
+        return _GCNConv.apply(self.weight, self.bias, src, dst, g, self.relu, symmetric, *parts)

@@ -56,7 +56,8 @@ class NodeEncoder(nn.Module):
     def _merge_heads(h: torch.Tensor) -> torch.Tensor:
         return h.mean(1) if h.dim() == 3 else h
 
-    def forward(self, g: dgl.DGLGraph, feat: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, g: dgl.DGLGraph, feat: torch.Tensor | None = None, *,
+                symmetric: bool | None = None) -> torch.Tensor:
         """Embed the nodes of ``g``.
 
         Args:
@@ -65,14 +66,19 @@ class NodeEncoder(nn.Module):
                 A list of one tensor per graph of a batched ``g`` is
                 concatenated, unless the encoder takes the parts as they are
                 (:attr:`takes_feature_parts`).
+            symmetric: whether ``g`` is symmetric, for the convolutions that
+                take it (:class:`~gflkit.nn.conv.GCNLayer`); ``None``: not known.
         """
         x = g.ndata["feat"] if feat is None else feat
         if isinstance(x, (list, tuple)):  # one tensor per graph of the batch
             x = list(x) if self.takes_feature_parts else torch.cat(list(x))
-        h = self._merge_heads(self.conv1(g, x if isinstance(x, list) else self.dropout(x)))
+        # A GCNLayer is told whether g is symmetric; a dgl.nn convolution takes (g, x) only.
+        told = {"symmetric": symmetric} if isinstance(self.conv1, GCNLayer) else {}
+        h = self._merge_heads(self.conv1(g, x if isinstance(x, list) else self.dropout(x), **told))
         if not (isinstance(self.conv1, GCNLayer) and self.conv1.relu):  # a GCNLayer may rectify in place
             h = torch.relu(h)
-        return self._merge_heads(self.conv2(g, self.dropout(h)))
+        told = {"symmetric": symmetric} if isinstance(self.conv2, GCNLayer) else {}
+        return self._merge_heads(self.conv2(g, self.dropout(h), **told))
 
 
 class GCNEncoder(NodeEncoder):

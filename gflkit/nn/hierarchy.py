@@ -76,12 +76,13 @@ class HierarchicalGraphRepresentation(nn.Module):
     def extra_repr(self) -> str:
         return f"levels={self.levels}, clusters={self.clusters}, aggregator={self.aggregator}"
 
-    def forward(self, g: dgl.DGLGraph, z: torch.Tensor,
-                z_prop: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """``z_prop = A_hat z`` may be passed when it is computed anyway."""
+    def forward(self, g: dgl.DGLGraph, z: torch.Tensor, z_prop: torch.Tensor | None = None, *,
+                symmetric: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``z_prop = A_hat z`` may be passed when it is computed anyway; ``symmetric``: whether ``g`` is
+        (:func:`~gflkit.nn.conv.propagate`)."""
         reps = [self.project(segment_mean(z, g.batch_num_nodes().tolist()))]  # h^1: (B, gf)
         if self.levels > 1:
-            x, adj = self._first_pool(g, z, z_prop)
+            x, adj = self._first_pool(g, z, z_prop, symmetric)
             reps.append(x.mean(1))
             for assign, fuse in zip(self.assign_dense, self.fuse_dense):
                 a_hat = dense_gcn_norm(adj)
@@ -95,15 +96,15 @@ class HierarchicalGraphRepresentation(nn.Module):
         beta = torch.softmax(levels @ self.query, dim=1)  # (B, R)
         return levels, (beta.unsqueeze(-1) * levels).sum(1)
 
-    def _first_pool(self, g: dgl.DGLGraph, z: torch.Tensor,
-                    z_prop: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def _first_pool(self, g: dgl.DGLGraph, z: torch.Tensor, z_prop: torch.Tensor | None = None,
+                    symmetric: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Level 1 -> 2 on the sparse node graph: ``(B, K2, gf)`` features, ``(B, K2, K2)`` adjacency."""
         if z_prop is None:
-            z_prop = propagate(g, z)
+            z_prop = propagate(g, z, symmetric)
         layer = self.first_level
         bias = layer.bias if layer.bias is not None else layer.weight.new_zeros(layer.out_feats)
         sizes = g.batch_num_nodes().tolist()
-        return _FirstPool.apply(z_prop, layer.weight, bias, g, sizes, self.clusters[0])
+        return _FirstPool.apply(z_prop, layer.weight, bias, g, sizes, self.clusters[0], symmetric)
 
 
 def _softmax_backward_(grad_p: torch.Tensor, p: torch.Tensor) -> None:
@@ -124,7 +125,7 @@ class _FirstPool(torch.autograd.Function):
     ``R`` and ``A P`` sit side by side in one ``(N, gf + K2)`` buffer, so each
     graph takes one product ``P^T [R | A P]``. In the backward pass the
     gradient reaching ``P`` is ``R dX'^T + (A P) dA'^T + A^T P dA' + colsum``
-    terms; when the graph is symmetric (:func:`~gflkit.nn.conv.is_symmetric`),
+    terms; when the graph is symmetric (``symmetric``; ``None``: :func:`~gflkit.nn.conv.is_symmetric` checks),
     ``A^T P = A P`` is already in the buffer and the whole of it is one
     product per graph, ``[R | A P] [dX' ; dA'^T + dA']``, with no sparse
     product. Autograd would store and traverse every intermediate ``(N, .)``
@@ -133,7 +134,7 @@ class _FirstPool(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, z_prop, weight, bias, g, sizes, k2):
+    def forward(ctx, z_prop, weight, bias, g, sizes, k2, symmetric=None):
         gf = weight.shape[1] - k2
         # The assignment logits in a tensor of their own: a softmax along the rows of a
         # contiguous tensor, where columns of a wider one would be copied out first.
@@ -150,7 +151,7 @@ class _FirstPool(torch.autograd.Function):
         mass = mass.clamp_(min=1e-12).unsqueeze(-1)  # (B, K2, 1)
         x = prap[:, :, :gf] / mass
         ctx.save_for_backward(z_prop, weight, p, rap, x, mass)
-        ctx.g, ctx.sizes, ctx.k2 = g, sizes, k2
+        ctx.g, ctx.sizes, ctx.k2, ctx.symmetric = g, sizes, k2, symmetric
         return x, prap[:, :, gf:].contiguous()
 
     @staticmethod
@@ -166,7 +167,7 @@ class _FirstPool(torch.autograd.Function):
         grad_mass = -(grad_x * x).sum(-1) / mass.squeeze(-1)  # (B, K2)
         grad_out = p.new_empty(p.shape[0], k2 + gf)  # [dP, then d(logits) | dR, then d(features)]
         grad_p, grad_r = grad_out[:, :k2], grad_out[:, k2:]
-        symmetric = is_symmetric(g)
+        symmetric = is_symmetric(g) if ctx.symmetric is None else ctx.symmetric
         # d[R | A P] -> dP: [dX' ; dA'^T] for R and A P, plus dA' for A^T P = A P when symmetric
         right = torch.cat([grad_pf.transpose(1, 2),
                            grad_adj.transpose(1, 2) + grad_adj if symmetric else grad_adj.transpose(1, 2)], dim=1)
@@ -190,4 +191,4 @@ class _FirstPool(torch.autograd.Function):
         grad_z = grad_out @ weight.t() if ctx.needs_input_grad[0] else None
         grad_w = z_prop.t() @ grad_out if ctx.needs_input_grad[1] else None
         grad_b = grad_out.sum(0) if ctx.needs_input_grad[2] else None
-        return grad_z, grad_w, grad_b, None, None, None
+        return grad_z, grad_w, grad_b, None, None, None, None

@@ -10,9 +10,8 @@ import dgl
 import torch
 from torch import nn
 
-from .conv import graph_facts
 from ..names import LEARNED_SIMILARITIES
-from .relation import RelationScorer, relation_weights, support_similarity
+from .relation import RelationScorer, class_relations
 
 __all__ = ["PrototypeGNN", "GraphPrototype", "MeanPrototype"]
 
@@ -103,10 +102,6 @@ class PrototypeGNN(nn.Module):
         return out.mean(2) if self.pool == "mean" else out.amax(2)
 
 
-#: The relation weights of support sets scored on one graph that are remembered, at most.
-_REMEMBER_PER_GRAPH = 64
-
-
 class GraphPrototype(nn.Module):
     """The graph-structured prototype of GFL: each class's relational structure, then the PGNN.
 
@@ -154,34 +149,15 @@ class GraphPrototype(nn.Module):
         ``None`` for ``learned``.
 
         They depend on the graph and the support sets only, not on any
-        parameter. Those of a graph object and support set are remembered
-        beside the graph (:func:`~gflkit.nn.conv.graph_facts`, as
-        :func:`~gflkit.nn.conv.is_symmetric` remembers its answer) while the
-        graph lives, a few dozen support sets per graph at most: evaluation
-        scores the same episodes of a graph in every validation round, and
-        :meth:`prepare` computes a batch's weights before its forward pass.
+        parameter: :func:`~gflkit.nn.relation.class_relations` computes them and
+        remembers the last few hundred (evaluation scores the same episodes of a
+        graph in every validation round, and :meth:`prepare` computes a batch's
+        weights before its forward pass).
         """
         if self.similarity == "learned":
             return None
-        key = (one_graph, self.similarity, self.hops, self.mu, self.mu0, tuple(support.shape),
-               support.detach().cpu().numpy().tobytes())
-        known = graph_facts(g).setdefault("relations", {})
-        weights = known.get(key)
-        if weights is None:
-            e, c, k = support.shape
-            if one_graph:
-                # The scores of a class depend only on its own support nodes, so E episodes
-                # of one graph are scored as one episode with E * C classes.
-                score = support_similarity(g, support.reshape(1, e * c, k), self.similarity, self.hops)
-                score = score.view(e, c, k, k)
-            else:
-                score = support_similarity(g, support, self.similarity, self.hops)
-            weights = score if self.scorer is not None else relation_weights(score, self.similarity, self.mu,
-                                                                                   self.mu0)
-            if len(known) >= _REMEMBER_PER_GRAPH:
-                known.clear()
-            known[key] = weights
-        return weights
+        return class_relations(g, support, self.similarity, self.hops, self.mu, self.mu0, one_graph=one_graph,
+                               scores_only=self.scorer is not None)
 
     def prepare(self, g: dgl.DGLGraph, support: torch.Tensor) -> None:
         """Compute the relation weights of a batched ``g``'s support sets ahead (they are

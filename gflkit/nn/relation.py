@@ -27,6 +27,9 @@ is linear in the number of nodes. Scores (paper Table 5):
 """
 from __future__ import annotations
 
+import threading
+import weakref
+from collections import OrderedDict
 
 import dgl
 import numpy as np
@@ -35,7 +38,7 @@ import torch
 from torch import nn
 
 from ..names import LEARNED_SIMILARITIES as LEARNED
-from .conv import is_symmetric, neighbour_sum
+from .conv import neighbour_sum
 
 __all__ = ["support_similarity", "relation_weights", "relation_graph"]
 
@@ -332,10 +335,12 @@ def _khop_scores_sparse(g: dgl.DGLGraph, support: torch.Tensor, hops: int) -> to
     """
     b, c, k = support.shape
     n, rows = g.num_nodes(), b * c * k
-    # walks_next[j, v] = sum over the edges u -> v of walks[j, u]: the out-edges of each u as a row.
-    # A symmetric graph's in-edges (the format its sparse products use) are its out-edges.
-    indptr, indices, _ = g.adj_tensors("csc" if is_symmetric(g) else "csr")
+    # walks_next[j, v] = sum over the edges u -> v of walks[j, u]: the out-edges of each u as a row,
+    # transposed from the in-edges (the format the model's sparse products use; for a symmetric graph
+    # the same matrix).
+    indptr, indices, _ = g.adj_tensors("csc")
     edges = sp.csr_matrix((np.ones(len(indices), np.float32), indices.numpy(), indptr.numpy()), shape=(n, n))
+    edges = edges.T.tocsr()
     start = support.reshape(-1).numpy()
     starts = sp.csr_matrix((np.ones(rows, np.float32), start, np.arange(rows + 1)), shape=(rows, n))
     walks = starts
@@ -388,6 +393,60 @@ def relation_weights(score: torch.Tensor, method: str, mu: float, mu0: float) ->
     w = torch.where(w < mu, torch.full_like(w, mu0), w)
     eye = torch.eye(score.shape[-1], dtype=torch.bool, device=score.device)
     return w.masked_fill(eye, 1.0)
+
+
+#: How many answers of :func:`class_relations` are remembered, at most (each ``(E, C, K, K)`` floats:
+#: a few kilobytes).
+REMEMBERED_RELATIONS = 256
+
+_remembered: OrderedDict[tuple, tuple[weakref.ref, torch.Tensor]] = OrderedDict()
+_remembered_lock = threading.Lock()
+
+
+def class_relations(g: dgl.DGLGraph, support: torch.Tensor, similarity: str = "khop-cn", hops: int = 3,
+                    mu: float = 0.5, mu0: float = 0.1, *, one_graph: bool = False,
+                    scores_only: bool = False) -> torch.Tensor:
+    """The relation weights among each class's support nodes (:func:`relation_weights` of
+    :func:`support_similarity`), or with ``scores_only`` the scores alone (what a
+    :class:`RelationScorer` reads as its graph part).
+
+    They depend on the graph and the support ids only, and evaluation scores the
+    same support sets of a graph in every validation round: the last
+    :data:`REMEMBERED_RELATIONS` answers are remembered, least recently used
+    first out, keyed by the graph object (the same live object: a weak
+    reference is checked), the support ids and the settings. Nothing is kept
+    on or beside the graph, and a graph that is gone is never matched.
+
+    Args:
+        g: a (batched) prepared graph.
+        support: ``(E, C, K)`` support ids in ``g``: one set per graph of a batch, or with
+            ``one_graph`` E episodes of one graph (scored as one episode with E * C classes:
+            the scores of a class depend on its own support nodes only).
+
+    Shapes:
+        returns ``(E, C, K, K)``.
+    """
+    key = (id(g), similarity, hops, mu, mu0, one_graph, scores_only, tuple(support.shape), str(support.device),
+           support.detach().cpu().numpy().tobytes())
+    with _remembered_lock:
+        found = _remembered.get(key)
+        if found is not None and found[0]() is g:
+            _remembered.move_to_end(key)
+            return found[1]
+    e, c, k = support.shape
+    if one_graph:
+        score = support_similarity(g, support.reshape(1, e * c, k), similarity, hops).view(e, c, k, k)
+    else:
+        score = support_similarity(g, support, similarity, hops)
+    weights = score if scores_only else relation_weights(score, similarity, mu, mu0)
+    with _remembered_lock:
+        if len(_remembered) >= REMEMBERED_RELATIONS:  # first those of graphs gone, then the least recently used
+            for gone in [k for k, (ref, _) in _remembered.items() if ref() is None]:
+                del _remembered[gone]
+            while len(_remembered) >= REMEMBERED_RELATIONS:
+                _remembered.popitem(last=False)
+        _remembered[key] = (weakref.ref(g), weights)
+    return weights
 
 
 _STRUCTURE_CACHE: dict[tuple[int, int, torch.device], tuple[torch.Tensor, torch.Tensor]] = {}

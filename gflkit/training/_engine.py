@@ -3,9 +3,9 @@
 Private to gflkit: :func:`gflkit.training.meta.meta_train` builds a :class:`StepLoss`
 (the loop's ``step_loss``), switched by ``TrainConfig.parallel_steps``, which the
 run's settings record. The engine knows nothing of the model beyond three calls:
-``model(bg, support, queries)``, ``model.loss(out, labels)`` and, where the model
-declares ``needs_prepare`` (:class:`~gflkit.models.base.FewShotModel`),
-``model.prepare(bg, support)``, which computes ahead (on any thread, before the
+``model(batch)`` on an :class:`~gflkit.graphs.EpisodeBatch`, ``model.loss(out, labels)``
+and, where the model declares ``needs_prepare`` (:class:`~gflkit.models.base.FewShotModel`),
+``model.prepare(batch)``, which computes ahead (on any thread, before the
 parameters are read) what a forward pass over that batch reads besides the
 parameters; the forward pass then finds it. Where the model says it
 reads a batch's features graph by graph (``model.takes_feature_parts``), the
@@ -36,7 +36,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..graphs import GraphCache, batch_episodes, make_thread_safe
+from ..graphs import EpisodeBatch, GraphCache, batch_episodes, make_thread_safe
 from ..threads import worker_pool
 from ..episodes import Episode
 from ..models.base import FewShotModel
@@ -103,30 +103,35 @@ class PreparedMetaBatch:
 
     Made by :func:`prepare_meta_batch`. Attributes: ``graphs``, ``episodes``;
     ``groups``, the graph positions of each part (:func:`split_by_nodes`);
-    ``batches``, each part's :func:`~gflkit.graphs.batch_episodes` result,
+    ``batches``, each part's :class:`~gflkit.graphs.EpisodeBatch`,
     which ``model.prepare`` has seen.
     """
 
     __slots__ = ("graphs", "episodes", "groups", "batches")
 
     def __init__(self, graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode], groups: list[np.ndarray],
-                 batches: list[tuple]) -> None:
+                 batches: list[EpisodeBatch]) -> None:
         self.graphs, self.episodes, self.groups, self.batches = list(graphs), list(episodes), groups, batches
 
 
-def _prepare_part(model: FewShotModel, graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode]) -> tuple:
+def _prepare_part(model: FewShotModel, graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode],
+                  symmetric: Sequence[bool] | None = None) -> EpisodeBatch:
     """One part's :func:`~gflkit.graphs.batch_episodes`, with ``model.prepare`` run on it."""
     for g in {id(g): g for g in graphs}.values():
         make_thread_safe(g)
     # A model that reads the features graph by graph takes them from the graphs themselves.
-    batch = batch_episodes(graphs, episodes, features=not model.takes_feature_parts)
+    batch = batch_episodes(graphs, episodes, features=not model.takes_feature_parts, symmetric=symmetric)
     if model.needs_prepare:
-        model.prepare(batch[0], batch[1])
+        model.prepare(batch)
     return batch
 
 
+def _picked(facts: Sequence[bool] | None, idx: Sequence[int]) -> list[bool] | None:
+    return None if facts is None else [facts[i] for i in idx]
+
+
 def prepare_meta_batch(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode],
-                       workers: int) -> PreparedMetaBatch:
+                       workers: int, symmetric: Sequence[bool] | None = None) -> PreparedMetaBatch:
     """What :func:`meta_batch_loss` reads of a meta-batch besides the model's parameters.
 
     The parts (:func:`split_by_nodes`), each part's batched graph with the
@@ -140,10 +145,12 @@ def prepare_meta_batch(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episode
         model: the model the meta-batch is for.
         graphs, episodes: the meta-batch.
         workers: number of parts (:func:`meta_batch_workers`, taken on the thread that will compute the loss).
+        symmetric: whether each graph is symmetric, when known (:meth:`~gflkit.graphs.GraphCache.symmetric`).
     """
     workers = max(1, min(workers, len(graphs)))
     groups = split_by_nodes([g.num_nodes() for g in graphs], workers)
-    batches = [_prepare_part(model, [graphs[i] for i in idx], [episodes[i] for i in idx]) for idx in groups]
+    batches = [_prepare_part(model, [graphs[i] for i in idx], [episodes[i] for i in idx], _picked(symmetric, idx))
+               for idx in groups]
     return PreparedMetaBatch(graphs, episodes, groups, batches)
 
 
@@ -151,12 +158,11 @@ def _prepare_ids(model: nn.Module, cache: GraphCache, sampler: Any, graph_ids: S
     """The part of graphs ``graph_ids`` at ``step``: ``(graphs, episodes, batch)``."""
     graphs = [cache[gid] for gid in graph_ids]
     episodes = [sampler.episode(gid, step) for gid in graph_ids]
-    return graphs, episodes, _prepare_part(model, graphs, episodes)
+    return graphs, episodes, _prepare_part(model, graphs, episodes, [cache.symmetric(gid) for gid in graph_ids])
 
 
-def _batch_loss(model: nn.Module, batch: tuple, episodes: Sequence[Episode]):
-    bg, support, queries = batch
-    return model.loss(model(bg, support, queries), [ep.query_label.to(bg.device) for ep in episodes])
+def _batch_loss(model: nn.Module, batch: EpisodeBatch, episodes: Sequence[Episode]):
+    return model.loss(model(batch), [ep.query_label.to(batch.graph.device) for ep in episodes])
 
 
 class _GivenGradients(torch.autograd.Function):
@@ -190,8 +196,9 @@ def _sums_in_order(part_grads: list[list[torch.Tensor | None]]) -> list[torch.Te
 
 def meta_batch_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode],
                     workers: int | None = None, *, prepared: PreparedMetaBatch | None = None,
-                    then: Sequence[Callable[[], None]] = ()) -> tuple[torch.Tensor, dict[str, float]]:
-    """``model.loss(model(*batch_episodes(graphs, episodes)), labels)``, in parts side by side.
+                    then: Sequence[Callable[[], None]] = (),
+                    symmetric: Sequence[bool] | None = None) -> tuple[torch.Tensor, dict[str, float]]:
+    """``model.loss(model(batch_episodes(graphs, episodes)), labels)``, in parts side by side.
 
     The loss of a meta-batch is the mean of its graphs' losses, so it splits
     into parts (:func:`split_by_nodes`), each weighted by its share of the
@@ -200,8 +207,8 @@ def meta_batch_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: 
     the plain loss's would.
 
     Args:
-        model: ``model(bg, support, queries)`` and ``model.loss(out, labels)``
-            (:class:`~gflkit.models.gfl.GFL`); ``model.prepare(bg, support)`` if it has one.
+        model: ``model(batch)`` and ``model.loss(out, labels)``
+            (:class:`~gflkit.models.gfl.GFL`); ``model.prepare(batch)`` where it declares ``needs_prepare``.
         graphs: prepared graphs of the meta-batch (:func:`~gflkit.graphs.prepare_graph`).
         episodes: one episode per graph.
         workers: number of parts; by default :func:`meta_batch_workers`.
@@ -214,6 +221,8 @@ def meta_batch_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: 
             thread would otherwise wait. Every job has started when this
             function returns; not all have ended. None runs when the
             meta-batch runs in one part. Each job handles its own errors.
+        symmetric: whether each graph is symmetric, when known (:meth:`~gflkit.graphs.GraphCache.symmetric`;
+            by default each part's graphs are checked).
 
     Returns:
         ``(loss, parts)`` as ``model.loss`` returns them.
@@ -223,7 +232,7 @@ def meta_batch_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: 
     else:
         workers = meta_batch_workers(model, len(graphs)) if workers is None else min(workers, len(graphs))
     if workers <= 1:
-        batch = prepared.batches[0] if prepared is not None else _prepare_part(model, graphs, episodes)
+        batch = prepared.batches[0] if prepared is not None else _prepare_part(model, graphs, episodes, symmetric)
         return _batch_loss(model, batch, episodes)
     params = [p for p in model.parameters() if p.requires_grad]
     threads = torch.get_num_threads()
@@ -241,7 +250,7 @@ def meta_batch_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: 
         idx = groups[j]
         part_episodes = [episodes[i] for i in idx]
         batch = prepared.batches[j] if prepared is not None else \
-            _prepare_part(model, [graphs[i] for i in idx], part_episodes)
+            _prepare_part(model, [graphs[i] for i in idx], part_episodes, _picked(symmetric, idx))
         loss, parts = _batch_loss(model, batch, part_episodes)
         grads = torch.autograd.grad(loss, params, allow_unused=True)
         return _scaled(grads, weights[j]), float(loss.detach()), parts  # weighted here, on this part's thread
@@ -366,7 +375,7 @@ class StepLoss:
             ahead = ((tuple(upcoming), step + 1), groups, futures)
         # The parts follow the decision the jobs were made for (a prepared meta-batch carries its own).
         out = meta_batch_loss(self.model, graphs, episodes, None if prepared is not None else workers,
-                              prepared=prepared, then=jobs)
+                              prepared=prepared, then=jobs, symmetric=[cache.symmetric(gid) for gid in ids])
         self._ahead = ahead  # every job has started by now
         return out
 

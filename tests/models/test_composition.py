@@ -11,7 +11,7 @@ from torch import nn
 from cli_helpers import invoke, one_line_error
 
 from gflkit.api import default_run_dir
-from gflkit.graphs import batch_episodes, prepare_graph
+from gflkit.graphs import EpisodeBatch, batch_episodes, prepare_graph
 from gflkit.config import EpisodeConfig, GFLConfig, TrainConfig, hashed_dict, to_dict
 from gflkit.devices import module_device, resolve_device
 from gflkit.episodes import Episode
@@ -33,8 +33,8 @@ def graph():
     g.ndata["feat"] = torch.randn(60, 8)
     pg = prepare_graph(g)
     ep = Episode(0, torch.tensor([[0, 1, 2], [3, 4, 5]]), torch.arange(6, 30), torch.randint(0, 2, (24,)))
-    bg, support, queries = batch_episodes([pg, pg], [ep, ep])
-    return pg, ep, bg, support, queries
+    made = batch_episodes([pg, pg], [ep, ep])
+    return pg, ep, made.graph, made.support, made.queries
 
 
 # -- encoders ----------------------------------------------------------------------------------------------------
@@ -70,7 +70,7 @@ def test_a_users_own_encoder_plugs_in(graph):
     pg, ep, bg, support, queries = graph
     encoder = NodeEncoder(GraphConv(8, 16), GraphConv(16, 8))
     model = GFL(encoder, MeanPrototype(), Distance("euclidean"))
-    out = model(bg, support, queries)
+    out = model(EpisodeBatch(bg, support, queries))
     loss, parts = model.loss(out, [ep.query_label, ep.query_label])
     loss.backward()
     assert out.logits[0].shape == (24, 2) and set(parts) == {"ce"}
@@ -91,7 +91,8 @@ def test_composed_model_equals_the_configured_one(graph):
     composed = GFL(encoder, prototype, Distance("cosine", cfg.cosine_scale), hierarchy=hierarchy,
                    gate=HierarchyGate(cfg.graph_feats, prototype.num_params))
     assert list(composed.state_dict()) == list(configured.state_dict())
-    for a, b in zip(composed(bg, support, queries).logits, configured(bg, support, queries).logits):
+    made = EpisodeBatch(bg, support, queries)
+    for a, b in zip(composed(made).logits, configured(made).logits):
         torch.testing.assert_close(a, b)
 
 
@@ -117,7 +118,7 @@ def test_checkpoint_of_0_1_0_loads_and_scores_as_it_did():
     g = dgl.graph((meta["graph_src"], meta["graph_dst"]), num_nodes=12)
     g.ndata["feat"] = meta["graph_feat"]
     with torch.no_grad():
-        out = model(prepare_graph(g), meta["support"], [meta["queries"]])
+        out = model(EpisodeBatch(prepare_graph(g), meta["support"], [meta["queries"]]))
     torch.testing.assert_close(out.logits[0], meta["expected_logits"])
 
 
@@ -185,7 +186,7 @@ def test_no_tensor_is_made_without_the_inputs_device(graph, cfg):
     model = GFL.from_config(cfg, 8)
     torch.set_default_device("meta")
     try:
-        out = model(bg, support, queries)
+        out = model(EpisodeBatch(bg, support, queries))
         loss, _ = model.loss(out, [ep.query_label, ep.query_label])
         loss.backward()
         scores = [model.class_scores(pg, list(ep.support), nodes=ep.query) for _ in range(2)]

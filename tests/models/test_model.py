@@ -15,7 +15,7 @@ import gflkit
 from gflkit.config import ABLATIONS, PRESETS, EpisodeConfig, GFLConfig, TrainConfig
 from gflkit.episodes import EpisodeSampler
 from gflkit.errors import GFLError
-from gflkit.graphs import batch_episodes, prepare_graph
+from gflkit.graphs import EpisodeBatch, batch_episodes, prepare_graph
 from gflkit.models.gfl import GFL, upgrade_state_dict
 from gflkit.runs.checkpoints import load_checkpoint, save_checkpoint
 
@@ -29,15 +29,15 @@ def batch(small_family):
     sampler = EpisodeSampler(small_family, "train", EpisodeConfig(k_shot=3), seed=0)
     ids = sampler.graph_ids[:2]
     episodes = [sampler.episode(gid, 0) for gid in ids]
-    bg, support, queries = batch_episodes([prepare_graph(small_family.graphs[gid]) for gid in ids], episodes)
-    return bg, support, queries, [ep.query_label for ep in episodes]
+    made = batch_episodes([prepare_graph(small_family.graphs[gid]) for gid in ids], episodes)
+    return made.graph, made.support, made.queries, [ep.query_label for ep in episodes]
 
 
 def test_forward_shapes(batch, small_family):
     bg, support, queries, labels = batch
     torch.manual_seed(0)
     model = GFL(small_family.feat_size)
-    out = model(bg, support, queries)
+    out = model(EpisodeBatch(bg, support, queries))
     assert support.shape == (2, 4, 3)
     assert [s.shape for s in out.logits] == [(q.numel(), 4) for q in queries]
     assert out.prototypes.shape == (2, 4, 32)
@@ -81,7 +81,9 @@ def test_batch_episodes_shifts_node_ids(small_family):
     sampler = EpisodeSampler(small_family, "train", EpisodeConfig(k_shot=2), seed=0)
     graphs = [prepare_graph(small_family.graphs[i]) for i in (0, 1)]
     eps = [sampler.episode(0, 0), sampler.episode(1, 0)]
-    bg, support, queries = batch_episodes(graphs, eps)
+    made = batch_episodes(graphs, eps)
+    bg, support, queries = made.graph, made.support, made.queries
+    assert made.features is None and made.symmetric is True  # the family's graphs are undirected
     n0 = graphs[0].num_nodes()
     assert torch.equal(support[1], eps[1].support + n0) and torch.equal(queries[0], eps[0].query)
     assert torch.equal(bg.ndata["feat"][support[1].flatten()], graphs[1].ndata["feat"][eps[1].support.flatten()])
@@ -97,7 +99,7 @@ def test_stored_graph_data_only_saves_work(batch, small_family):
     bare.ndata["feat"] = bg.ndata["feat"]
     torch.manual_seed(0)
     model = GFL(small_family.feat_size, GFLConfig(aggregator="att"))
-    a, b = model(bg, support, queries), model(bare, support, queries)
+    a, b = model(EpisodeBatch(bg, support, queries)), model(EpisodeBatch(bare, support, queries))
     for x, y in zip(a.logits, b.logits):
         torch.testing.assert_close(x, y, rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(a.recon_loss, b.recon_loss, rtol=1e-4, atol=1e-6)
@@ -149,7 +151,7 @@ def test_class_scores_equal_forward_on_each_episode(small_family, cfg):
     torch.manual_seed(0)
     model = GFL(small_family.feat_size, cfg).eval()
     with torch.no_grad():
-        expected = [model(*batch_episodes([g], [ep])).logits[0] for ep in episodes]
+        expected = [model(batch_episodes([g], [ep])).logits[0] for ep in episodes]
     z = model.shared_embeddings(g)
     for ep, b in zip(episodes, expected):
         torch.testing.assert_close(model.class_scores(g, list(ep.support), z, nodes=ep.query), b,
@@ -176,7 +178,7 @@ def test_every_configuration_runs_forward_and_backward(batch, small_family, name
     cfg = CONFIGS[name]
     torch.manual_seed(0)
     model = GFL.from_config(cfg, small_family.feat_size)
-    out = model(bg, support, queries)
+    out = model(EpisodeBatch(bg, support, queries))
     loss, parts = model.loss(out, labels)
     loss.backward()
     assert torch.isfinite(loss)
@@ -206,7 +208,7 @@ def test_ablations_remove_modules(small_family):
 def test_mean_prototype_is_the_support_mean(batch, small_family):
     bg, support, queries, _ = batch
     model = GFL(small_family.feat_size, PRESETS["protonet"])
-    out = model(bg, support, queries)
+    out = model(EpisodeBatch(bg, support, queries))
     z = model.embed(bg)
     torch.testing.assert_close(out.prototypes, z[support].mean(2))
     torch.testing.assert_close(out.logits[1], z[queries[1]] @ out.prototypes[1].t())
@@ -229,7 +231,7 @@ def test_checkpoint_round_trip(batch, small_family, tmp_path):
     assert loaded_meta["dataset"] == "small" and "state_dict" not in loaded_meta
     model.eval()
     with torch.no_grad():
-        a, b = model(bg, support, queries), loaded(bg, support, queries)
+        a, b = model(EpisodeBatch(bg, support, queries)), loaded(EpisodeBatch(bg, support, queries))
     assert all(torch.equal(x, y) for x, y in zip(a.logits, b.logits))
 
 
@@ -324,29 +326,30 @@ def test_meta_batch_in_parts_on_threads_matches_the_whole_batch(small_family, mo
 
 
 def test_prepare_computes_the_relational_structure_ahead_and_forward_finds_it(small_family, monkeypatch):
-    from gflkit.nn import prototype
+    from gflkit.nn import relation
 
     graphs, episodes = _meta_batch(small_family)
-    bg, support, queries = batch_episodes(graphs, episodes)
+    made = batch_episodes(graphs, episodes)
+    bg, support, queries = made.graph, made.support, made.queries
     torch.manual_seed(0)
     model = GFL(small_family.feat_size)
-    plain = model(*batch_episodes(graphs, episodes))  # another batched graph: computed in the forward pass
-    model.prepare(bg, support)
+    plain = model(batch_episodes(graphs, episodes))  # another batched graph: computed in the forward pass
+    model.prepare(made)
     weights = model.prototype.relations(bg, support)
     assert weights.shape == (*support.shape, support.shape[-1])
     # Per graph, on each graph alone, the structure is the same to the last bit.
     alone = torch.cat([model.prototype.relations(g, ep.support.unsqueeze(0)) for g, ep in zip(graphs, episodes)])
     assert torch.equal(alone, weights)
     calls = []
-    real = prototype.support_similarity
-    monkeypatch.setattr(prototype, "support_similarity", lambda *a, **k: calls.append(1) or real(*a, **k))
-    out = model(bg, support, queries)
+    real = relation.support_similarity
+    monkeypatch.setattr(relation, "support_similarity", lambda *a, **k: calls.append(1) or real(*a, **k))
+    out = model(made)
     assert calls == []  # found, not computed again
     assert torch.equal(out.prototypes, plain.prototypes)
     assert all(torch.equal(a, b) for a, b in zip(out.logits, plain.logits))
-    model(bg, support.flip(-1), queries)  # other support sets: their own structure
+    model(EpisodeBatch(bg, support.flip(-1), queries))  # other support sets: their own structure
     assert calls == [1]
-    GFL(small_family.feat_size, PRESETS["protonet"]).prepare(bg, support)  # nothing to prepare
+    GFL(small_family.feat_size, PRESETS["protonet"]).prepare(made)  # nothing to prepare
 
 
 def test_one_graphs_relations_are_remembered_per_support_set_and_setting(small_family):
@@ -362,7 +365,7 @@ def test_one_graphs_relations_are_remembered_per_support_set_and_setting(small_f
     attributes = set(vars(g))
     first = proto.relations(g, support, one_graph=True)
     assert proto.relations(g, support, one_graph=True) is first  # remembered
-    assert set(vars(g)) == attributes  # beside the graph, not on it
+    assert set(vars(g)) == attributes  # by gflkit.nn.relation, not on the graph
     assert torch.equal(first, fresh(support))
     assert torch.equal(proto.relations(g, support[:1], one_graph=True), fresh(support[:1]))
     proto.hops = 1  # another setting: computed again, with it
@@ -459,14 +462,15 @@ def test_gfl_multiplies_each_graphs_features_apart(small_family):
     batched features and sums its weight gradient graph by graph; other encoders take the
     features whole."""
     graphs, episodes = _meta_batch(small_family, size=3)
-    bg, _, _ = batch_episodes(graphs, episodes)
+    made = batch_episodes(graphs, episodes)
+    bg = made.graph
     torch.manual_seed(0)
     gcn = GFL(small_family.feat_size)
-    parts = gcn._feature_parts(bg)
+    parts = gcn._feature_parts(made)
     assert [p.shape[0] for p in parts] == [g.num_nodes() for g in graphs]
     assert torch.equal(torch.cat(parts), bg.ndata["feat"])
-    assert GFL(small_family.feat_size, GFLConfig(encoder="sage"))._feature_parts(bg) is None
-    assert GFL(small_family.feat_size, GFLConfig(dropout=0.5))._feature_parts(bg) is None
+    assert GFL(small_family.feat_size, GFLConfig(encoder="sage"))._feature_parts(made) is None
+    assert GFL(small_family.feat_size, GFLConfig(dropout=0.5))._feature_parts(made) is None
     torch.testing.assert_close(gcn.embed(bg, parts), gcn.embed(bg))
 
 
@@ -490,14 +494,14 @@ def test_a_batch_without_its_features_gives_the_same_bits(small_family, model_na
     labels = [ep.query_label for ep in episodes]
 
     def run(features: bool):
-        bg, support, queries = batch_episodes(graphs, episodes, features=features)
-        assert ("feat" in bg.ndata) == features
-        return _loss_and_grads(model, lambda: model.loss(model(bg, support, queries), labels))
+        made = batch_episodes(graphs, episodes, features=features)
+        assert ("feat" in made.graph.ndata) == features
+        return _loss_and_grads(model, lambda: model.loss(model(made), labels))
 
     assert _same_bits(run(False), run(True))
-    bg, _, _ = batch_episodes(graphs, episodes, features=False)
-    assert [f.data_ptr() for f in gflkit.nn.conv.member_features(bg)] == [g.ndata["feat"].data_ptr() for g in graphs]
-    assert gflkit.nn.conv.member_features(batch_episodes(graphs, episodes)[0]) is None
+    bare = batch_episodes(graphs, episodes, features=False)
+    assert [f.data_ptr() for f in bare.features] == [g.ndata["feat"].data_ptr() for g in graphs]
+    assert batch_episodes(graphs, episodes).features is None
 
 
 @pytest.mark.parametrize("model_name", ["gfl", "protonet"])

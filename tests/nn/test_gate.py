@@ -60,6 +60,7 @@ def test_feature_gate_model_passes_the_hierarchy_a_gradient_far_above_the_open_g
     from nn_graphs import _model_graph
 
     from gflkit.config import GFLConfig
+    from gflkit.graphs import EpisodeBatch
     from gflkit.models.gfl import GFL
 
     graphs = [_model_graph(nx.gnm_random_graph(40, 120, seed=s), feat_size=6, seed=s) for s in range(3)]
@@ -71,7 +72,7 @@ def test_feature_gate_model_passes_the_hierarchy_a_gradient_far_above_the_open_g
     for mode in ("open", "feature"):
         torch.manual_seed(0)
         model = GFL(6, GFLConfig(gate_mode=mode, hidden_feats=8, out_feats=8, graph_feats=8, clusters=(4, 2)))
-        out = model(bg, support, queries)
+        out = model(EpisodeBatch(bg, support, queries))
         assert out.gate.shape == (3, 8 if mode == "feature" else model.pgnn.num_params)
         model.loss(out, labels)[0].backward()
         norms[mode] = sum(float(p.grad.norm()) ** 2 for p in model.hierarchy.parameters()) ** 0.5

@@ -223,3 +223,34 @@ def test_relation_graph_batches_every_class_of_every_graph():
             # edge i -> j carries weights[b, c, i, j]
             torch.testing.assert_close(one.edata["w"], weights[b, c][s1, d1])
     assert bool(((src // 4) == (dst // 4)).all())  # no edge between blocks
+
+
+def test_class_relations_remembers_a_bounded_number_and_no_graph_that_is_gone(pair, monkeypatch):
+    """The last answers are remembered, least recently used first out; a graph that is gone is
+    never matched (nor kept alive), so a new graph under its id gets its own weights."""
+    import gc
+    import weakref
+    from collections import OrderedDict
+
+    from gflkit.nn import relation
+
+    monkeypatch.setattr(relation, "REMEMBERED_RELATIONS", 2)
+    monkeypatch.setattr(relation, "_remembered", OrderedDict())
+    support = SUPPORT[0].unsqueeze(0)  # (1, C, K)
+    first, second, third = (_model_graph(pair[0]) for _ in range(3))
+    a = relation.class_relations(first, support)
+    assert relation.class_relations(first, support) is a  # remembered
+    assert torch.equal(a, relation_weights(support_similarity(first, support), "khop-cn", 0.5, 0.1))
+    b = relation.class_relations(second, support)
+    relation.class_relations(first, support)  # first is now the most recently used
+    relation.class_relations(third, support)  # full: second, the least recently used, goes
+    assert len(relation._remembered) == 2
+    assert relation.class_relations(first, support) is a
+    assert relation.class_relations(second, support) is not b
+    gone = weakref.ref(third)
+    del third
+    gc.collect()
+    assert gone() is None  # not kept alive
+    for key, (ref, _) in relation._remembered.items():
+        assert ref() is not None or key[0] not in {id(first), id(second)}
+    assert relation.class_relations(first, support, hops=2) is not a  # another setting, its own answer

@@ -44,8 +44,8 @@ from torch.func import functional_call
 
 from ...episodes import Episode
 from ...names import ENCODERS
-from ...nn import make_encoder
-from ...nn.conv import add_gcn_norm, is_symmetric, set_symmetric
+from ...nn import NodeEncoder, make_encoder
+from ...nn.conv import add_gcn_norm, is_symmetric
 from ..support_sets import chunked, flat_support
 from .base import TransferBaseline
 from .common import support_targets
@@ -101,11 +101,13 @@ class SubgraphBatch:
             set), with self-loops, features ``feat`` and its own GCN normalisation.
         centres: ``(B,)`` position of each subgraph's centre in ``graph`` (its first node).
         nodes: ``(M,)`` id in the parent graph of each node of ``graph``.
+        symmetric: whether ``graph`` is symmetric (as it is when the parent graph is).
     """
 
     graph: dgl.DGLGraph
     centres: torch.Tensor
     nodes: torch.Tensor
+    symmetric: bool
 
 
 def local_subgraphs(g: dgl.DGLGraph, centres: torch.Tensor, hops: int = 2, max_nodes: int = 64) -> SubgraphBatch:
@@ -142,10 +144,9 @@ def local_subgraphs(g: dgl.DGLGraph, centres: torch.Tensor, hops: int = 2, max_n
     bg.set_batch_num_nodes(torch.from_numpy(sizes))
     bg.set_batch_num_edges(torch.from_numpy(np.bincount(member[dst], minlength=len(sets))))
     add_gcn_norm(bg, torch.from_numpy(np.bincount(src, minlength=m)), torch.from_numpy(np.bincount(dst, minlength=m)))
-    set_symmetric(bg, is_symmetric(g))  # an induced subgraph of a symmetric graph is symmetric
     ids = torch.from_numpy(nodes)
     bg.ndata["feat"] = g.ndata["feat"][ids]
-    return SubgraphBatch(bg, torch.from_numpy(np.cumsum(sizes) - sizes), ids)
+    return SubgraphBatch(bg, torch.from_numpy(np.cumsum(sizes) - sizes), ids, is_symmetric(bg))
 
 
 def prototypes(z: torch.Tensor, target: torch.Tensor, num_classes: int) -> torch.Tensor:
@@ -206,7 +207,9 @@ class GMeta(TransferBaseline):
 
     def _centres(self, params: Params | None, batch: SubgraphBatch) -> torch.Tensor:
         """Embedding of each centre in its subgraph, under ``params`` (default: the model's)."""
-        z = self.encoder(batch.graph) if params is None else functional_call(self.encoder, params, (batch.graph,))
+        told = {"symmetric": batch.symmetric} if isinstance(self.encoder, NodeEncoder) else {}
+        z = (self.encoder(batch.graph, **told) if params is None
+             else functional_call(self.encoder, params, (batch.graph,), told))
         return z[batch.centres]
 
     def _adapt(self, support: SubgraphBatch, target: torch.Tensor, num_classes: int, steps: int,

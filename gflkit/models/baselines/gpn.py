@@ -113,9 +113,11 @@ class GraphPrototypicalNetwork(TransferBaseline):
         """Node embeddings ``z`` of the encoder. Shapes: returns ``(N, out_feats)``."""
         return self.encoder(g)
 
-    def node_importance(self, g: dgl.DGLGraph) -> torch.Tensor:
-        """Degree-adjusted importance ``s~`` of every node. Shapes: returns ``(N,)``."""
-        return degree_centrality(g, self.options["eps"]) * self.scorer(g).squeeze(1)
+    def node_importance(self, g: dgl.DGLGraph, *, symmetric: bool | None = None) -> torch.Tensor:
+        """Degree-adjusted importance ``s~`` of every node (``symmetric``: whether ``g`` is, where known).
+        Shapes: returns ``(N,)``."""
+        scores = self.scorer(g) if symmetric is None else self.scorer(g, symmetric=symmetric)
+        return degree_centrality(g, self.options["eps"]) * scores.squeeze(1)
 
     def prototypes(self, z: torch.Tensor, importance: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
         """Importance-weighted prototypes of support ids ``(C, K)`` (row ``c`` of class ``c``).
@@ -129,11 +131,12 @@ class GraphPrototypicalNetwork(TransferBaseline):
     def step_loss(self, graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode],
                   labels: Sequence[torch.Tensor]) -> torch.Tensor:
         """Query cross-entropy under ``softmax(-||z - p_c||^2)``, averaged per graph then over graphs."""
-        bg, support, queries = batch_episodes(graphs, episodes)
-        z, importance = self.embed(bg), self.node_importance(bg)
+        batch = batch_episodes(graphs, episodes)
+        z = self.encoder(batch.graph, symmetric=batch.symmetric)
+        importance = self.node_importance(batch.graph, symmetric=batch.symmetric)
         losses = [
             F.cross_entropy(-squared_distances(z[q], self.prototypes(z, importance, s)), ep.query_label)
-            for s, q, ep in zip(support, queries, episodes)
+            for s, q, ep in zip(batch.support, batch.queries, episodes)
         ]
         return torch.stack(losses).mean()
 

@@ -83,11 +83,11 @@ class MatchingNetwork(TransferBaseline):
     def step_loss(self, graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode],
                   labels: Sequence[torch.Tensor]) -> torch.Tensor:
         """Query NLL under the attention distribution, averaged per graph then over graphs."""
-        bg, support, queries = batch_episodes(graphs, episodes)
-        z = self.embed(bg)
+        batch = batch_episodes(graphs, episodes)
+        z = self.encoder(batch.graph, symmetric=batch.symmetric)
         losses = [
             F.nll_loss(matching_log_probs(z[q], z[s], self.options["scale"]), ep.query_label)
-            for s, q, ep in zip(support, queries, episodes)
+            for s, q, ep in zip(batch.support, batch.queries, episodes)
         ]
         return torch.stack(losses).mean()
 
