@@ -57,10 +57,12 @@ def _help_sections(command: str) -> list[tuple[str, list[str]]]:
 
 @pytest.mark.parametrize("command, common", [
     ("train", ["--model", "--k-shot", "--steps", "--seed", "--run-dir", "--config", "--data-root", "--output"]),
-    ("compare", ["--model", "--seed", "--k-shot", "--steps", "--episodes", "--jobs", "--data-root", "--output"]),
-    ("ablate", ["--drop", "--all", "--seed", "--k-shot", "--steps", "--episodes", "--jobs", "--data-root", "--output"]),
+    ("compare", ["--model", "--seed", "--k-shot", "--steps", "--episodes", "--jobs", "--data-root", "--output",
+                 "--records"]),
+    ("ablate", ["--drop", "--all", "--seed", "--k-shot", "--steps", "--episodes", "--jobs", "--data-root", "--output",
+                "--records"]),
     ("sweep", ["--param", "--values", "--model", "--seed", "--k-shot", "--steps", "--episodes", "--jobs",
-               "--data-root", "--output"]),
+               "--data-root", "--output", "--records"]),
     ("evaluate", ["--baseline", "--split", "--episodes", "--seed", "--data-root", "--output"]),
 ])
 def test_help_opens_with_the_common_options_and_lists_each_option_once(command, common):
