@@ -84,9 +84,10 @@ def _smooth(g: dgl.DGLGraph, y0: torch.Tensor, nodes: torch.Tensor, clamp: torch
     shape, c = y0.shape, y0.shape[-1]
     y0 = y0.reshape(shape[0], -1).clone()  # (N, F * C)
     y0.view(-1, c)[nodes] = clamp
+    base = (1 - alpha) * y0
     y = y0
     for _ in range(steps):
-        y = alpha * propagate(g, y) + (1 - alpha) * y0
+        y = propagate(g, y).mul_(alpha).add_(base)  # alpha A_hat y + (1 - alpha) y0, in the product's buffer
         y.view(-1, c)[nodes] = clamp
     return y.reshape(shape)
 
