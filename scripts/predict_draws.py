@@ -68,7 +68,13 @@ def markdown(draws: pd.DataFrame) -> str:
         picked = ", ".join(f"{name} {n}" for name, n in d.auto.value_counts().items())
         lines.append(f"| {family} | {shots} | {len(d)} | {int(d.within.sum())} of {len(d)} | {d.regret.mean():.1f} | "
                      f"{d.regret.max():.1f} | {d.auto_accuracy.mean():.1f} | {d.best_accuracy.mean():.1f} | {picked} |")
-    return "\n".join(lines) + "\n"
+    notes = []
+    for family, d in draws.groupby("family", sort=False):
+        missed = d[~d.within].regret
+        notes.append(f"{family}: auto within {MARGIN:g} points of the best candidate on {int(d.within.sum())} of "
+                     f"{len(d)} draws" + (f"; behind by {', '.join(f'{r:.1f}' for r in missed)} points on the others"
+                                          if len(missed) else ""))
+    return "\n".join(lines) + "\n\n" + "; ".join(notes) + ".\n"
 
 
 def write(records: pd.DataFrame, out: Path, rewrite: bool = True) -> None:

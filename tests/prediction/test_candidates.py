@@ -184,7 +184,7 @@ def test_folds_propagated_side_by_side_score_as_each_fold_alone():
         assert together.shape == (40, len(rests), 3)
         for f, rest in enumerate(rests):  # each fold's scores are the ones it gets alone, to float rounding
             alone = candidate.class_scores(g, rest, z)
-            assert torch.allclose(together[:, f], alone, atol=1e-6), candidate.name
+            assert torch.allclose(together[:, f], alone, atol=1e-6), candidate.name  # (the same bits here)
             assert torch.equal(together[:, f].argmax(1), alone.argmax(1)), candidate.name
 
 
