@@ -22,7 +22,6 @@ variables (``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_MMAP_THRESHOLD_``,
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 
 #: The opt-out: set to anything but ``""`` or ``"0"`` to keep glibc's defaults.
@@ -41,8 +40,12 @@ SETTINGS = ((M_TRIM_THRESHOLD, TRIM_BYTES, "MALLOC_TRIM_THRESHOLD_"),
 
 
 def _mallopt(param: int, value: int) -> bool:
-    """glibc's ``mallopt(param, value)``; whether glibc took it."""
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    """glibc's ``mallopt(param, value)``; whether glibc took it.
+
+    The process's own symbols (``CDLL(None)``) include glibc's; ``ctypes.util.find_library``
+    would start ``ldconfig`` to find it, which costs the command's ``--help`` a noticeable moment.
+    """
+    libc = ctypes.CDLL(None)
     return libc.mallopt(ctypes.c_int(param), ctypes.c_int(value)) == 1
 
 
