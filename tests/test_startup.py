@@ -133,7 +133,8 @@ def test_the_command_entry_sets_glibc_thresholds_unless_told_not_to(monkeypatch)
     monkeypatch.setattr(process, "_mallopt", lambda param, value: calls.append((param, value)) or True)
     monkeypatch.setattr(process, "on_glibc", lambda: True)
     for name in (*process.GLIBC_VARIABLES, process.OPT_OUT):
-        monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv(name, "")  # recorded, so that what the entry sets is undone after the test
+        monkeypatch.delenv(name)
     monkeypatch.setattr(sys, "argv", ["gflkit", "--help"])
     with pytest.raises(SystemExit):
         gflkit_cli.main.main()
@@ -177,3 +178,4 @@ def test_a_users_glibc_variable_wins_and_an_unknown_libc_is_left_alone(monkeypat
     monkeypatch.setattr(process, "on_glibc", lambda: False)
     assert process.configure_process() is False
     assert calls == []
+
