@@ -34,6 +34,7 @@ from interleave import interleave, serve, worker_env  # noqa: E402
 
 GRAPHS, K_SHOT, CLASSES, FEATS = 5, 10, 4, 128
 SPARSE, DENSE, BASELINE = "sparse gflkit", "dense reference", "baseline (--baseline)"
+COMMAND = f"{SPARSE} (gflkit command)"
 
 
 def baseline_names(dirs: list[str]) -> list[str]:
@@ -153,6 +154,8 @@ def _rows_for_size(n: int, folder: Path, args) -> list[dict]:
     configs = []
     for threads in args.threads:
         configs.append((SPARSE, None, threads, folder))
+        if args.command_process:
+            configs.append((COMMAND, None, threads, folder))
         for algo, other in reordered.items():
             configs.append((f"{SPARSE} ({algo} order)", None, threads, other))
         for name, source in zip(baseline_names(args.baseline), args.baseline):
@@ -163,7 +166,7 @@ def _rows_for_size(n: int, folder: Path, args) -> list[dict]:
     for impl, source, threads, graphs in configs:
         argv = [sys.executable, str(Path(__file__).resolve()), "--worker", DENSE if impl == DENSE else SPARSE,
                 "--collection", str(graphs), "--warmup", str(args.warmup), "--settle", str(args.settle),
-                "--threads", str(threads)]
+                "--threads", str(threads)] + (["--as-command"] if impl == COMMAND else [])
         # From the baseline's tree (or a neutral folder): the current folder must not shadow the code timed.
         commands += [(argv, worker_env(threads, source), source or tempfile.gettempdir())] * args.processes
     summaries = interleave(commands, args.steps, args.max_seconds)
@@ -264,14 +267,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--processes", type=int, default=1,
                         help="Worker processes per configuration, all taking turns; each figure is the median "
                              "over them (the CSV adds the fastest and slowest process's ms per step).")
+    parser.add_argument("--command-process", action="store_true",
+                        help="Also time the current tree in a process set up as the gflkit command sets up its own "
+                             "(gflkit_cli.process.configure_process: glibc's trim and mmap thresholds).")
     parser.add_argument("--csv", action="store_true", help="CSV instead of a Markdown table.")
     parser.add_argument("--worker", choices=[SPARSE, DENSE], help=argparse.SUPPRESS)
+    parser.add_argument("--as-command", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--collection", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.processes < 1:
         parser.error("--processes must be at least 1")
 
     if args.worker:
+        if args.as_command:  # before anything allocates a tensor, as the command's entry does
+            from gflkit_cli.process import configure_process
+
+            if not configure_process():
+                raise SystemExit("--command-process: the command's process settings were not applied "
+                                 "(not glibc, GFLKIT_NO_MALLOPT or one of glibc's MALLOC_ variables set)")
         serve(_setup(args.worker, args.collection, args.threads[0]), args.warmup, settle=args.settle)
         return
     args.baseline = [str(Path(b).resolve()) for b in args.baseline]
