@@ -154,7 +154,7 @@ def test_no_module_is_named_like_an_export():
 #: Lines a module of gflkit/ or cli/ may have: one job per file.
 MAX_LINES = 500
 #: Files still over the limit while they are being split; this list only shrinks.
-OVER_LIMIT_FOR_NOW = {"gflkit/experiments.py", "gflkit/data/sources/tables.py"}
+OVER_LIMIT_FOR_NOW = {"gflkit/data/sources/tables.py"}
 
 
 def test_no_module_is_over_the_line_limit():
