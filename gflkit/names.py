@@ -60,7 +60,7 @@ REFINE_STEPS = 10
 FIGURE_FORMATS = ("png", "pdf", "svg")
 #: Parameters ``gflkit sweep --param`` varies (``gflkit.experiments.SWEEP_PARAMS``).
 SWEEP_PARAM_NAMES = ("mu", "mu0", "similarity", "distance", "aggregator", "levels", "gamma", "gate-mode", "k-shot")
-#: How a feature file's rows map to nodes (``gflkit.data.sources.tables.FEATURE_KEYS``).
+#: How a feature file's rows map to nodes (``gflkit.data.sources.table_features.FEATURE_KEYS``).
 FEATURE_KEYS = ("row", "node", "graph-node")
 #: Name of the built-in synthetic family (``gflkit.data.DEFAULT_COLLECTION``).
 DEFAULT_COLLECTION = "synthetic"
