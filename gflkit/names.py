@@ -89,7 +89,7 @@ def encoder_names() -> tuple[str, ...]:
 
 #: Device kinds ``--device`` takes (``cuda:N`` names one GPU).
 DEVICES = ("cpu", "cuda")
-#: Training seeds of compare, ablate and sweep by default (``gflkit.experiments.DEFAULT_SEEDS``).
+#: Training seeds of compare, ablate and sweep by default (``gflkit.experiments.TableSettings.seeds``).
 DEFAULT_SEEDS = (0, 1, 2)
 #: Seconds a rank waits for a dead or stuck peer (``gflkit.training.distributed.DEFAULT_TIMEOUT``).
 DEFAULT_TIMEOUT = 300.0

@@ -4,7 +4,7 @@
 * :func:`ablate`: Table 3, the full model against variants without one component;
 * :func:`sweep`: Tables 4-6 and Figure 3, one hyperparameter over several values.
 
-Every model is trained once per seed (default :data:`DEFAULT_SEEDS`) on the
+Every model is trained once per seed (default :data:`~gflkit.names.DEFAULT_SEEDS`) on the
 collection's train graphs (selected on its val graphs) and scored on its test
 graphs with the same episodes, so the rows of one table are directly
 comparable. The unit of inference is one training run scored on one test graph
@@ -36,16 +36,15 @@ import pandas as pd
 from ..api import model_config, model_names
 from ..config import ABLATIONS, AGGREGATORS, EpisodeConfig, GFLConfig, TrainConfig
 from ..data import GraphCollection, load_collection
-from ..devices import resolve_device
 from ..errors import GFLError, NoSignalWarning
 from ..models.baselines import PER_GRAPH
-from ..names import DEFAULT_SEEDS, VARIANT_DISPLAY_NAMES
+from ..names import VARIANT_DISPLAY_NAMES
 from ..refine import REFINE_METHODS, RefineConfig
 from ..evaluation.summary import result_table, warn_units
-from .tasks import (MAJORITY, _check_adjust, _entry, _Entry, _find, _label, _out, _score_all, _seed_list, _seeded,
-                    _with_paired, _with_records)
+from .settings import TableSettings, table_settings
+from .tasks import MAJORITY, _entry, _Entry, _find, _label, _out, _score_all, _seeded, _with_paired, _with_records
 
-__all__ = ["compare", "ablate", "sweep"]
+__all__ = ["compare", "ablate", "sweep", "TableSettings"]
 
 log = logging.getLogger(__name__)
 
@@ -93,23 +92,10 @@ def compare(
     data: str | os.PathLike | GraphCollection | None = None,
     models: Sequence[str] | None = None,
     *,
-    aggregators: Sequence[str] = AGGREGATORS,
-    model_overrides: dict[str, Any] | None = None,
     episode_cfg: EpisodeConfig = EpisodeConfig(),
     train_cfg: TrainConfig = TrainConfig(),
-    episodes: int = 1,
-    seeds: Sequence[int] | None = DEFAULT_SEEDS,
-    refines: Sequence[RefineConfig] = (RefineConfig(),),
-    reference: str | None = None,
-    majority: bool = True,
-    ci: str = "t",
-    adjust: str = "holm",
-    root: str | os.PathLike | None = None,
-    runs_root: str | os.PathLike | None = None,
-    force: bool = False,
-    device: str = "cpu",
-    progress: bool = True,
-    jobs: int = 1,
+    table: TableSettings | None = None,
+    **settings: Any,
 ) -> pd.DataFrame:
     """Table 2: every model in ``models`` (default: all) on the same test graphs.
 
@@ -118,9 +104,19 @@ def compare(
             ``aggregators`` (GFL-mean, GFL-att), ``gfl-mean`` or ``gfl-att``
             one; ``majority`` is the majority-class reference, added last
             unless listed or ``majority`` is false.
+        episode_cfg, train_cfg: episode and training settings (each run's
+            ``seed`` is one of ``seeds``).
+        table: how the runs are made, kept and scored
+            (:class:`~gflkit.experiments.settings.TableSettings`: ``seeds``,
+            ``episodes``, ``ci``, ``adjust``, ``root``, ``runs_root``,
+            ``force``, ``device``, ``progress``, ``jobs``), each also a keyword
+            setting; a keyword no setting has is an error that names it.
+        **settings: the fields of ``table`` and the row options below.
         aggregators: the aggregators of ``gfl`` (``mean``, ``att``).
+        model_overrides: GFL settings of the ``gfl`` and ``protonet`` rows.
+        majority: add the majority-class row (default true).
         seeds: training seeds, one run each per model (default
-            :data:`DEFAULT_SEEDS`; ``None`` is the default too); a row's
+            :data:`~gflkit.names.DEFAULT_SEEDS`; ``None`` is the default too); a row's
             intervals are over (seed, graph) units. One seed leaves training
             randomness out (a :class:`~gflkit.errors.OneSeedWarning`).
         refines: refinements of the trained models' scores, one row each
@@ -158,8 +154,12 @@ def compare(
         ``reference, delta, delta_lo, delta_hi, prob_improvement, p_value,
         p_adjusted, n_pairs``.
     """
-    resolve_device(device)  # a device this machine lacks fails before any work
-    _check_adjust(adjust)
+    table, own = table_settings("compare", table, settings, dict(
+        aggregators=AGGREGATORS, model_overrides=None, refines=(RefineConfig(),), reference=None, majority=True))
+    seeds, episodes, ci, adjust, root = table.seeds, table.episodes, table.ci, table.adjust, table.root
+    runs_root, force, device, progress, jobs = table.runs_root, table.force, table.device, table.progress, table.jobs
+    aggregators, model_overrides, refines = own["aggregators"], own["model_overrides"], own["refines"]
+    reference, majority = own["reference"], own["majority"]
     known = model_names() + (MAJORITY,) + tuple(f"gfl-{a}" for a in AGGREGATORS)
     models = list(models or model_names())
     unknown = [m for m in models if m not in known]
@@ -171,7 +171,6 @@ def compare(
         raise GFLError(f"aggregators {', '.join(bad) or '(none)'}: choose from {', '.join(AGGREGATORS)}")
     if majority and MAJORITY not in models:
         models.append(MAJORITY)
-    seeds = _seed_list(seeds)
     collection = load_collection(data, root)
     compared = _compared(models, aggregators)
     tasks, labels = [], []
@@ -248,19 +247,10 @@ def ablate(
     drop: Iterable[str] = ("gate",),
     *,
     base: GFLConfig | None = None,
-    seeds: Sequence[int] | None = DEFAULT_SEEDS,
     episode_cfg: EpisodeConfig = EpisodeConfig(),
     train_cfg: TrainConfig = TrainConfig(),
-    episodes: int = 1,
-    reference: str = "full",
-    ci: str = "t",
-    adjust: str = "holm",
-    root: str | os.PathLike | None = None,
-    runs_root: str | os.PathLike | None = None,
-    force: bool = False,
-    device: str = "cpu",
-    progress: bool = True,
-    jobs: int = 1,
+    table: TableSettings | None = None,
+    **settings: Any,
 ) -> pd.DataFrame:
     """Table 3: the full model and each variant without one component.
 
@@ -269,9 +259,11 @@ def ablate(
             ``gate`` (M2a), ``hierarchy`` (M2b), ``recon`` (M3).
         base: the full model (default: GFL's defaults).
         seeds: one training run per seed and variant (default
-            :data:`DEFAULT_SEEDS`); intervals are over (seed, graph) units.
+            :data:`~gflkit.names.DEFAULT_SEEDS`); intervals are over (seed, graph) units.
         reference: the variant the others are paired with (default ``full``);
             its own paired columns are empty.
+        table, settings: as :func:`compare`'s (``seeds``, ``jobs``...); the
+            row option is ``reference``.
         jobs: processes to spread the runs (variant x seed) over; same rows.
         adjust: as :func:`compare`'s.
 
@@ -281,13 +273,14 @@ def ablate(
         same episodes), ``delta_lo``, ``delta_hi``, ``prob_improvement``,
         ``p_value``, ``p_adjusted`` and ``n_pairs``.
     """
+    table, own = table_settings("ablate", table, settings, dict(reference="full"))
+    seeds, episodes, ci, adjust, root = table.seeds, table.episodes, table.ci, table.adjust, table.root
+    runs_root, force, device, progress, jobs = table.runs_root, table.force, table.device, table.progress, table.jobs
+    reference = own["reference"]
     drop = list(dict.fromkeys(drop))
     unknown = [d for d in drop if d not in ABLATIONS]
     if unknown or not drop:
         raise GFLError(f"`drop` takes {', '.join(ABLATIONS)} (got {', '.join(unknown) or 'nothing'})")
-    resolve_device(device)  # a device this machine lacks fails before any work
-    _check_adjust(adjust)
-    seeds = _seed_list(seeds)
     collection = load_collection(data, root)
     base = base or GFLConfig()
     variants = [("full", VARIANT_DISPLAY_NAMES["full"], base)]
@@ -323,17 +316,8 @@ def sweep(
     base: GFLConfig | None = None,
     episode_cfg: EpisodeConfig = EpisodeConfig(),
     train_cfg: TrainConfig = TrainConfig(),
-    episodes: int = 1,
-    seeds: Sequence[int] | None = DEFAULT_SEEDS,
-    reference: str | None = None,
-    ci: str = "t",
-    adjust: str = "holm",
-    root: str | os.PathLike | None = None,
-    runs_root: str | os.PathLike | None = None,
-    force: bool = False,
-    device: str = "cpu",
-    progress: bool = True,
-    jobs: int = 1,
+    table: TableSettings | None = None,
+    **settings: Any,
 ) -> pd.DataFrame:
     """Tables 4-6 / Figure 3: one row per (value of ``param``, model).
 
@@ -345,11 +329,16 @@ def sweep(
     value) or a value of ``param`` (each row is paired with the same model at
     that value). Default: the first model when several are swept, else the
     first value. The reference rows' own paired columns are empty. ``seeds``:
-    one training run per seed (default :data:`DEFAULT_SEEDS`). ``jobs``
+    one training run per seed (default :data:`~gflkit.names.DEFAULT_SEEDS`). ``jobs``
     spreads the runs (value x model x seed) over that many processes (same
     rows). ``adjust``: as :func:`compare`'s (``p_adjusted`` over every
-    comparison of the sweep).
+    comparison of the sweep). ``table`` and ``**settings``: as
+    :func:`compare`'s; the row option is ``reference``.
     """
+    table, own = table_settings("sweep", table, settings, dict(reference=None))
+    seeds, episodes, ci, adjust, root = table.seeds, table.episodes, table.ci, table.adjust, table.root
+    runs_root, force, device, progress, jobs = table.runs_root, table.force, table.device, table.progress, table.jobs
+    reference = own["reference"]
     if param not in SWEEP_PARAMS:
         raise GFLError(f"`param={param!r}` is not sweepable: choose one of {', '.join(SWEEP_PARAMS)}")
     kind, field, parse = SWEEP_PARAMS[param]
@@ -362,9 +351,6 @@ def sweep(
     if kind == "model" and any(m not in ("gfl", "protonet") for m in models):
         raise GFLError(f"`param={param}` changes the GFL model: use `model=gfl` and/or protonet")
     models = list(models)
-    resolve_device(device)  # a device this machine lacks fails before any work
-    _check_adjust(adjust)
-    seeds = _seed_list(seeds)
     collection = load_collection(data, root)
     base = base or GFLConfig()
     settings, tasks, labels = [], [], []
