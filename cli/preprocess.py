@@ -9,7 +9,7 @@ from gflkit.errors import GFLError
 from gflkit.names import DEFAULT_COLLECTION
 
 from .options import (FiniteFloatRange, FolderName, collection_dir_option, GraphCounts, Span, data_root_option,
-                      info, seed_option, writing_collection)
+                      info, seed_option)
 
 #: Where ``preprocess synthetic --small`` writes unless given --name.
 SMALL_COLLECTION = f"{DEFAULT_COLLECTION}-small"
@@ -56,8 +56,9 @@ def synthetic(name, out_dir, small, n_graphs, nodes, degree, homophily, snr, tes
     manifest records every setting (sampler). Without them the family is the
     default one, number for number.
     """
-    from gflkit.data import SMALL_SPEC, SyntheticSpec, make_synthetic_family
+    from gflkit.data import SMALL_SPEC, SyntheticSpec
     from gflkit.config import EpisodeConfig
+    from gflkit.data.pipelines import preprocess_synthetic
     from gflkit.data.synthetic import check_memory, thin_classes
     from gflkit.errors import SizeError
 
@@ -94,10 +95,8 @@ def synthetic(name, out_dir, small, n_graphs, nodes, degree, homophily, snr, tes
     thin = thin_classes(spec, EpisodeConfig().k_shot)
     if thin:
         click.echo(f"warning: {flag_names(thin)}", err=True)
-    with writing_collection(out_dir, name, data_root) as target:
-        collection = make_synthetic_family(spec, seed=seed, name=name, progress=True)
-        path = collection.save(target)
-    info(f"wrote {collection!r} to {path}")
+    done = preprocess_synthetic(spec, name=name, seed=seed, out_dir=out_dir, root=data_root)
+    info(f"wrote {done.collection!r} to {done.path}")
 
 
 # Further sources register here.
