@@ -19,7 +19,7 @@ from ..evaluation.tables import CI_METHODS
 from ..names import DEFAULT_SEEDS
 from .tasks import _check_adjust, _seed_list
 
-__all__ = ["TableSettings"]
+__all__: list[str] = []  # TableSettings is exported by gflkit.experiments
 
 
 @dataclass(frozen=True)
