@@ -92,7 +92,7 @@ def test_names_and_defaults_are_defined_once():
     from gflkit.config import PRESETS
     from gflkit.data import DEFAULT_COLLECTION
     from gflkit.data.sampling import METHODS
-    from gflkit.data.sources.tables import FEATURE_KEYS
+    from gflkit.data.sources.table_features import FEATURE_KEYS
     from gflkit.experiments import SWEEP_PARAMS
     from gflkit.plotting import FORMATS
     from gflkit.refine import REFINE_METHODS, RefineConfig
