@@ -16,8 +16,8 @@ seeds and graphs the intervals are (``--no-counts`` leaves that out).
 
 Table 3 (``--study CSV``, the output of ``scripts/paired.py``; ``NAME=FAMILY``
 names a column and the family it reads): one row per variant, named by what it
-removes; the reference's row holds its accuracy, the others the paired
-difference to it.
+removes (``no-gate``) or by the options it sets (``mu=0.6``); the reference's
+row holds its accuracy, the others the paired difference to it.
 
 A difference is bold when it is shown: its p-value adjusted over the family
 is below 0.05. The family is the CSV the difference is read from (one
@@ -25,8 +25,10 @@ family's joined CSV in Table 2, the whole study CSV in Table 3). A file's
 ``p_adjusted`` column is used when the family is that one file; otherwise the
 stored ``p_value`` column is adjusted (``--adjust``, Holm's method by default;
 :func:`gflkit.evaluation.statistics.adjust_p`). ``--rows`` picks the rows and
-their order (model keys such as ``gfl-mean`` or variant names such as
-``no-gate``); the family is still the whole CSV. Minus signs are ASCII.
+their order, separated by semicolons (model keys such as ``gfl-mean`` or
+variant names such as ``no-gate``); the family is still the whole CSV. A
+``compare`` file written before the two-level interval (no ``n_seeds``
+column) is printed without bold. Minus signs are ASCII.
 """
 from __future__ import annotations
 
@@ -45,6 +47,15 @@ STUDY_VARIANTS = {"gfl": "full", "protonet": "structure", "no-gate": "gate", "no
 THRESHOLD = 0.05
 
 
+def variant_name(variant: str) -> str:
+    """Table 3's name of a study variant: ``no-gate`` as the paper names it, ``mu=0.6`` as ```mu = 0.6```."""
+    if variant in STUDY_VARIANTS:
+        return display_name(STUDY_VARIANTS[variant])
+    if "=" in variant:
+        return ", ".join(f"`{k} = {v}`" for k, _, v in (part.partition("=") for part in variant.split(",")))
+    return display_name(variant)
+
+
 def row_key(row: pd.Series) -> str:
     """``gfl-mean``, ``protonet``, ``protonet+lp``: the model, its aggregator and its refinement."""
     key = str(row["model"])
@@ -57,12 +68,31 @@ def row_key(row: pd.Series) -> str:
 
 
 def shown_column(df: pd.DataFrame, one_file: bool, adjust: str) -> pd.Series:
-    """Per row, whether its difference is shown: adjusted p-value over the rows of ``df`` below 0.05."""
+    """Per row, whether its difference is shown: adjusted p-value over the rows of ``df`` below 0.05.
+
+    A file written before intervals counted seeds and graphs as two levels
+    (no ``n_seeds`` column: its p-values leave training randomness out) or
+    before paired comparisons (no ``p_value``) shows nothing.
+    """
+    if "n_seeds" not in df:
+        return pd.Series(False, index=df.index)
     if one_file and "p_adjusted" in df:
         p = df["p_adjusted"].to_numpy(dtype=float)
-    else:
+    elif "p_value" in df:
         p = adjust_p(df["p_value"].to_numpy(dtype=float), adjust)
+    else:
+        return pd.Series(False, index=df.index)
     return pd.Series(p < THRESHOLD, index=df.index)
+
+
+def without_self(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` without the reference's comparison with itself, which older ``compare`` files hold (delta 0, p 1)."""
+    if "reference" not in df or "delta" not in df:
+        return df
+    own = df.apply(row_key, axis=1) == df["reference"]
+    df = df.copy()
+    df.loc[own, ["delta", "delta_lo", "delta_hi", "p_value"]] = float("nan")
+    return df
 
 
 def interval(mean: float, lo: float, hi: float, shown: bool) -> str:
@@ -98,14 +128,16 @@ def compare_table(families: list[str], rows: list[str] | None, adjust: str, coun
         if save_dir:
             Path(save_dir).mkdir(parents=True, exist_ok=True)
             df.to_csv(Path(save_dir) / f"{name}.csv", index=False, float_format="%.4f")
-        df["shown"] = shown_column(df, len(parts) == 1, adjust)
+        df = without_self(df)
+        df["shown"] = shown_column(df, len(parts) == 1 and "p_adjusted" in df, adjust)
         tables[name] = df
     order: list[str] = []
     for df in tables.values():
         order += [k for k in map(row_key, (r for _, r in df.iterrows())) if k not in order]
     head = ["model"]
     for name, df in tables.items():
-        reference = df["reference"].dropna().iloc[0] if df["reference"].notna().any() else "reference"
+        known = df["reference"].dropna() if "reference" in df else ()
+        reference = known.iloc[0] if len(known) else "reference"
         size = f" ({int(df['n_seeds'].max())} seeds x {int(df['n_graphs'].max())} graphs)" if counts else ""
         head += [f"{name}{size}", f"Δ vs {display_name(reference)}"]
     body = []
@@ -127,7 +159,7 @@ def study_table(path: str, families: list[str], rows: list[str] | None, adjust: 
     variants = rows or list(dict.fromkeys(df["variant"]))
     body = []
     for variant in variants:
-        name = display_name(STUDY_VARIANTS.get(variant, variant))
+        name = variant_name(variant)
         line = [name]
         for _, _, family in columns:
             match = df[(df["family"] == family) & (df["variant"] == variant)]
@@ -149,14 +181,14 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("families", nargs="+", help="NAME=CSV[+CSV...], or NAME=FAMILY with --study")
     p.add_argument("--study", default=None, metavar="CSV", help="read Table 3 from this output of paired.py")
-    p.add_argument("--rows", default=None, help="comma-separated rows to print, in this order (default: all)")
+    p.add_argument("--rows", default=None, help="rows to print in this order, separated by semicolons (default: all)")
     p.add_argument("--adjust", choices=list(ADJUSTMENTS), default="holm",
                    help="adjustment of stored p-values over a family (default: holm)")
     p.add_argument("--no-counts", dest="counts", action="store_false",
                    help="leave the seeds and graphs out of the header")
     p.add_argument("--save-dir", default=None, help="write each family's joined CSV here")
     a = p.parse_args(argv)
-    rows = a.rows.split(",") if a.rows else None
+    rows = a.rows.split(";") if a.rows else None
     if a.study:
         text = study_table(a.study, a.families, rows, a.adjust)
     else:

@@ -1,6 +1,6 @@
 """Paired differences between variants of a component study (see component_study.py).
 
-    python scripts/paired.py study.csv --reference protonet [--ci t|paper] [--adjust holm|bh|none]
+    python scripts/paired.py study.csv --reference protonet [--ci t|paper] [--adjust holm|bh|none] [--variants "A;B"]
 
 For every family and variant: mean accuracy with its 95% interval, and the
 mean difference to the reference over the same (seed, graph, episode) triples,
@@ -12,7 +12,8 @@ reference's own difference columns are empty. ``p_adjusted`` is the p-value
 adjusted over every comparison the output holds (all families and variants:
 the family of a claim is the table), by Holm's method unless ``--adjust``
 says otherwise (:func:`gflkit.evaluation.statistics.adjust_p`); a difference
-is shown when it is below 0.05.
+is shown when it is below 0.05. ``--variants`` keeps only those variants (and
+the reference), so the family is what is printed.
 """
 from __future__ import annotations
 
@@ -60,8 +61,11 @@ def main(argv=None) -> None:
     p.add_argument("--ci", choices=["t", "paper"], default="t")
     p.add_argument("--adjust", choices=list(ADJUSTMENTS), default="holm",
                    help="adjust the p-values over every comparison printed (default: holm)")
+    p.add_argument("--variants", default=None, help="variants to keep, separated by semicolons (default: all)")
     a = p.parse_args(argv)
     df = pd.concat([pd.read_csv(f) for f in a.csv])
+    if a.variants:
+        df = df[df["variant"].isin(a.variants.split(";") + [a.reference])]
     table = paired(df, a.reference, a.ci, a.adjust)
     if "n_pairs" in table:
         table["n_pairs"] = table["n_pairs"].astype("Int64")
