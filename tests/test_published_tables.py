@@ -84,3 +84,27 @@ def test_check_fails_on_a_stale_table(tmp_path):
     assert subprocess.run(check[:-1], capture_output=True, timeout=120).returncode == 0
     assert "| stale |" not in page.read_text() and "**" in page.read_text()
     assert subprocess.run(check, capture_output=True, timeout=120).returncode == 0
+
+
+def test_rule_check_reads_the_orders_from_the_csvs(tmp_path, capsys):
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        rule_check = _script("rule_check")
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    means = {"gfl": 80.0, "protonet": 78.0, "transfer-head": 85.0, "agf": 70.0, "lp": 50.0, "tlp": 60.0}
+    for name in rule_check.NAMES:
+        rows = [{"model": m, "aggregator": "mean" if m == "gfl" else None, "accuracy": acc, "n_seeds": 3,
+                 "reference": None if m == "gfl" else "gfl-mean", "delta": None if m == "gfl" else acc - 80.0,
+                 "p_value": None if m == "gfl" else 0.5} for m, acc in means.items()]
+        pd.DataFrame(rows).to_csv(tmp_path / f"{name}.csv", index=False)
+    rule_check.main(["--table2", str(tmp_path), "--details"])
+    lines = [line for line in capsys.readouterr().out.splitlines() if "transfer head" in line]
+    assert len(lines) == 7 and all(line.endswith("| yes |") for line in lines)
+    for name in rule_check.NAMES:  # a few-shot model above the transfer head: every family fails
+        df = pd.read_csv(tmp_path / f"{name}.csv")
+        df.loc[df["model"] == "protonet", "accuracy"] = 90.0
+        df.to_csv(tmp_path / f"{name}.csv", index=False)
+    rule_check.main(["--table2", str(tmp_path), "--details"])
+    lines = [line for line in capsys.readouterr().out.splitlines() if "transfer head" in line]
+    assert len(lines) == 7 and all(line.endswith("| no |") for line in lines)
