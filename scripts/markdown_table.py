@@ -10,7 +10,9 @@ row found twice (the reference, rerun in each) is kept once, from the first
 file. ``--save-dir`` writes each family's joined CSV there as ``<name>.csv``.
 One row per model (the paper's names), per family two cells: accuracy ± the
 half-width of its 95% interval, and the paired difference to the CSV's
-reference row with its interval (``delta [delta_lo, delta_hi]``). A model
+reference row with its interval (``delta [delta_lo, delta_hi]``; a file
+whose rows have several references, such as ``--reference +none``, says "Δ vs
+its reference"). A model
 missing from a family's CSV gets empty cells. The header says over how many
 seeds and graphs the intervals are (``--no-counts`` leaves that out).
 
@@ -136,10 +138,10 @@ def compare_table(families: list[str], rows: list[str] | None, adjust: str, coun
         order += [k for k in map(row_key, (r for _, r in df.iterrows())) if k not in order]
     head = ["model"]
     for name, df in tables.items():
-        known = df["reference"].dropna() if "reference" in df else ()
-        reference = known.iloc[0] if len(known) else "reference"
+        known = df["reference"].dropna().unique() if "reference" in df else ()
+        reference = display_name(known[0]) if len(known) == 1 else "its reference" if len(known) else "reference"
         size = f" ({int(df['n_seeds'].max())} seeds x {int(df['n_graphs'].max())} graphs)" if counts else ""
-        head += [f"{name}{size}", f"Δ vs {display_name(reference)}"]
+        head += [f"{name}{size}", f"Δ vs {reference}"]
     body = []
     for key in rows or order:
         line = [display_name(key)]
