@@ -1,6 +1,6 @@
 """The "Which model, when" rule, written from synthetic regime maps, checked on the real families of Table 2.
 
-    python scripts/rule_check.py [--table2 results/table2] [--details]
+    python scripts/rule_check.py [--table2 results/table2] [--table3 results/study/table3.csv] [--details]
 
 Each statement of the rule that came from the synthetic maps
 (docs/findings/regimes.md) is turned into a prediction about the real
@@ -10,7 +10,9 @@ difference to GFL-mean with its p-value). These families were not used to
 write those statements, so this is an out-of-sample test, a first one: a
 prediction about two models' order is read from their means (the CSVs pair
 every model with GFL-mean only, so most orders carry no test), and one about
-GFL-mean against Protonet from its verdict (Holm over the family's CSV).
+GFL-mean against Protonet from its verdict in Table 3
+(``results/study/table3.csv``, ``p_adjusted``: the source of that comparison,
+with four times Table 2's episodes and its records stored).
 
 What a family is, taken from how it was built (docs/tables.md, "Families"),
 not from the results: every family shares one label set across its graphs;
@@ -32,7 +34,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from markdown_table import row_key, shown_column, without_self
+from markdown_table import row_key, without_self
 
 HETEROPHILOUS = {"chameleon", "squirrel"}
 FEATURE_SHIFT = {"facebook_xnet"}
@@ -42,13 +44,13 @@ NAMES = {"facebook": "Facebook", "facebook_xnet": "cross-network Facebook", "cor
 
 
 class Family:
-    """One family's Table 2 rows: means by model key, and whether each difference to GFL-mean is shown."""
+    """One family's Table 2 rows (means by model key) and its Table 3 rows (verdicts by variant)."""
 
-    def __init__(self, name: str, df: pd.DataFrame):
+    def __init__(self, name: str, df: pd.DataFrame, study: pd.DataFrame):
         self.name = name
         df = without_self(df)
-        df = df.assign(key=df.apply(row_key, axis=1), shown=shown_column(df, "p_adjusted" in df, "holm"))
-        self.rows = df.set_index("key")
+        self.rows = df.assign(key=df.apply(row_key, axis=1)).set_index("key")
+        self.study = study[study["family"] == name].set_index("variant")
 
     def mean(self, key: str) -> float:
         return float(self.rows.loc[key, "accuracy"]) if key in self.rows.index else float("nan")
@@ -69,8 +71,9 @@ def protonet_as_accurate(f: Family):
     """GFL-mean ahead of Protonet only on homophilous graphs with weak features; Protonet as accurate elsewhere."""
     if f.name not in HETEROPHILOUS and f.weak_features():
         return False, None
-    r = f.rows.loc["protonet"]
-    return True, not (bool(r["shown"]) and r["delta"] < 0)
+    r = f.study.loc["protonet"]
+    diff = next(c for c in f.study.columns if c.startswith("diff_vs_"))
+    return True, not (r["p_adjusted"] < 0.05 and r[diff] < 0)
 
 
 def gpn_where_it_trains(f: Family):
@@ -130,13 +133,17 @@ def main(argv=None) -> None:
     """Read the Table 2 CSVs and print the check."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--table2", default="results/table2", help="folder of the Table 2 CSVs")
+    p.add_argument("--table3", default="results/study/table3.csv", help="Table 3 from paired.py")
     p.add_argument("--details", action="store_true", help="one row per statement and family")
     a = p.parse_args(argv)
     paths = [Path(a.table2) / f"{name}.csv" for name in NAMES]
     missing = [str(x) for x in paths if not x.exists()]
     if missing:
         raise SystemExit(f"missing Table 2 CSV {missing[0]}: run the commands of results/README.md")
-    families = [Family(x.stem, pd.read_csv(x)) for x in paths]
+    if not Path(a.table3).exists():
+        raise SystemExit(f"missing Table 3 CSV {a.table3}: run the paired.py command of docs/tables.md")
+    study = pd.read_csv(a.table3)
+    families = [Family(x.stem, pd.read_csv(x), study) for x in paths]
     sys.stdout.write(markdown(check(families), a.details))
 
 

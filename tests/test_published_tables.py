@@ -98,13 +98,14 @@ def test_rule_check_reads_the_orders_from_the_csvs(tmp_path, capsys):
                  "reference": None if m == "gfl" else "gfl-mean", "delta": None if m == "gfl" else acc - 80.0,
                  "p_value": None if m == "gfl" else 0.5} for m, acc in means.items()]
         pd.DataFrame(rows).to_csv(tmp_path / f"{name}.csv", index=False)
-    rule_check.main(["--table2", str(tmp_path), "--details"])
+    table3 = ["--table3", str(REPO / "results" / "study" / "table3.csv")]
+    rule_check.main(["--table2", str(tmp_path), "--details", *table3])
     lines = [line for line in capsys.readouterr().out.splitlines() if "transfer head" in line]
     assert len(lines) == 7 and all(line.endswith("| yes |") for line in lines)
     for name in rule_check.NAMES:  # a few-shot model above the transfer head: every family fails
         df = pd.read_csv(tmp_path / f"{name}.csv")
         df.loc[df["model"] == "protonet", "accuracy"] = 90.0
         df.to_csv(tmp_path / f"{name}.csv", index=False)
-    rule_check.main(["--table2", str(tmp_path), "--details"])
+    rule_check.main(["--table2", str(tmp_path), "--details", *table3])
     lines = [line for line in capsys.readouterr().out.splitlines() if "transfer head" in line]
     assert len(lines) == 7 and all(line.endswith("| no |") for line in lines)
