@@ -131,7 +131,7 @@ def compare_table(families: list[str], rows: list[str] | None, adjust: str, coun
             Path(save_dir).mkdir(parents=True, exist_ok=True)
             df.to_csv(Path(save_dir) / f"{name}.csv", index=False, float_format="%.4f")
         df = without_self(df)
-        df["shown"] = shown_column(df, len(parts) == 1 and "p_adjusted" in df, adjust)
+        df["shown"] = shown_column(df, len(parts) == 1, adjust)
         tables[name] = df
     order: list[str] = []
     for df in tables.values():

@@ -41,7 +41,8 @@ def run(command: str) -> str:
         raise SystemExit(f"table marker {command!r}: the command must be 'python scripts/...'")
     done = subprocess.run([sys.executable, *argv[1:]], cwd=REPO, capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
-        raise SystemExit(f"table marker {command!r} failed: {done.stderr.strip().splitlines()[-1:]}")
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise SystemExit(f"table marker {command!r} failed: {last}")
     return done.stdout
 
 
