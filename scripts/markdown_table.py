@@ -3,6 +3,7 @@
     python scripts/markdown_table.py Facebook=facebook.csv Cora=cora.csv [...] > table.md
     python scripts/markdown_table.py Facebook=a.csv+b.csv --save-dir results/table2 > table.md
     python scripts/markdown_table.py --study results/study/table3.csv Facebook=facebook Cora=cora [...]
+    python scripts/markdown_table.py --sweep synthetic=synthetic_shots.csv Facebook=facebook_shots.csv
 
 Table 2 (``NAME=CSV``): a family may take several CSVs joined by ``+`` (runs
 of more models against the same reference on the same seeds and episodes); a
@@ -20,6 +21,9 @@ Table 3 (``--study CSV``, the output of ``scripts/paired.py``; ``NAME=FAMILY``
 names a column and the family it reads): one row per variant, named by what it
 removes (``no-gate``) or by the options it sets (``mu=0.6``); the reference's
 row holds its accuracy, the others the paired difference to it.
+
+A sweep (``--sweep``, ``NAME=CSV`` of ``gflkit sweep``): one row per value of
+the swept parameter, one column per family and model, the mean accuracy.
 
 A difference is bold when it is shown: its p-value adjusted over the family
 is below 0.05. The family is the CSV the difference is read from (one
@@ -178,11 +182,32 @@ def study_table(path: str, families: list[str], rows: list[str] | None, adjust: 
     return markdown(["variant"] + [name for name, _, _ in columns], body)
 
 
+def sweep_table(families: list[str]) -> str:
+    """A sweep's mean accuracy: one row per value of its parameter, one column per family and model."""
+    tables = {name: pd.read_csv(path) for name, _, path in (item.partition("=") for item in families)}
+    param = next(iter(tables.values()))["param"].iloc[0]
+    head, columns = ["shots" if param == "k-shot" else param], []
+    for name, df in tables.items():
+        keys = list(dict.fromkeys(df.apply(row_key, axis=1)))
+        head += [f"{name} {display_name(k)}" if i == 0 else display_name(k) for i, k in enumerate(keys)]
+        columns += [(df, k) for k in keys]
+    values = sorted({v for df in tables.values() for v in df["value"]}, key=float)
+    body = []
+    for value in values:
+        line = [str(value)]
+        for df, key in columns:
+            match = df[(df["value"] == value) & (df.apply(row_key, axis=1) == key)]
+            line.append(f"{match['accuracy'].iloc[0]:.2f}" if len(match) else "")
+        body.append(line)
+    return markdown(head, body)
+
+
 def main(argv=None) -> None:
     """Parse the families and print the table."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("families", nargs="+", help="NAME=CSV[+CSV...], or NAME=FAMILY with --study")
     p.add_argument("--study", default=None, metavar="CSV", help="read Table 3 from this output of paired.py")
+    p.add_argument("--sweep", action="store_true", help="NAME=CSV are gflkit sweep outputs: accuracy by value")
     p.add_argument("--rows", default=None, help="rows to print in this order, separated by semicolons (default: all)")
     p.add_argument("--adjust", choices=list(ADJUSTMENTS), default="holm",
                    help="adjustment of stored p-values over a family (default: holm)")
@@ -191,7 +216,9 @@ def main(argv=None) -> None:
     p.add_argument("--save-dir", default=None, help="write each family's joined CSV here")
     a = p.parse_args(argv)
     rows = a.rows.split(";") if a.rows else None
-    if a.study:
+    if a.sweep:
+        text = sweep_table(a.families)
+    elif a.study:
         text = study_table(a.study, a.families, rows, a.adjust)
     else:
         text = compare_table(a.families, rows, a.adjust, a.counts, a.save_dir)
