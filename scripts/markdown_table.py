@@ -4,6 +4,7 @@
     python scripts/markdown_table.py Facebook=a.csv+b.csv --save-dir results/table2 > table.md
     python scripts/markdown_table.py --study results/study/table3.csv Facebook=facebook Cora=cora [...]
     python scripts/markdown_table.py --sweep synthetic=synthetic_shots.csv Facebook=facebook_shots.csv
+    python scripts/markdown_table.py --grid homophily,snr map=results/regimes/homophily_snr.csv
 
 Table 2 (``NAME=CSV``): a family may take several CSVs joined by ``+`` (runs
 of more models against the same reference on the same seeds and episodes); a
@@ -24,6 +25,13 @@ row holds its accuracy, the others the paired difference to it.
 
 A sweep (``--sweep``, ``NAME=CSV`` of ``gflkit sweep``): one row per value of
 the swept parameter, one column per family and model, the mean accuracy.
+
+A regime map (``--grid A,B``, one ``NAME=CSV`` written by
+``scripts/regime_map.py``): one row per cell of the grid (the values of the
+columns A and B), one column per model (``--rows`` picks them; maps joined by
+``+`` keep a cell's model from the first file that has it): the
+reference's and the majority row's accuracy, the others' paired difference to
+the reference, to one decimal. The family is the whole map.
 
 A difference is bold when it is shown: its p-value adjusted over the family
 is below 0.05. The family is the CSV the difference is read from (one
@@ -202,12 +210,39 @@ def sweep_table(families: list[str]) -> str:
     return markdown(head, body)
 
 
+def grid_table(columns: list[str], item: str, rows: list[str] | None, adjust: str) -> str:
+    """A regime map: one row per cell of ``columns``, one column per model (accuracy or difference)."""
+    paths = (item.partition("=")[2] or item).split("+")
+    df = pd.concat([pd.read_csv(path) for path in paths], ignore_index=True)
+    df = df.assign(key=df.apply(row_key, axis=1))
+    df = df[~df[columns + ["key"]].duplicated()].reset_index(drop=True)
+    df["shown"] = shown_column(df, len(paths) == 1, adjust)
+    models = rows or list(dict.fromkeys(df["key"]))
+    body = []
+    for cell, d in df.groupby(columns, sort=True):
+        line = [str(v) for v in (cell if isinstance(cell, tuple) else (cell,))]
+        for key in models:
+            match = d[d["key"] == key]
+            if match.empty:
+                line.append("")
+                continue
+            r = match.iloc[0]
+            if pd.isna(r.get("delta")) or key == "majority":
+                line.append(f"{r['accuracy']:.1f}")
+            else:
+                text = f"{r['delta']:+.1f} [{r['delta_lo']:+.1f}, {r['delta_hi']:+.1f}]"
+                line.append(f"**{text}**" if r["shown"] else text)
+        body.append(line)
+    return markdown([c.replace("_", " ") for c in columns] + [display_name(k) for k in models], body)
+
+
 def main(argv=None) -> None:
     """Parse the families and print the table."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("families", nargs="+", help="NAME=CSV[+CSV...], or NAME=FAMILY with --study")
     p.add_argument("--study", default=None, metavar="CSV", help="read Table 3 from this output of paired.py")
     p.add_argument("--sweep", action="store_true", help="NAME=CSV are gflkit sweep outputs: accuracy by value")
+    p.add_argument("--grid", default=None, metavar="A,B", help="NAME=CSV is a regime map over these columns")
     p.add_argument("--rows", default=None, help="rows to print in this order, separated by semicolons (default: all)")
     p.add_argument("--adjust", choices=list(ADJUSTMENTS), default="holm",
                    help="adjustment of stored p-values over a family (default: holm)")
@@ -216,7 +251,9 @@ def main(argv=None) -> None:
     p.add_argument("--save-dir", default=None, help="write each family's joined CSV here")
     a = p.parse_args(argv)
     rows = a.rows.split(";") if a.rows else None
-    if a.sweep:
+    if a.grid:
+        text = grid_table(a.grid.split(","), a.families[0], rows, a.adjust)
+    elif a.sweep:
         text = sweep_table(a.families)
     elif a.study:
         text = study_table(a.study, a.families, rows, a.adjust)
