@@ -31,7 +31,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from .segment import row_blocks
 
 __all__ = ["GCNLayer"]
 
