@@ -42,8 +42,7 @@ class GraphDecoder(nn.Module):
         return self.conv(g, z, symmetric=symmetric) if z_prop is None else self.conv.from_propagated(z_prop)
 
 
-def recon_loss(g: dgl.DGLGraph, d: torch.Tensor, reduction: str = "mean", normalize: bool = False, *,
-               symmetric: bool | None = None) -> torch.Tensor:
+def recon_loss(g: dgl.DGLGraph, d: torch.Tensor, reduction: str = "mean", normalize: bool = False) -> torch.Tensor:
     """Exact ``||A - D D^T||_F^2`` per graph of a batch, averaged over graphs.
 
     ``A`` is the binary adjacency without self-loops. ``g`` must be a (batched)
@@ -55,11 +54,7 @@ def recon_loss(g: dgl.DGLGraph, d: torch.Tensor, reduction: str = "mean", normal
         d: decoder output.
         reduction: ``"mean"`` divides each graph's loss by ``n^2`` (a mean over
             the entries of A); ``"sum"`` keeps the plain squared norm.
-        normalize: L2-normalise the rows of ``d`` first (as
-            ``F.normalize(d, dim=-1)``), inside the same operation.
-        symmetric: whether ``g`` is symmetric (its backward pass then needs no
-            product over the reversed graph); ``None``: the backward pass checks
-            (:func:`~gflkit.nn.conv.is_symmetric`).
+        normalize: L2-normalise the rows of ``d`` first (``F.normalize(d, dim=-1)``).
 
     Shapes:
         d: ``(N, k)``; returns a scalar.

@@ -31,6 +31,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .segment import row_blocks
 
 __all__ = ["GCNLayer"]
 
@@ -77,7 +78,42 @@ def propagate(g: dgl.DGLGraph, x: torch.Tensor, symmetric: bool | None = None) -
         x ``(N, d)`` -> ``(N, d)``.
     """
     src, dst = gcn_norm(g)
-    return dgl.ops.copy_u_sum(g, x * src) * dst
+    return _Propagate.apply(x, src, dst, g, symmetric)
+
+
+class _Propagate(torch.autograd.Function):
+    """``dst * (S (src * x))`` with ``S = A + I``; the backward pass ``src * (S^T (dst * dy))``
+    (no gradient for the normalisation ``src``, ``dst``: stored constants of the graph), itself a
+    propagation, differentiable again when the backward pass builds a graph (``create_graph=True``)."""
+
+    @staticmethod
+    def forward(ctx, x, src, dst, g, symmetric):
+        ctx.g, ctx.symmetric = g, symmetric
+        ctx.save_for_backward(src, dst)
+        return neighbour_sum(g, x * src).mul_(dst)
+
+    @staticmethod
+    def backward(ctx, grad):
+        src, dst = ctx.saved_tensors
+        # the normalisation is a constant
+        return _propagate_back(ctx.g, grad, src, dst, ctx.symmetric), None, None, None, None
+
+
+def _propagate_back(g: dgl.DGLGraph, grad: torch.Tensor, src: torch.Tensor, dst: torch.Tensor,
+                    symmetric: bool | None, own: bool = False) -> torch.Tensor:
+    """``src * (S^T (dst * grad))``: a gradient through ``dst * (S (src * x))``.
+
+    ``S^T = S`` when ``g`` is ``symmetric`` (``None``: checked here). Differentiable itself when
+    the backward pass builds a graph (``create_graph=True``, second-order MAML); otherwise
+    ``own=True`` lets it scale ``grad`` in place (a tensor the caller made and does not read again).
+    """
+    symmetric = is_symmetric(g) if symmetric is None else symmetric
+    if torch.is_grad_enabled():
+        reverse = g if symmetric else dgl.reverse(g, copy_ndata=False, copy_edata=False)
+        return _Propagate.apply(grad, dst, src, reverse, symmetric)  # the reverse of a directed graph is directed
+    scaled = grad.mul_(dst) if own else grad * dst
+    spread = neighbour_sum(g, scaled) if symmetric else neighbour_sum_t(g, scaled)
+    return spread.mul_(src)
 
 
 def neighbour_sum(g: dgl.DGLGraph, x: torch.Tensor) -> torch.Tensor:
@@ -116,6 +152,67 @@ def is_symmetric(g: dgl.DGLGraph) -> bool:
     src, dst = (t.cpu().numpy().astype(np.int64) for t in g.edges())
     n = g.num_nodes()
     return bool(np.array_equal(np.sort(src * n + dst), np.sort(dst * n + src)))
+class _GCNConv(torch.autograd.Function):
+    """``act(dst * (S (src * (X W))) + b)`` as one operation: the weight applied first.
+
+    ``X`` comes as one or more blocks of rows, one per graph of a batch: each
+    block is multiplied into its rows of ``X W`` (a batch's features need not be
+    copied into one ``(N, in)`` tensor, only to be read once), and the weight's
+    gradient is summed block by block. ``act`` is the identity or ``relu``. The
+    forward pass writes two ``(N, out)`` tensors, ``X W`` (scaled in place, then
+    freed) and the output (scaled, shifted and rectified in place), where the
+    composed operations write five; it keeps ``X``, the weight and, with
+    ``relu``, the output (for its mask). The backward pass is the transposed
+    propagation of the masked gradient, which it writes twice; when it is itself
+    differentiated (``create_graph=True``, second-order MAML) it is computed
+    from differentiable operations instead.
+    """
+
+    @staticmethod
+    def forward(ctx, weight, bias, src, dst, g, relu, symmetric, *parts):
+        out = neighbour_sum(g, _rows_matmul(parts, weight).mul_(src)).mul_(dst)
+        if bias is not None:
+            out.add_(bias)
+        if relu:
+            out.clamp_min_(0.0)
+        ctx.save_for_backward(weight, src, dst, out if relu else None, *parts)
+        ctx.g, ctx.relu, ctx.symmetric = g, relu, symmetric
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        weight, src, dst, out, *parts = ctx.saved_tensors
+        g, relu = ctx.g, ctx.relu
+        need_w, need_b, need_parts = ctx.needs_input_grad[0], ctx.needs_input_grad[1], ctx.needs_input_grad[7:]
+        differentiable = torch.is_grad_enabled()  # create_graph: this pass is itself differentiated
+        if differentiable:
+            masked = grad * (out > 0) if relu else grad
+        else:  # relu's own backward op writes the masked gradient into a new tensor, scaled in place after
+            masked = torch.ops.aten.threshold_backward(grad, out, 0.0) if relu else grad
+        grad_b = masked.sum(0) if need_b else None
+        spread = _propagate_back(g, masked, src, dst, ctx.symmetric, own=relu and not differentiable)
+        grad_w, grad_parts = None, []
+        for x, need, block in zip(parts, need_parts, row_blocks([x.shape[0] for x in parts])):
+            rows = spread[block]
+            if need_w:
+                if grad_w is None:
+                    grad_w = x.t() @ rows
+                else:
+                    grad_w = grad_w.addmm(x.t(), rows) if differentiable else grad_w.addmm_(x.t(), rows)
+            grad_parts.append(rows @ weight.t() if need else None)
+        return (grad_w, grad_b, None, None, None, None, None, *grad_parts)
+
+
+def _rows_matmul(parts: Sequence[torch.Tensor], weight: torch.Tensor) -> torch.Tensor:
+    """``torch.cat(parts) @ weight`` into one new tensor, each block of rows multiplied in place."""
+    if len(parts) == 1:
+        return parts[0] @ weight
+    out = weight.new_empty(sum(x.shape[0] for x in parts), weight.shape[1])
+    for x, rows in zip(parts, row_blocks([x.shape[0] for x in parts])):
+        torch.mm(x, weight, out=out[rows])
+    return out
+
+
 class GCNLayer(nn.Module):
     """One GCN layer ``A_hat x W + b`` (``GraphConv(norm="both")``), with an optional ``relu``.
 
@@ -165,10 +262,8 @@ class GCNLayer(nn.Module):
         a batched ``g``, in the batch's order (not concatenated where the weight comes first).
         ``symmetric``: whether ``g`` is symmetric, as :func:`propagate` takes it.
         """
-        x = torch.cat(list(x)) if isinstance(x, (list, tuple)) else x
+        parts = list(x) if isinstance(x, (list, tuple)) else [x]
         if self.in_feats < self.out_feats:
-            return self.from_propagated(propagate(g, x, symmetric))
-        out = propagate(g, x @ self.weight, symmetric)
-        if self.bias is not None:
-            out = out + self.bias
-        return torch.relu(out) if self.relu else out
+            return self.from_propagated(propagate(g, parts[0] if len(parts) == 1 else torch.cat(parts), symmetric))
+        src, dst = gcn_norm(g)
+        return _GCNConv.apply(self.weight, self.bias, src, dst, g, self.relu, symmetric, *parts)

@@ -50,7 +50,7 @@ class NodeEncoder(nn.Module):
         """Whether a batch's features may come as one tensor per graph, not
         concatenated (the first convolution multiplies each part in place;
         without dropout, which would draw its mask over the concatenation)."""
-        return False
+        return isinstance(self.conv1, GCNLayer) and self.dropout.p == 0
 
     @staticmethod
     def _merge_heads(h: torch.Tensor) -> torch.Tensor:
