@@ -28,4 +28,4 @@ def segment_mean(a: torch.Tensor, sizes: Sequence[int]) -> torch.Tensor:
     sizes = [int(s) for s in sizes]
     if sum(sizes) != a.shape[0]:
         raise ValueError(f"segment sizes sum to {sum(sizes)}, but the input has {a.shape[0]} rows")
-    return dgl.ops.segment_reduce(torch.tensor(sizes), a, "mean")
+    return dgl.ops.segment_reduce(torch.tensor(sizes, device=a.device), a, "mean")
