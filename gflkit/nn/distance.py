@@ -40,8 +40,8 @@ def block_logits(z: torch.Tensor, protos: torch.Tensor, sizes: Sequence[int], di
     row ``v`` of block ``b`` gets ``logits(z[v], protos[b])``. When most nodes
     are queries, scoring every row and picking the queries' rows of the small
     ``(N, C)`` result is cheaper than gathering the queries' embeddings: the
-    backward pass writes the embeddings' gradient once, where a gather fills a
-    zero ``(N, d)`` tensor and scatters into it. ``None`` for a distance
+    backward pass writes the embeddings' gradient graph by graph, where a
+    gather fills a zero ``(N, d)`` tensor and scatters into it. ``None`` for a distance
     without this form (``"euclidean"``).
 
     Shapes:
