@@ -26,7 +26,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 #: The last commit before the command line stopped importing torch and DGL up front.
 DEFAULT_BASE = "2e2fb7f"
-RUN_CLI = "import sys; from gflkit_cli.main import cli; cli(sys.argv[1:], prog_name='gflkit')"
+# The command's entry function where the tree has one (it sets up the process first), else the Click group.
+RUN_CLI = ("import sys; import gflkit_cli.main as m; "
+           "m.main() if hasattr(m, 'main') else m.cli(sys.argv[1:], prog_name='gflkit')")
 
 
 def _layout(tree: Path, into: Path) -> Path:

@@ -17,6 +17,8 @@ its steps one after another. Usage::
     # the current code and an earlier commit, step by step in turns, on 1 and 2 threads
     git worktree add /tmp/base 2a76192
     python benchmarks/step_benchmark.py --sizes 4500 --dense-sizes '' --threads 1,2 --baseline /tmp/base
+    # also with the batch's features copied into one tensor instead of read graph by graph
+    python benchmarks/step_benchmark.py --sizes 4500 --dense-sizes '' --copy-features
 
 See ``benchmarks/README.md`` for what the columns mean.
 """
@@ -34,6 +36,8 @@ from interleave import interleave, serve, worker_env  # noqa: E402
 
 GRAPHS, K_SHOT, CLASSES, FEATS = 5, 10, 4, 128
 SPARSE, DENSE, BASELINE = "sparse gflkit", "dense reference", "baseline (--baseline)"
+COMMAND = f"{SPARSE} (gflkit command)"
+COPIED = "sparse gflkit (features copied)"
 
 
 def baseline_names(dirs: list[str]) -> list[str]:
@@ -74,8 +78,9 @@ def reorder_collection(source: Path, folder: Path, algo: str) -> Path:
     return collection.save(folder)
 
 
-def _sparse_step(collection):
-    """A closure doing one gflkit meta-training step (as in ``meta_train``)."""
+def _sparse_step(collection, copy_features: bool = False):
+    """A closure doing one gflkit meta-training step (as in ``meta_train``); ``copy_features``: with
+    the batch's features copied into one tensor, as for a model that does not take them graph by graph."""
     from gflkit.config import EpisodeConfig, GFLConfig
     from gflkit.episodes import EpisodeSampler
     from layout import gflkit_layout, training_step
@@ -86,7 +91,10 @@ def _sparse_step(collection):
     ids = sampler.graph_ids
     for gid in ids:  # prepared once, as meta_train's cache does
         cache[gid]
-    model = parts.GFL(collection.feat_size, GFLConfig())
+    model_class = parts.GFL
+    if copy_features:  # the same model, declaring that it does not take the features graph by graph
+        model_class = type("GFL", (parts.GFL,), {"takes_feature_parts": False})
+    model = model_class(collection.feat_size, GFLConfig())
     return model, training_step(parts, model, cache, sampler, lambda i: ids)
 
 
@@ -121,7 +129,7 @@ def _parameter_shapes(model) -> list[tuple[int, ...]]:
     return sorted(tuple(p.shape) for p in model.parameters())
 
 
-def _setup(impl: str, collection_dir: str, threads: int):
+def _setup(impl: str, collection_dir: str, threads: int, copy_features: bool = False):
     """The worker's timed function: one step of ``impl`` on the saved collection."""
     def setup():
         import gflkit  # noqa: F401  (before dgl)
@@ -133,7 +141,7 @@ def _setup(impl: str, collection_dir: str, threads: int):
         torch.set_num_threads(threads)
         torch.manual_seed(0)
         collection = GraphCollection.load(collection_dir)
-        model, step = (_dense_step if impl == DENSE else _sparse_step)(collection)
+        model, step = _dense_step(collection) if impl == DENSE else _sparse_step(collection, copy_features)
         if _parameter_shapes(model) != _parameter_shapes(GFL(collection.feat_size)):
             raise SystemExit(f"{impl}: parameter shapes differ from gflkit's GFL")
         return step
@@ -153,6 +161,10 @@ def _rows_for_size(n: int, folder: Path, args) -> list[dict]:
     configs = []
     for threads in args.threads:
         configs.append((SPARSE, None, threads, folder))
+        if args.command_process:
+            configs.append((COMMAND, None, threads, folder))
+        if args.copy_features:
+            configs.append((COPIED, None, threads, folder))
         for algo, other in reordered.items():
             configs.append((f"{SPARSE} ({algo} order)", None, threads, other))
         for name, source in zip(baseline_names(args.baseline), args.baseline):
@@ -163,7 +175,8 @@ def _rows_for_size(n: int, folder: Path, args) -> list[dict]:
     for impl, source, threads, graphs in configs:
         argv = [sys.executable, str(Path(__file__).resolve()), "--worker", DENSE if impl == DENSE else SPARSE,
                 "--collection", str(graphs), "--warmup", str(args.warmup), "--settle", str(args.settle),
-                "--threads", str(threads)]
+                "--threads", str(threads)] + (["--as-command"] if impl == COMMAND else []) + \
+            (["--copy-features"] if impl == COPIED else [])
         # From the baseline's tree (or a neutral folder): the current folder must not shadow the code timed.
         commands += [(argv, worker_env(threads, source), source or tempfile.gettempdir())] * args.processes
     summaries = interleave(commands, args.steps, args.max_seconds)
@@ -264,15 +277,29 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--processes", type=int, default=1,
                         help="Worker processes per configuration, all taking turns; each figure is the median "
                              "over them (the CSV adds the fastest and slowest process's ms per step).")
+    parser.add_argument("--command-process", action="store_true",
+                        help="Also time the current tree in a process set up as the gflkit command sets up its own "
+                             "(gflkit_cli.process.configure_process: glibc's trim and mmap thresholds).")
+    parser.add_argument("--copy-features", action="store_true",
+                        help="Also time the current code with each batch's features copied into one tensor "
+                             "(a model that does not take them graph by graph), in turns with the rest.")
     parser.add_argument("--csv", action="store_true", help="CSV instead of a Markdown table.")
     parser.add_argument("--worker", choices=[SPARSE, DENSE], help=argparse.SUPPRESS)
+    parser.add_argument("--as-command", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--collection", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.processes < 1:
         parser.error("--processes must be at least 1")
 
     if args.worker:
-        serve(_setup(args.worker, args.collection, args.threads[0]), args.warmup, settle=args.settle)
+        if args.as_command:  # before anything allocates a tensor, as the command's entry does
+            from gflkit_cli.process import configure_process
+
+            if not configure_process():
+                raise SystemExit("--command-process: the command's process settings were not applied "
+                                 "(not glibc, GFLKIT_NO_MALLOPT or one of glibc's MALLOC_ variables set)")
+        serve(_setup(args.worker, args.collection, args.threads[0], args.copy_features), args.warmup,
+              settle=args.settle)
         return
     args.baseline = [str(Path(b).resolve()) for b in args.baseline]
 

@@ -211,5 +211,14 @@ def _register() -> None:
 
 _register()
 
+
+def main() -> None:
+    """The ``gflkit`` command: the process set up (:func:`gflkit_cli.process.configure_process`), then :func:`cli`."""
+    from .process import configure_process
+
+    configure_process()
+    cli(prog_name="gflkit")
+
+
 if __name__ == "__main__":  # pragma: no cover
-    cli()
+    main()

@@ -3,9 +3,8 @@ helpers (:mod:`.output`) and ``--config`` (:mod:`.settings`) are importable from
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import click
 
@@ -52,21 +51,6 @@ class SectionedCommand(click.Command):
             if rows[title]:
                 with formatter.section(f"{title} options"):
                     formatter.write_dl(rows[title])
-
-
-@contextmanager
-def writing_collection(out_dir: str | None, name: str, data_root: str | None) -> Iterator[Path]:
-    """The folder a preprocess command writes (``--out-dir``, else ``<root>/processed/<name>``), locked meanwhile.
-
-    A second process writing the same folder is refused at once
-    (:func:`gflkit.data.collection.lock_collection`).
-    """
-    from gflkit.data.collection import lock_collection
-    from gflkit.paths import processed_dir
-
-    target = Path(out_dir) if out_dir else processed_dir(name, data_root)
-    with lock_collection(target):
-        yield target
 
 
 class Interrupted(KeyboardInterrupt):

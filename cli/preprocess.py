@@ -1,15 +1,13 @@
 """``gflkit preprocess <source>``: raw data -> a graph collection on disk."""
 from __future__ import annotations
 
-from dataclasses import replace
-
 import click
 
 from gflkit.errors import GFLError
 from gflkit.names import DEFAULT_COLLECTION
 
 from .options import (FiniteFloatRange, FolderName, collection_dir_option, GraphCounts, Span, data_root_option,
-                      info, seed_option, writing_collection)
+                      info, seed_option)
 
 #: Where ``preprocess synthetic --small`` writes unless given --name.
 SMALL_COLLECTION = f"{DEFAULT_COLLECTION}-small"
@@ -56,9 +54,10 @@ def synthetic(name, out_dir, small, n_graphs, nodes, degree, homophily, snr, tes
     manifest records every setting (sampler). Without them the family is the
     default one, number for number.
     """
-    from gflkit.data import SMALL_SPEC, SyntheticSpec, make_synthetic_family
+    from gflkit.data import SMALL_SPEC, SyntheticSpec
     from gflkit.config import EpisodeConfig
-    from gflkit.data.synthetic import check_memory, thin_classes
+    from gflkit.data.pipelines import preprocess_synthetic
+    from gflkit.data.synthetic import check_memory, thin_classes, varied
     from gflkit.errors import SizeError
 
     from .options import flag_names
@@ -69,23 +68,11 @@ def synthetic(name, out_dir, small, n_graphs, nodes, degree, homophily, snr, tes
                                  param_hint="--name")
     name = name or (SMALL_COLLECTION if small else DEFAULT_COLLECTION)
     spec = SMALL_SPEC if small else SyntheticSpec()
-    changes = {}
-    if n_graphs:
-        changes.update(n_train=n_graphs[0], n_val=n_graphs[1], n_test=n_graphs[2])
-    for low, high, span in (("min_nodes", "max_nodes", nodes), ("min_degree", "max_degree", degree),
-                            ("min_homophily", "max_homophily", homophily)):
-        if span is not None:
-            changes.update({low: span[0], high: span[1]})
-    if snr is not None:
-        changes["center_scale"] = snr * spec.noise
-    for key, value in (("num_classes", num_classes), ("feat_size", feat_size), ("outlier_rate", outlier_rate),
-                       ("test_shift", test_shift)):
-        if value is not None:
-            changes[key] = value
     given = {"num_classes": num_classes, "nodes": nodes, "degree": degree, "feat_size": feat_size, "snr": snr,
              "test_shift": test_shift}
     try:
-        spec = replace(spec, **changes)
+        spec = varied(spec, n_graphs=n_graphs, nodes=nodes, degree=degree, homophily=homophily, snr=snr,
+                      test_shift=test_shift, num_classes=num_classes, feat_size=feat_size, outlier_rate=outlier_rate)
         check_memory(spec, [k for k, v in given.items() if v is not None])  # before anything is allocated
     except SizeError:  # names its option and the largest value that fits (exit 2)
         raise
@@ -94,10 +81,8 @@ def synthetic(name, out_dir, small, n_graphs, nodes, degree, homophily, snr, tes
     thin = thin_classes(spec, EpisodeConfig().k_shot)
     if thin:
         click.echo(f"warning: {flag_names(thin)}", err=True)
-    with writing_collection(out_dir, name, data_root) as target:
-        collection = make_synthetic_family(spec, seed=seed, name=name, progress=True)
-        path = collection.save(target)
-    info(f"wrote {collection!r} to {path}")
+    done = preprocess_synthetic(spec, name=name, seed=seed, out_dir=out_dir, root=data_root)
+    info(f"wrote {done.collection!r} to {done.path}")
 
 
 # Further sources register here.

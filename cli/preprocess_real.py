@@ -1,7 +1,8 @@
 """``gflkit preprocess aminer|reddit|pubmed``: real raw data -> a sampled family.
 
-Each command reads one large graph with a reader of :mod:`gflkit.data.sources`
-and cuts it into train/val/test graphs with
+Each command parses its options and calls the source's function in
+:mod:`gflkit.data.pipelines`, which reads one large graph with a reader of
+:mod:`gflkit.data.sources` and cuts it into train/val/test graphs with
 :func:`gflkit.data.sampling.sample_family`; defaults follow the paper's Table 1
 (:data:`gflkit.data.sampling.FAMILY_DEFAULTS`).
 """
@@ -9,9 +10,7 @@ from __future__ import annotations
 
 import click
 
-from gflkit.paths import raw_dir
-
-from .options import FolderName, info, graph_counts, int_tuple, sampler_options, writing_collection
+from .options import FolderName, info, graph_counts, int_tuple, sampler_options
 
 #: Datasets ``preprocess pubmed --dataset`` reads.
 PLANETOID = ("pubmed", "cora", "citeseer")
@@ -21,27 +20,25 @@ def _classes(text):
     return [c.strip() for c in text.split(",") if c.strip()] if text else None
 
 
-def _sample_and_save(source, family, kw, target, name):
-    """Cut ``source`` into a family called ``name`` with the command's sampler options; write it to ``target``."""
-    from gflkit.data.sampling import FAMILY_DEFAULTS, sample_family
+def sampling(kw, **more):
+    """The sampler options of a command (:func:`~cli.options.sampler_options`) as a ``Sampling``."""
+    from gflkit.data.pipelines import Sampling
 
-    defaults = FAMILY_DEFAULTS[family]
-    collection = sample_family(
-        source, method=kw["method"],
-        n_graphs=graph_counts(kw["n_graphs"]) or defaults["n_graphs"],
-        walk_length=int_tuple(kw["walk_length"], 2, "--walk-length", min_value=1) or defaults["walk_length"],
-        min_degree=defaults["min_degree"] if kw["min_degree"] is None else kw["min_degree"],
-        induced=kw["induced"], disjoint=kw["disjoint"], seed=kw["seed"], name=name, progress=True,
-    )
-    if getattr(source, "transform", None) is not None:  # saved with the collection, reused by predict
-        from gflkit.data.transform import attach_transform
+    return Sampling(method=kw["method"], n_graphs=graph_counts(kw["n_graphs"]),
+                    walk_length=int_tuple(kw["walk_length"], 2, "--walk-length", min_value=1),
+                    min_degree=kw["min_degree"], induced=kw["induced"], disjoint=kw["disjoint"], **more)
 
-        attach_transform(collection, source.transform)
-    path = collection.save(target)
-    if source.report:
-        click.echo(f"{source.report.total} malformed input item(s) skipped or repaired; "
+
+def _written(done) -> None:
+    """The lines for people after a sampled family is written."""
+    if done.report:
+        click.echo(f"{done.report.total} malformed input item(s) skipped or repaired; "
                    "see the warnings above and meta.bad_input in the manifest", err=True)
-    info(f"wrote {collection!r} to {path}")
+    info(f"wrote {done.collection!r} to {done.path}")
+
+
+def _where(kw) -> dict:
+    return dict(seed=kw["seed"], out_dir=kw["out_dir"], root=kw["data_root"])
 
 
 @click.command()
@@ -59,17 +56,11 @@ def aminer(dump, task, venue_map, feat_size, **kw):
     DUMP is the dump file or its folder (default <root>/raw/aminer/, where
     AMiner-Paper.txt, dblp.txt, outputacm.txt or else the largest *.txt is read).
     """
-    from gflkit.data.sampling import FAMILY_DEFAULTS
-    from gflkit.data.sources.aminer import read_aminer
+    from gflkit.data.pipelines import preprocess_aminer
 
-    name = kw["name"] or task
-    with writing_collection(kw["out_dir"], name, kw["data_root"]) as target:
-        source = read_aminer(
-            dump or raw_dir("aminer", kw["data_root"]), task=task, venue_map=venue_map,
-            classes=_classes(kw["classes"]), num_classes=kw["num_classes"] or FAMILY_DEFAULTS[task]["num_classes"],
-            feat_size=feat_size, seed=kw["seed"], progress=True,
-        )
-        _sample_and_save(source, task, kw, target, name)
+    _written(preprocess_aminer(dump, task=task, venue_map=venue_map, feat_size=feat_size,
+                               classes=_classes(kw["classes"]), num_classes=kw["num_classes"], sampling=sampling(kw),
+                               name=kw["name"], **_where(kw)))
 
 
 @click.command()
@@ -82,15 +73,10 @@ def reddit(folder, prefix, **kw):
 
     FOLDER defaults to <root>/raw/reddit/.
     """
-    from gflkit.data.sampling import FAMILY_DEFAULTS
-    from gflkit.data.sources.reddit import read_reddit, source_name
+    from gflkit.data.pipelines import preprocess_reddit
 
-    folder = folder or raw_dir("reddit", kw["data_root"])
-    name = kw["name"] or source_name(folder, prefix)
-    with writing_collection(kw["out_dir"], name, kw["data_root"]) as target:
-        source = read_reddit(folder, prefix=prefix, classes=_classes(kw["classes"]),
-                             num_classes=kw["num_classes"] or FAMILY_DEFAULTS["reddit"]["num_classes"])
-        _sample_and_save(source, "reddit", kw, target, name)
+    _written(preprocess_reddit(folder, prefix=prefix, classes=_classes(kw["classes"]), num_classes=kw["num_classes"],
+                               sampling=sampling(kw), name=kw["name"], **_where(kw)))
 
 
 @click.command()
@@ -104,10 +90,7 @@ def pubmed(folder, dataset, **kw):
     FOLDER defaults to <root>/raw/pubmed/ and holds Planetoid ind.<dataset>.* files
     or, for Pubmed, the LINQS Pubmed-Diabetes tab files.
     """
-    from gflkit.data.sources.planetoid import read_pubmed
+    from gflkit.data.pipelines import preprocess_pubmed
 
-    name = dataset
-    with writing_collection(kw["out_dir"], name, kw["data_root"]) as target:
-        source = read_pubmed(folder or raw_dir("pubmed", kw["data_root"]), name=name,
-                             classes=_classes(kw["classes"]), num_classes=kw["num_classes"])
-        _sample_and_save(source, "pubmed", kw, target, name)
+    _written(preprocess_pubmed(folder, dataset=dataset, classes=_classes(kw["classes"]), num_classes=kw["num_classes"],
+                               sampling=sampling(kw), **_where(kw)))

@@ -3,41 +3,29 @@
 ``tables`` reads a user's own edge and node tables: one large graph is cut into
 a family by :func:`gflkit.data.sampling.sample_family`; with ``--graph-col``
 the tables' graphs are kept as they are. ``gfl-release`` keeps the GFL
-authors' released graphs as given.
+authors' released graphs as given. Both parse their options and call
+:func:`gflkit.data.pipelines.preprocess_tables` or
+:func:`~gflkit.data.pipelines.preprocess_gfl_release`.
 """
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import click
 
-from gflkit.paths import raw_dir
-
-from .options import (FolderName, collection_dir_option, cross_network_options, data_root_option, graph_counts,
-                      info, int_tuple, sampler_options, seed_option, writing_collection)
+from .options import (FolderName, collection_dir_option, cross_network_options, data_root_option, info,
+                      sampler_options, seed_option)
 
 
-def _table(folder: Path, given: str | None, stem: str) -> Path:
-    if given:
-        return Path(given)
-    for suffix in (".csv", ".tsv", ".parquet"):
-        if (folder / f"{stem}{suffix}").is_file():
-            return folder / f"{stem}{suffix}"
-    return folder / f"{stem}.csv"
-
-
-def _report_and_save(collection, report, target, features_from=None) -> None:
-    if features_from:
-        collection.meta["features_from"] = str(features_from)
-    for line in report.summary():
+def _written(done) -> None:
+    """The lines for people after a collection is written: warnings, malformed input, node overlap, where."""
+    for line in done.warnings + (done.report.summary() if done.report else []):
         click.echo(f"warning: {line}", err=True)
-    if report:
-        click.echo(f"{report.total} malformed input item(s) skipped or repaired (meta.bad_input in the manifest)",
+    if done.report:
+        click.echo(f"{done.report.total} malformed input item(s) skipped or repaired (meta.bad_input in the manifest)",
                    err=True)
-    path = collection.save(target)
-    info(f"node overlap with train graphs: {collection.meta.get('node_overlap')}")
-    info(f"wrote {collection!r} to {path}")
+    info(f"node overlap with train graphs: {done.collection.meta.get('node_overlap')}")
+    info(f"wrote {done.collection!r} to {done.path}")
 
 
 def graph_table_options(f):
@@ -131,63 +119,22 @@ def tables(folder, edges, nodes, features, graph_col, split_col, feat_size, feat
     and test graphs from the target networks with the sampler options;
     --keep-whole keeps each network as one graph.
     """
-    name = kw["name"] or "tables"
-    kw["label_quantiles"] = label_quantiles
+    from gflkit.data.pipelines import preprocess_tables
+
+    from .preprocess_real import sampling
+
     if structural_features and (features or graph_col or kw["feature_cols"] or features_from):
         raise click.UsageError("--structural-features computes the features: give neither --features, "
                                "--feature-cols, --features-from nor --graph-col")
-    kw["structural_features"] = structural_features
-    with writing_collection(kw["out_dir"], name, kw["data_root"]) as target:
-        _tables(folder, edges, nodes, features, graph_col, split_col, feat_size, features_from, k_shot, parts,
-                ego_hops, name, target, kw)
-
-
-def _tables(folder, edges, nodes, features, graph_col, split_col, feat_size, features_from, k_shot, parts, ego_hops,
-            name, target, kw) -> None:
-    import torch
-
-    from gflkit.data.sampling import sample_family
-    from gflkit.data.sources.common import select_classes
-    from gflkit.data.sources.tables import read_table_collection, read_table_graph, small_classes
-    from gflkit.data.transform import attach_transform
-
-    folder = Path(folder) if folder else raw_dir("tables", kw["data_root"])
-    edges, nodes = _table(folder, edges, "edges"), _table(folder, nodes, "nodes")
-    columns = replace(table_columns(kw, graph_col, split_col), label_quantiles=kw.pop("label_quantiles"))
+    columns = replace(table_columns(kw, graph_col, split_col), label_quantiles=label_quantiles)
+    roles = {f"{s}_graphs": _names(kw.pop(f"{s}_graphs")) for s in ("train", "val", "test")}
+    _check_networks(graph_col, split_col, roles, kw["sample"], kw["n_graphs"])
     classes = [c.strip() for c in kw["classes"].split(",") if c.strip()] if kw["classes"] else None
-    transform, fit = _transform_from(features_from, kw["data_root"])
-    common = dict(features=features, columns=columns, classes=classes, feat_size=feat_size, seed=kw["seed"],
-                  name=name, transform=transform)
-    n_graphs = graph_counts(kw["n_graphs"])
-    roles = {s: _names(kw.pop(f"{s}_graphs")) for s in ("train", "val", "test")}
-    sample = kw.pop("sample")
-    if _cross_network(graph_col, split_col, roles, sample):
-        return _cross_network_tables(edges, nodes, roles, sample, n_graphs, parts, ego_hops, k_shot, fit,
-                                     features_from, common, target, kw)
-    if graph_col:
-        collection, report = read_table_collection(edges, nodes, n_graphs=n_graphs, k_shot=k_shot, fit=fit,
-                                                   **common)
-        return _report_and_save(collection, report, target, features_from)
-    source = read_table_graph(edges, nodes, fit=fit, featureless=kw["structural_features"], **common)
-    if kw["num_classes"]:
-        label, source.classes = select_classes(source.g.ndata["label"].numpy(), source.classes,
-                                               num_classes=kw["num_classes"])
-        source.g.ndata["label"] = torch.from_numpy(label)
-    collection = sample_family(
-        source, method=kw["method"], n_graphs=n_graphs or (100, 10, 20),
-        walk_length=int_tuple(kw["walk_length"], 2, "--walk-length", min_value=1) or (10000, 20000),
-        min_degree=50 if kw["min_degree"] is None else kw["min_degree"], induced=kw["induced"],
-        disjoint=kw["disjoint"], parts=parts, ego_hops=ego_hops, seed=kw["seed"], name=name, progress=True,
-    )
-    attach_transform(collection, source.transform)
-    if kw["structural_features"]:
-        from gflkit.data.structure import give_structural_features
-
-        give_structural_features(collection, seed=kw["seed"])
-    warning = small_classes(collection, k_shot)
-    if warning:
-        click.echo(f"warning: {warning}", err=True)
-    _report_and_save(collection, source.report, target, features_from)
+    _written(preprocess_tables(folder, edges=edges, nodes=nodes, features=features, columns=columns, classes=classes,
+                               num_classes=kw["num_classes"], feat_size=feat_size, features_from=features_from,
+                               k_shot=k_shot, structural_features=structural_features, sample=kw["sample"],
+                               sampling=sampling(kw, parts=parts, ego_hops=ego_hops), name=kw["name"] or "tables",
+                               seed=kw["seed"], out_dir=kw["out_dir"], root=kw["data_root"], **roles))
 
 
 def _names(text: str | None) -> list[str] | None:
@@ -195,8 +142,8 @@ def _names(text: str | None) -> list[str] | None:
     return None if text is None else [n.strip() for n in text.split(",") if n.strip()]
 
 
-def _cross_network(graph_col, split_col, roles, sample) -> bool:
-    """Whether the options ask for a cross-network collection (the roles are named, or --sample)."""
+def _check_networks(graph_col, split_col, roles, sample, n_graphs) -> None:
+    """The network options checked under the command line's names (the library checks them again under its own)."""
     from gflkit.errors import GFLError
 
     named = [option for option, value in zip(("--train-graphs", "--val-graphs", "--test-graphs"), roles.values())
@@ -206,36 +153,8 @@ def _cross_network(graph_col, split_col, roles, sample) -> bool:
         raise GFLError(f"{what} needs --graph-col: the column that names each node's network")
     if sample and not named and not split_col:
         raise GFLError("--sample needs the networks' roles: --test-graphs (and --train-graphs) or --split-col")
-    return bool(named) or bool(sample)
-
-
-def _cross_network_tables(edges, nodes, roles, sample, n_graphs, parts, ego_hops, k_shot, fit, features_from,
-                          common, target, kw) -> None:
-    from gflkit.data.sources.cross_network import read_cross_network
-    from gflkit.errors import GFLError
-
-    sampler = None
-    if sample is False:
-        if n_graphs:
-            raise GFLError("--graphs counts subgraphs; with --keep-whole every named network is one graph")
-    else:
-        sampler = dict(
-            method=kw["method"], n_graphs=n_graphs or (100, 10, 20), walk_length=kw["walk_length"] or (10000, 20000),
-            min_degree=50 if kw["min_degree"] is None else kw["min_degree"], induced=kw["induced"],
-            disjoint=kw["disjoint"], parts=parts, ego_hops=ego_hops,
-        )
-    collection, report = read_cross_network(edges, nodes, sampler=sampler, num_classes=kw["num_classes"],
-                                            k_shot=k_shot, fit=fit, progress=True, **roles, **common)
-    _report_and_save(collection, report, target, features_from)
-
-
-def _transform_from(features_from: str | None, data_root):
-    """The saved transform of ``--features-from`` and whether to fit one (no: keep that collection's features)."""
-    if not features_from:
-        return None, True
-    from gflkit.data.transform import collection_folder, load_transform
-
-    return load_transform(collection_folder(features_from, data_root)), False
+    if sample is False and named and n_graphs:
+        raise GFLError("--graphs counts subgraphs; with --keep-whole every named network is one graph")
 
 
 @click.command("gfl-release")
@@ -252,9 +171,6 @@ def gfl_release(folder, n_val, name, out_dir, seed, data_root):
     FOLDER defaults to <root>/raw/gfl_release/. graph_<i> files become train
     graphs and test_graph_<i> files test graphs.
     """
-    from gflkit.data.sources.gfl_release import read_gfl_release
+    from gflkit.data.pipelines import preprocess_gfl_release
 
-    with writing_collection(out_dir, name, data_root) as target:
-        collection, report = read_gfl_release(folder or raw_dir("gfl_release", data_root), n_val=n_val, seed=seed,
-                                              name=name)
-        _report_and_save(collection, report, target)
+    _written(preprocess_gfl_release(folder, n_val=n_val, name=name, seed=seed, out_dir=out_dir, root=data_root))

@@ -14,14 +14,19 @@ def _torchrun_rank() -> bool:
 
 
 def main() -> None:
-    """Run the ``gflkit`` Click group with the process arguments.
+    """Run the ``gflkit`` Click group with the process arguments, the process configured as the command does.
 
-    A ``torchrun`` rank leaves at once when the command is over, as the ranks
-    of ``--nproc`` do (:func:`gflkit.interrupts.leave_now`).
+    The allocator settings of :func:`gflkit_cli.process.configure_process` come
+    first, before anything allocates a tensor. A ``torchrun`` rank leaves at
+    once when the command is over, as the ranks of ``--nproc`` do
+    (:func:`gflkit.interrupts.leave_now`).
     """
     from gflkit_cli.main import cli
+    from gflkit_cli.process import configure_process
 
     from .interrupts import leave_now
+
+    configure_process()
 
     try:
         cli(prog_name="gflkit")

@@ -65,7 +65,7 @@ REFINE_STEPS = 10
 FIGURE_FORMATS = ("png", "pdf", "svg")
 #: Parameters ``gflkit sweep --param`` varies (``gflkit.experiments.SWEEP_PARAMS``).
 SWEEP_PARAM_NAMES = ("mu", "mu0", "similarity", "distance", "aggregator", "levels", "gamma", "gate-mode", "k-shot")
-#: How a feature file's rows map to nodes (``gflkit.data.sources.tables.FEATURE_KEYS``).
+#: How a feature file's rows map to nodes (``gflkit.data.sources.table_features.FEATURE_KEYS``).
 FEATURE_KEYS = ("row", "node", "graph-node")
 #: Name of the built-in synthetic family (``gflkit.data.DEFAULT_COLLECTION``).
 DEFAULT_COLLECTION = "synthetic"
@@ -94,7 +94,7 @@ def encoder_names() -> tuple[str, ...]:
 
 #: Device kinds ``--device`` takes (``cuda:N`` names one GPU).
 DEVICES = ("cpu", "cuda")
-#: Training seeds of compare, ablate and sweep by default (``gflkit.experiments.DEFAULT_SEEDS``).
+#: Training seeds of compare, ablate and sweep by default (``gflkit.experiments.TableSettings.seeds``).
 DEFAULT_SEEDS = (0, 1, 2)
 #: Seconds a rank waits for a dead or stuck peer (``gflkit.training.distributed.DEFAULT_TIMEOUT``).
 DEFAULT_TIMEOUT = 300.0

@@ -81,3 +81,23 @@ def test_reference_outputs_cover_every_recorded_configuration():
     recorded = torch.load(Path(__file__).parent / "fixtures" / "gfl_outputs_2a76192.pt", weights_only=True)
     assert set(recorded) == set(CONFIGS)
     assert all(row["grads"] and row["logits"] for row in recorded.values())
+
+
+def test_step_benchmark_copy_features_times_the_same_model_on_copied_features():
+    """``--copy-features`` times the same model, seeded alike, declaring that it does not take the
+    batch's features graph by graph (so the step copies them into the batch)."""
+    import gflkit  # noqa: F401  (before dgl)
+    from gflkit.data import SyntheticSpec, make_synthetic_family
+    from step_benchmark import _sparse_step
+
+    spec = SyntheticSpec(n_train=2, n_val=0, n_test=0, num_classes=4, feat_size=6, min_nodes=200, max_nodes=200)
+    collection = make_synthetic_family(spec, seed=0, name="tiny")
+    torch.manual_seed(0)
+    plain, _ = _sparse_step(collection)
+    torch.manual_seed(0)
+    copied, step = _sparse_step(collection, copy_features=True)
+    assert plain.takes_feature_parts and not copied.takes_feature_parts
+    assert all(torch.equal(a, b) for a, b in zip(plain.parameters(), copied.parameters()))
+    before = [p.detach().clone() for p in copied.parameters()]
+    step(0)
+    assert any(not torch.equal(a, b) for a, b in zip(before, copied.parameters()))  # it trained

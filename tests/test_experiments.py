@@ -365,3 +365,47 @@ def test_summarize_names_what_is_wrong_with_the_records(tmp_path):
     bad.write_text("model,accuracy\ngfl,0.5\n")
     result = invoke("summarize", bad)
     assert result.exit_code == 1 and "records without the column(s) row, reference" in result.output
+
+
+# -- the shape of the calls: a few named parameters, the settings checked in one place ---------------------------
+
+@pytest.mark.parametrize("name", ["compare", "ablate", "sweep"])
+def test_table_functions_take_at_most_eight_named_parameters(name):
+    import inspect
+
+    from gflkit import experiments
+
+    params = inspect.signature(getattr(experiments, name)).parameters.values()
+    named = [p.name for p in params if p.kind is not p.VAR_KEYWORD]
+    assert len(named) <= 8 and "table" in named, named
+    assert [p.kind for p in params][-1] is inspect.Parameter.VAR_KEYWORD
+
+
+@pytest.mark.parametrize("call, needle", [
+    (lambda: compare(None, ["lp"], seed=3), "compare() got unknown settings seed"),
+    (lambda: compare(None, ["lp"], jobs=0), "`jobs=0`"),
+    (lambda: compare(None, ["lp"], ci="normal"), "`ci='normal'`"),
+    (lambda: compare(None, ["lp"], adjust="bonferroni"), "`adjust='bonferroni'`"),
+    (lambda: compare(None, ["lp"], seeds=(0, 0)), "repeat a seed"),
+    (lambda: __import__("gflkit.experiments").experiments.ablate(None, majority=False), "ablate() got unknown"),
+    (lambda: __import__("gflkit.experiments").experiments.sweep(None, refines=()), "sweep() got unknown"),
+])
+def test_bad_table_settings_are_refused_before_any_work(call, needle):
+    from gflkit.errors import GFLError
+
+    with pytest.raises(GFLError) as err:
+        call()  # data=None would be the built-in family: the settings fail first, so nothing is read
+    assert needle in str(err.value) and "\n" not in str(err.value)
+
+
+def test_table_settings_and_keywords_give_the_same_table(root):
+    from gflkit.experiments import TableSettings
+
+    common = dict(episode_cfg=EpisodeConfig(k_shot=5))
+    by_keywords = compare("tiny", ["lp", "knn"], seeds=(0, 1), episodes=2, root=root, progress=False,
+                          majority=False, **common)
+    table = TableSettings(seeds=(0, 1), episodes=1, root=root, progress=False)
+    by_object = compare("tiny", ["lp", "knn"], table=table, episodes=2, majority=False, **common)
+    pd.testing.assert_frame_equal(by_object, by_keywords)
+    assert list(by_object["model"]) == ["lp", "knn"] and set(by_object["seed"]) == {"0,1"}
+    assert table.episodes == 1  # the keyword applies over the object, which stays as it was

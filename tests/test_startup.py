@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -91,7 +92,7 @@ def test_names_and_defaults_are_defined_once():
     from gflkit.config import PRESETS
     from gflkit.data import DEFAULT_COLLECTION
     from gflkit.data.sampling import METHODS
-    from gflkit.data.sources.tables import FEATURE_KEYS
+    from gflkit.data.sources.table_features import FEATURE_KEYS
     from gflkit.experiments import SWEEP_PARAMS
     from gflkit.plotting import FORMATS
     from gflkit.refine import REFINE_METHODS, RefineConfig
@@ -104,3 +105,77 @@ def test_names_and_defaults_are_defined_once():
     assert FORMATS is names.FIGURE_FORMATS and FEATURE_KEYS is names.FEATURE_KEYS
     assert CHECKPOINT_EVERY is names.CHECKPOINT_EVERY and DEFAULT_COLLECTION is names.DEFAULT_COLLECTION
     assert tuple(SWEEP_PARAMS) == names.SWEEP_PARAM_NAMES  # the table of how each is parsed, in the same order
+
+
+def test_importing_gflkit_and_the_command_line_leaves_the_allocator_alone():
+    """Only the command's entry sets glibc's thresholds: importing the library (or the command's modules) does not."""
+    out = _fresh("""
+        import ctypes, json
+        calls = []
+        class Recording(ctypes.CDLL):
+            def __getattr__(self, name):
+                if name == "mallopt":
+                    calls.append(name)
+                return super().__getattr__(name)
+        ctypes.CDLL = Recording
+        import gflkit, gflkit.api, gflkit.training
+        import gflkit_cli.main
+        print(json.dumps(calls))
+    """)
+    assert out == []
+
+
+def test_the_command_entry_sets_glibc_thresholds_unless_told_not_to(monkeypatch):
+    import gflkit_cli.main
+    from gflkit_cli import process
+
+    calls = []
+    monkeypatch.setattr(process, "_mallopt", lambda param, value: calls.append((param, value)) or True)
+    monkeypatch.setattr(process, "on_glibc", lambda: True)
+    for name in (*process.GLIBC_VARIABLES, process.OPT_OUT):
+        monkeypatch.setenv(name, "")  # recorded, so that what the entry sets is undone after the test
+        monkeypatch.delenv(name)
+    monkeypatch.setattr(sys, "argv", ["gflkit", "--help"])
+    with pytest.raises(SystemExit):
+        gflkit_cli.main.main()
+    assert calls == [(process.M_TRIM_THRESHOLD, process.TRIM_BYTES), (process.M_MMAP_THRESHOLD, process.MMAP_BYTES)]
+    # the processes it spawns (--jobs, --nproc) get the same settings through glibc's variables
+    assert os.environ["MALLOC_TRIM_THRESHOLD_"] == str(process.TRIM_BYTES)
+
+    calls.clear()
+    monkeypatch.setenv(process.OPT_OUT, "1")
+    for name in process.GLIBC_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(SystemExit):
+        gflkit_cli.main.main()
+    assert calls == []
+
+
+def test_python_dash_m_gflkit_configures_the_process_as_the_command_does(monkeypatch):
+    import gflkit.__main__
+    from gflkit_cli import process
+
+    calls = []
+    monkeypatch.setattr(process, "configure_process", lambda: calls.append("configured"))
+    monkeypatch.setattr(sys, "argv", ["gflkit", "--help"])
+    with pytest.raises(SystemExit):
+        gflkit.__main__.main()
+    assert calls == ["configured"]
+
+
+def test_a_users_glibc_variable_wins_and_an_unknown_libc_is_left_alone(monkeypatch):
+    from gflkit_cli import process
+
+    calls = []
+    monkeypatch.setattr(process, "_mallopt", lambda param, value: calls.append((param, value)) or True)
+    monkeypatch.delenv(process.OPT_OUT, raising=False)
+    monkeypatch.setattr(process, "on_glibc", lambda: True)
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.trim_threshold=0")
+    assert process.configure_process() is False
+    monkeypatch.delenv("GLIBC_TUNABLES")
+    for name in process.GLIBC_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(process, "on_glibc", lambda: False)
+    assert process.configure_process() is False
+    assert calls == []
+

@@ -155,6 +155,33 @@ def _value(spec: "SyntheticSpec", setting: str) -> float:
         setting, getattr(spec, setting, None))
 
 
+def varied(spec: SyntheticSpec, *, n_graphs: Sequence[int] | None = None, nodes: Sequence[int] | None = None,
+           degree: Sequence[float] | None = None, homophily: Sequence[float] | None = None, snr: float | None = None,
+           test_shift: float | None = None, num_classes: int | None = None, feat_size: int | None = None,
+           outlier_rate: float | None = None) -> SyntheticSpec:
+    """``spec`` with the properties given changed, each alone (``None`` keeps the spec's).
+
+    ``n_graphs`` is ``(train, val, test)``; ``nodes``, ``degree`` and ``homophily`` are ``(min, max)``
+    ranges drawn per graph (``(x, x)`` for one value); ``snr`` is the class centres' spread over the
+    feature noise (``center_scale / noise``); the rest are the fields of the same names. A
+    combination the spec refuses is a GFLError.
+    """
+    changes: dict = {}
+    if n_graphs:
+        changes.update(n_train=n_graphs[0], n_val=n_graphs[1], n_test=n_graphs[2])
+    for low, high, span in (("min_nodes", "max_nodes", nodes), ("min_degree", "max_degree", degree),
+                            ("min_homophily", "max_homophily", homophily)):
+        if span is not None:
+            changes.update({low: span[0], high: span[1]})
+    if snr is not None:
+        changes["center_scale"] = snr * spec.noise
+    for key, value in (("num_classes", num_classes), ("feat_size", feat_size), ("outlier_rate", outlier_rate),
+                       ("test_shift", test_shift)):
+        if value is not None:
+            changes[key] = value
+    return replace(spec, **changes)
+
+
 def check_memory(spec: SyntheticSpec, given: Sequence[str] = ()) -> None:
     """Refuse, before anything is allocated, a family whose sizes do not fit.
 

@@ -242,7 +242,7 @@ class GFL(FewShotModel):
         recon = None
         if self.decoder is not None:
             d = self.decoder(g, z, z_prop, symmetric=symmetric)
-            recon = recon_loss(g, d, self.recon_reduction, normalize=self.recon_normalize, symmetric=symmetric)
+            recon = recon_loss(g, d, self.recon_reduction, normalize=self.recon_normalize)
         return GFLOutput(scores, protos, recon, gate)
 
     @property

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import dgl
 import torch
+import torch.nn.functional as F
 from torch import nn
 
-from .conv import GCNLayer, is_symmetric, neighbour_sum, neighbour_sum_t
+from .conv import GCNLayer
 from .segment import row_blocks
 
 __all__ = ["GraphDecoder", "recon_loss", "dense_recon_loss"]
@@ -41,8 +42,7 @@ class GraphDecoder(nn.Module):
         return self.conv(g, z, symmetric=symmetric) if z_prop is None else self.conv.from_propagated(z_prop)
 
 
-def recon_loss(g: dgl.DGLGraph, d: torch.Tensor, reduction: str = "mean", normalize: bool = False, *,
-               symmetric: bool | None = None) -> torch.Tensor:
+def recon_loss(g: dgl.DGLGraph, d: torch.Tensor, reduction: str = "mean", normalize: bool = False) -> torch.Tensor:
     """Exact ``||A - D D^T||_F^2`` per graph of a batch, averaged over graphs.
 
     ``A`` is the binary adjacency without self-loops. ``g`` must be a (batched)
@@ -54,85 +54,26 @@ def recon_loss(g: dgl.DGLGraph, d: torch.Tensor, reduction: str = "mean", normal
         d: decoder output.
         reduction: ``"mean"`` divides each graph's loss by ``n^2`` (a mean over
             the entries of A); ``"sum"`` keeps the plain squared norm.
-        normalize: L2-normalise the rows of ``d`` first (as
-            ``F.normalize(d, dim=-1)``), inside the same operation.
-        symmetric: whether ``g`` is symmetric (its backward pass then needs no
-            product over the reversed graph); ``None``: the backward pass checks
-            (:func:`~gflkit.nn.conv.is_symmetric`).
+        normalize: L2-normalise the rows of ``d`` first (``F.normalize(d, dim=-1)``).
 
     Shapes:
         d: ``(N, k)``; returns a scalar.
     """
     if reduction not in ("mean", "sum"):
         raise ValueError(f"reduction must be 'mean' or 'sum', not {reduction!r}")
+    if normalize:
+        d = F.normalize(d, dim=-1)
     sizes = g.batch_num_nodes().tolist()
     edges = g.batch_num_edges().tolist()
-    return _ReconLoss.apply(d.contiguous(), g, sizes, edges, reduction == "mean", normalize, symmetric)
-
-
-#: ``F.normalize``'s floor on a row's norm.
-_NORM_EPS = 1e-12
-
-
-class _ReconLoss(torch.autograd.Function):
-    """``mean_b ||A_b - D_b D_b^T||^2 (/ n_b^2)`` with a hand-written backward pass.
-
-    Per graph, with ``S = A + I`` (g holds the self-loops) and ``G = D^T D``:
-
-        loss = ||A||^2 - 2 (<D, S D> - tr G) + ||G||^2
-
-    ``<D, S D>`` takes one sparse product; the gradient
-    ``-2 (S D + S^T D - 2 D) + 4 D G`` takes one more over the reversed graph
-    (none when the graph is symmetric, as undirected graphs are: then
-    ``S^T D = S D``), and is written per graph by one ``addmm``. With
-    ``normalize`` the rows ``U = D / |D|`` take the place of ``D``, and the
-    gradient goes back through the normalisation as ``(dU - U <dU, U>) / |D|``
-    in two passes, where autograd would take several.
-    """
-
-    @staticmethod
-    def forward(ctx, d, g, sizes, edges, mean, normalize=False, symmetric=None):
-        norm = None
-        if normalize:
-            norm = torch.linalg.vector_norm(d, dim=1, keepdim=True).clamp_(min=_NORM_EPS)
-            d = d / norm
-        sd = neighbour_sum(g, d)  # S D
-        grams = d.new_empty(len(sizes), d.shape[1], d.shape[1])
-        losses = d.new_empty(len(sizes))
-        scales = []
-        for i, (rows, n, e) in enumerate(zip(row_blocks(sizes), sizes, edges)):
-            db = d[rows]
-            torch.mm(db.t(), db, out=grams[i])
-            tr_dad = torch.dot(db.reshape(-1), sd[rows].reshape(-1)) - grams[i].trace()
-            losses[i] = (e - n) - 2 * tr_dad + grams[i].pow(2).sum()  # e - n = ||A||^2 of a binary A
-            scales.append(1.0 / (n * n) if mean else 1.0)
-        scale = torch.tensor(scales, dtype=d.dtype, device=d.device)
-        ctx.save_for_backward(d, sd, grams, norm)
-        ctx.g, ctx.sizes, ctx.scales, ctx.symmetric = g, sizes, scales, symmetric
-        return (losses * scale).mean()
-
-    @staticmethod
-    def backward(ctx, grad):
-        d, sd, grams, norm = ctx.saved_tensors
-        # The gradient -2c ((S + S^T) D - 2 D) + 4c D G, as one product per graph:
-        # 4c D (G + I) - 2c (S + S^T) D, with (S + S^T) D = 2 S D when S^T = S.
-        symmetric = is_symmetric(ctx.g) if ctx.symmetric is None else ctx.symmetric
-        if symmetric:
-            base, twice = sd, True
-        else:
-            base, twice = sd + neighbour_sum_t(ctx.g, d), False
-        grad_d = torch.empty_like(d)
-        eye = torch.eye(d.shape[1], dtype=d.dtype, device=d.device)
-        count = len(ctx.sizes)
-        for i, rows in enumerate(row_blocks(ctx.sizes)):
-            c = float(grad) * ctx.scales[i] / count
-            torch.addmm(base[rows], d[rows], grams[i] + eye, beta=(-4.0 if twice else -2.0) * c, alpha=4.0 * c,
-                        out=grad_d[rows])
-            if norm is not None:  # through U = D / max(|D|, eps), graph by graph; rows at the floor are scaled only
-                gd, u, length = grad_d[rows], d[rows], norm[rows]
-                along = (gd * u).sum(1, keepdim=True).masked_fill_(length <= _NORM_EPS, 0.0)
-                gd.addcmul_(u, along, value=-1.0).div_(length)
-        return grad_d, None, None, None, None, None, None
+    sd = dgl.ops.copy_u_sum(g, d)  # S D, with S = A + I (g holds the self-loops)
+    losses = []
+    for rows, n, e in zip(row_blocks(sizes), sizes, edges):
+        db = d[rows]
+        gram = db.t() @ db
+        tr_dad = torch.dot(db.reshape(-1), sd[rows].reshape(-1)) - gram.trace()
+        losses.append((e - n) - 2 * tr_dad + gram.pow(2).sum())  # e - n = ||A||^2 of a binary A
+    scale = torch.tensor([1.0 / (n * n) if reduction == "mean" else 1.0 for n in sizes], dtype=d.dtype, device=d.device)
+    return (torch.stack(losses) * scale).mean()
 
 
 def dense_recon_loss(adj: torch.Tensor, d: torch.Tensor, reduction: str = "mean") -> torch.Tensor:

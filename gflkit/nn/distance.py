@@ -6,7 +6,6 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from .segment import block_rows_mm, block_tmm
 
 __all__ = ["logits", "Distance"]
 
@@ -41,8 +40,8 @@ def block_logits(z: torch.Tensor, protos: torch.Tensor, sizes: Sequence[int], di
     row ``v`` of block ``b`` gets ``logits(z[v], protos[b])``. When most nodes
     are queries, scoring every row and picking the queries' rows of the small
     ``(N, C)`` result is cheaper than gathering the queries' embeddings: the
-    backward pass writes the embeddings' gradient once, where a gather fills a
-    zero ``(N, d)`` tensor and scatters into it. ``None`` for a distance
+    backward pass writes the embeddings' gradient graph by graph, where a
+    gather fills a zero ``(N, d)`` tensor and scatters into it. ``None`` for a distance
     without this form (``"euclidean"``).
 
     Shapes:
@@ -53,32 +52,17 @@ def block_logits(z: torch.Tensor, protos: torch.Tensor, sizes: Sequence[int], di
         raise ValueError(f"{len(sizes)} blocks of {sum(sizes)} rows do not fit z {tuple(z.shape)} "
                          f"and prototypes {tuple(protos.shape)}")
     if distance == "inner":
-        return _BlockInner.apply(z, protos, sizes)
+        return _block_inner(z, protos, sizes)
     if distance == "cosine":
-        return cosine_scale * _BlockInner.apply(F.normalize(z, dim=-1), F.normalize(protos, dim=-1), sizes)
+        return cosine_scale * _block_inner(F.normalize(z, dim=-1), F.normalize(protos, dim=-1), sizes)
     if distance == "euclidean":
         return None
     raise ValueError(f"unknown distance {distance!r}")
 
 
-class _BlockInner(torch.autograd.Function):
-    """``z_b @ protos[b]^T`` for each block ``b`` of rows, into one ``(N, C)`` tensor."""
-
-    @staticmethod
-    def forward(ctx, z, protos, sizes):
-        z, protos = z.contiguous(), protos.contiguous()
-        ctx.save_for_backward(z, protos)
-        ctx.sizes = sizes
-        return block_rows_mm(z, protos.transpose(1, 2), sizes, z.new_empty(z.shape[0], protos.shape[1]))
-
-    @staticmethod
-    def backward(ctx, grad):
-        z, protos = ctx.saved_tensors
-        grad = grad.contiguous()
-        need_z, need_p, _ = ctx.needs_input_grad
-        grad_z = block_rows_mm(grad, protos, ctx.sizes, torch.empty_like(z)) if need_z else None
-        grad_p = block_tmm(grad, z, ctx.sizes, torch.empty_like(protos)) if need_p else None
-        return grad_z, grad_p, None
+def _block_inner(z: torch.Tensor, protos: torch.Tensor, sizes: list[int]) -> torch.Tensor:
+    """``z_b @ protos[b]^T`` for each block ``b`` of rows, concatenated into ``(N, C)``."""
+    return torch.cat([zb @ pb.t() for zb, pb in zip(z.split(sizes), protos)])
 
 
 class Distance(torch.nn.Module):

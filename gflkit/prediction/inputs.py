@@ -48,7 +48,7 @@ def read_labels(path: str | os.PathLike, node_ids: np.ndarray, *, node_col: str 
     """
     from ..data.sources.base import BadInputReport
     from ..data.sources.table_io import existing_file, read_table
-    from ..data.sources.tables import unlabelled_mask
+    from ..data.sources.table_labels import unlabelled_mask
     from ..data.validate import ID_OUT_OF_RANGE, parse_ids
 
     path = existing_file(path, "labels table", "give a CSV/TSV/Parquet file with columns node,label (`labels`)")

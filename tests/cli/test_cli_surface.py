@@ -161,7 +161,8 @@ def test_tables_default_to_three_seeds(command):
     text = " ".join(invoke(command, "--help").stdout.split())
     assert "--seed S[,S...]" in text and "[default: 0,1,2]" in text.split("--seed S[,S...]", 1)[1].split("--", 1)[0]
     assert DEFAULT_SEEDS == (0, 1, 2)
-    assert inspect.signature(getattr(experiments, command)).parameters["seeds"].default == DEFAULT_SEEDS
+    assert experiments.TableSettings().seeds == DEFAULT_SEEDS
+    assert inspect.signature(getattr(experiments, command)).parameters["table"].default is None
 
 
 def test_ablate_seed_list_is_checked_under_its_name():

@@ -9,7 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from gflkit.data import GraphCollection
-from gflkit.data.sources.tables import TableColumns, quantile_classes, read_table_collection, read_table_graph
+from gflkit.data.sources.table_labels import quantile_classes
+from gflkit.data.sources.tables import TableColumns, read_table_collection, read_table_graph
 from gflkit.errors import GFLError
 from gflkit_cli.main import cli
 

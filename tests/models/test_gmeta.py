@@ -15,7 +15,7 @@ from gflkit.episodes import Episode, EpisodeSampler
 from gflkit.evaluation.scoring import graph_accuracies
 from gflkit.graphs import GraphCache, prepare_graph
 from gflkit.models.baselines import TRANSFER
-from gflkit.models.baselines.gmeta import local_subgraphs
+from gflkit.models.baselines.gmeta import local_subgraphs, neighbourhood, neighbourhoods
 from gflkit.names import display_name
 from gflkit.prediction.class_scores import class_scores, shared_embeddings
 from gflkit.training.meta import fit_transfer
@@ -73,6 +73,20 @@ def test_the_cap_keeps_the_centre_and_the_nearest_hops_first():
     # the hub's subgraph is the same whatever the chunk it is built in
     alone = local_subgraphs(g, torch.tensor([0]), hops=2, max_nodes=8)
     assert alone.nodes.tolist() == batch.nodes[: sizes[0]].tolist()
+
+
+@pytest.mark.parametrize("hops,cap", [(1, 4), (2, 6), (2, 64), (3, 10)])
+def test_the_neighbourhoods_of_many_centres_are_each_centres_own(hops, cap):
+    """All centres at once give each centre's nodes in its order, capped hops drawn as for the centre alone."""
+    g, _ = _random_graph(n=50, p=0.1, seed=3)
+    indptr, indices, _ = (t.numpy() for t in g.adj_tensors("csc"))
+    centres = np.array([0, 7, 3, 0, 49, 12])  # the hub, a repeat
+    sizes, nodes = neighbourhoods(indptr, indices, centres, hops, cap)
+    each = [neighbourhood(indptr, indices, int(c), hops, cap) for c in centres]
+    assert sizes.tolist() == [len(e) for e in each]
+    assert nodes.tolist() == np.concatenate(each).tolist()
+    if cap < 20:
+        assert sizes[0] == cap  # the hub's hop did not fit: drawn
 
 
 def test_an_isolated_node_is_its_own_subgraph():

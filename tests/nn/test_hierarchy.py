@@ -9,7 +9,6 @@ from nn_graphs import _adj, _gcn_norm, _model_graph
 
 from gflkit.nn import HierarchicalGraphRepresentation
 from gflkit.nn.hierarchy import dense_gcn_norm
-from gflkit.nn.segment import segment_tmm
 
 
 def _dense_hierarchy(module: HierarchicalGraphRepresentation, nxg: nx.Graph, z: torch.Tensor):
@@ -97,7 +96,7 @@ def _composed_first_pool(g, z_prop, weight, bias, k2):
     ap = dgl.ops.copy_u_sum(g, p) - p
     rhs = torch.cat([torch.relu(out[:, k2:]), ap], dim=1)
     sizes = g.batch_num_nodes().tolist()
-    prods = segment_tmm(p, rhs, sizes)
+    prods = torch.stack([a.t() @ b for a, b in zip(p.split(sizes), rhs.split(sizes))])
     pf, adj = prods.split([out.shape[1] - k2, k2], dim=-1)
     mass = torch.stack([x.sum(0) for x in p.split(sizes)]).clamp(min=1e-12).unsqueeze(-1)
     return pf / mass, adj

@@ -32,8 +32,9 @@ from ..transform import FeatureTransform, attach_transform, fitted_on
 from ..validate import guard_reader
 from .base import BadInputReport, SourceGraph
 from .common import select_classes
-from .tables import (GraphSlices, TableColumns, _assign_splits, _finish_features, _read, _Tables, graph_rows,
-                     small_classes, table_subgraph)
+from .table_features import finish_features
+from .table_nodes import TableColumns
+from .tables import GraphSlices, _assign_splits, _read, _Tables, graph_rows, small_classes, table_subgraph
 
 __all__ = ["read_cross_network"]
 
@@ -181,7 +182,7 @@ def read_cross_network(edges, nodes, *, columns: TableColumns, train: Sequence[s
     sources = sorted({codes[n] for n in roles["train"] + roles["val"]})
     _keep_classes(t, graph_rows(slices.bounds, sources), num_classes)
     train = sorted(codes[n] for n in roles["train"])
-    feat, used = _finish_features(t.feat, feat_size, seed, transform, fit, str(features or nodes),
+    feat, used = finish_features(t.feat, feat_size, seed, transform, fit, str(features or nodes),
                                   fit_rows=graph_rows(slices.bounds, train),
                                   fitted_on=fitted_on("train", [t.graph_names[c] for c in train]))
     if sampler is None:

@@ -92,6 +92,60 @@ def neighbourhood(indptr: np.ndarray, indices: np.ndarray, centre: int, hops: in
     return np.concatenate(kept)
 
 
+def neighbourhoods(indptr: np.ndarray, indices: np.ndarray, centres: np.ndarray, hops: int,
+                   max_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`neighbourhood` of every node of ``centres`` at once: the same nodes in the same order.
+
+    Each hop is taken for all centres together on ``(centre, node)`` keys; only a
+    hop that does not fit under a centre's cap goes through the per-centre
+    seeded draw of :func:`neighbourhood` (the same generator on the same
+    sorted candidates), so the result does not depend on which centres are
+    asked together.
+
+    Shapes:
+        centres ``(B,)``; returns the size of each neighbourhood ``(B,)`` and
+        their nodes one after another ``(sum of sizes,)``.
+    """
+    centres = np.asarray(centres, dtype=np.int64)
+    b = centres.size
+    n = max(int(indptr.size) - 1, 1)
+    owner = np.arange(b, dtype=np.int64)  # (centre, node) pairs of the nodes kept so far
+    node = centres.copy()
+    seen = owner * n + node  # sorted keys of the kept pairs
+    room = np.full(b, max_nodes - 1, dtype=np.int64)
+    frontier_owner, frontier = owner, node
+    for _ in range(hops):
+        active = room[frontier_owner] > 0
+        frontier_owner, frontier = frontier_owner[active], frontier[active]
+        if frontier.size == 0:
+            break
+        deg = indptr[frontier + 1] - indptr[frontier]
+        start = np.repeat(indptr[frontier] - (np.cumsum(deg) - deg), deg)
+        reached = indices[start + np.arange(int(deg.sum()))]
+        keys = np.sort(np.repeat(frontier_owner, deg) * n + reached)  # by centre, then node
+        keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])] if keys.size else keys
+        at = np.searchsorted(seen, keys).clip(max=seen.size - 1)
+        keys = keys[seen[at] != keys]  # not kept yet
+        new_owner, new = keys // n, keys % n
+        count = np.bincount(new_owner, minlength=b)
+        over = np.flatnonzero(count > room)
+        if over.size:  # a hop that does not fit: the per-centre draw of `neighbourhood`
+            keep = np.ones(keys.size, dtype=bool)
+            first = np.cumsum(count) - count
+            for c in over.tolist():
+                block = new[first[c]:first[c] + count[c]]  # sorted, unique: as setdiff1d gives them
+                drawn = np.random.default_rng(int(centres[c])).choice(block, size=int(room[c]), replace=False)
+                keep[first[c]:first[c] + count[c]] = False
+                keep[first[c] + np.searchsorted(block, drawn)] = True
+            keys, new_owner, new = keys[keep], new_owner[keep], new[keep]
+        room -= np.bincount(new_owner, minlength=b)
+        owner, node = np.concatenate([owner, new_owner]), np.concatenate([node, new])
+        seen = np.sort(np.concatenate([seen, keys]))
+        frontier_owner, frontier = new_owner, new
+    order = np.argsort(owner, kind="stable")  # per centre: the centre, then each hop's nodes in order
+    return np.bincount(owner, minlength=b), node[order]
+
+
 @dataclass(frozen=True)
 class SubgraphBatch:
     """The local subgraphs of some centre nodes, batched.
@@ -123,10 +177,9 @@ def local_subgraphs(g: dgl.DGLGraph, centres: torch.Tensor, hops: int = 2, max_n
     """
     indptr, indices, _ = g.adj_tensors("csc")
     indptr, indices = indptr.numpy(), indices.numpy()
-    sets = [neighbourhood(indptr, indices, int(v), hops, max_nodes) for v in centres.tolist()]
-    sizes = np.array([s.size for s in sets], dtype=np.int64)
-    nodes = np.concatenate(sets) if sets else np.zeros(0, dtype=np.int64)
-    member = np.repeat(np.arange(len(sets)), sizes)  # subgraph of each batch node
+    sizes, nodes = neighbourhoods(indptr, indices, centres.numpy(), hops, max_nodes)
+    count = sizes.size
+    member = np.repeat(np.arange(count), sizes)  # subgraph of each batch node
     # in-edges of every batch node in g, kept when the source is in the same subgraph
     deg = indptr[nodes + 1] - indptr[nodes]
     dst = np.repeat(np.arange(nodes.size), deg)
@@ -142,7 +195,7 @@ def local_subgraphs(g: dgl.DGLGraph, centres: torch.Tensor, hops: int = 2, max_n
     m = int(nodes.size)
     bg = dgl.graph((torch.from_numpy(src), torch.from_numpy(dst)), num_nodes=m)
     bg.set_batch_num_nodes(torch.from_numpy(sizes))
-    bg.set_batch_num_edges(torch.from_numpy(np.bincount(member[dst], minlength=len(sets))))
+    bg.set_batch_num_edges(torch.from_numpy(np.bincount(member[dst], minlength=count)))
     add_gcn_norm(bg, torch.from_numpy(np.bincount(src, minlength=m)), torch.from_numpy(np.bincount(dst, minlength=m)))
     ids = torch.from_numpy(nodes)
     bg.ndata["feat"] = g.ndata["feat"][ids]

@@ -4,7 +4,7 @@
 * :func:`ablate`: Table 3, the full model against variants without one component;
 * :func:`sweep`: Tables 4-6 and Figure 3, one hyperparameter over several values.
 
-Every model is trained once per seed (default :data:`DEFAULT_SEEDS`) on the
+Every model is trained once per seed (default :data:`~gflkit.names.DEFAULT_SEEDS`) on the
 collection's train graphs (selected on its val graphs) and scored on its test
 graphs with the same episodes, so the rows of one table are directly
 comparable. The unit of inference is one training run scored on one test graph
@@ -28,34 +28,25 @@ from __future__ import annotations
 import logging
 import os
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Iterable, Sequence
 
 import pandas as pd
 
-from .api import model_config, model_names, train
-from .evaluation.scoring import result_row, score_records
-from .config import ABLATIONS, AGGREGATORS, EpisodeConfig, GFLConfig, TrainConfig
-from .data import GraphCollection, load_collection
-from .devices import resolve_device
-from .episodes import EpisodeSampler
-from .errors import GFLError, NoSignalWarning
-from .evaluation.statistics import ADJUSTMENTS
-from .evaluation.scoring import baseline_records, majority_records, paired
-from .models.baselines import PER_GRAPH, TRANSFER
-from .names import DEFAULT_SEEDS, VARIANT_DISPLAY_NAMES
-from .training.parallel import portable, run_jobs, shared_collection
-from .paths import RUN_NAME_LIMIT, check_name
-from .progress import RunCounter
-from .refine import REFINE_METHODS, RefineConfig
-from .evaluation.summary import EMPTY_PAIRED, result_table, table_records, warn_units
+from ..api import model_config, model_names
+from ..config import ABLATIONS, AGGREGATORS, EpisodeConfig, GFLConfig, TrainConfig
+from ..data import GraphCollection, load_collection
+from ..errors import GFLError, NoSignalWarning
+from ..models.baselines import PER_GRAPH
+from ..names import VARIANT_DISPLAY_NAMES
+from ..refine import REFINE_METHODS, RefineConfig
+from ..evaluation.summary import result_table, warn_units
+from .settings import TableSettings, table_settings
+from .tasks import MAJORITY, _entry, _Entry, _find, _label, _out, _score_all, _seeded, _with_paired, _with_records
 
-__all__ = ["compare", "ablate", "sweep"]
+__all__ = ["compare", "ablate", "sweep", "TableSettings"]
 
 log = logging.getLogger(__name__)
-
-#: Name of the majority-class reference row of :func:`compare`.
-MAJORITY = "majority"
 
 #: Paper names of the ablation variants (Table 3; :data:`gflkit.names.VARIANT_DISPLAY_NAMES`).
 ABLATION_NAMES = {name: VARIANT_DISPLAY_NAMES[name] for name in ABLATIONS}
@@ -72,148 +63,6 @@ SWEEP_PARAMS: dict[str, tuple[str, str, Any]] = {
     "gate-mode": ("model", "gate_mode", str),
     "k-shot": ("episode", "k_shot", int),
 }
-
-
-@dataclass
-class _Entry:
-    """One row of a table before the paired columns: its label, row and records (all seeds).
-
-    ``base`` is the label without the refinement (``gfl-mean`` for ``gfl-mean+lp``).
-    """
-
-    label: str
-    row: dict
-    records: pd.DataFrame
-    base: str = ""
-
-    @property
-    def refine(self) -> str:
-        return self.row.get("refine", "none")
-
-
-def _score(collection: GraphCollection, model: str, cfg: GFLConfig | None, episode_cfg: EpisodeConfig,
-           train_cfg: TrainConfig, episodes: int, out: str | None, progress: bool,
-           refines: Sequence[RefineConfig] = (RefineConfig(),), force: bool = False,
-           device: str = "cpu") -> list[pd.DataFrame]:
-    """Train (when needed) and score one model with one seed: records per refinement."""
-    seed = train_cfg.seed
-    sampler = EpisodeSampler(collection, "test", episode_cfg, seed).require_graphs()
-    if model == MAJORITY:
-        return [majority_records(sampler, episodes)]
-    if model in PER_GRAPH:
-        return [baseline_records(PER_GRAPH[model], sampler, episodes, seed)]
-    result, _ = train(collection, cfg, episode_cfg, train_cfg, model=model, run_dir=out or False, force=force,
-                      eval_split=None, progress=progress, return_result=True,
-                      device=device if model not in TRANSFER else None)
-    return [score_records(result.model, collection, "test", episode_cfg, episodes, seed, r) for r in refines]
-
-
-def _score_task(args: tuple) -> list[pd.DataFrame]:
-    return _score(shared_collection(args[0]), *args[1:])
-
-
-def _score_all(tasks: list[tuple], jobs: int, what: str, progress: bool,
-               labels: list[str]) -> list[list[pd.DataFrame]]:
-    """``_score(*task)`` for every task, over ``jobs`` processes when above 1 (results in task order).
-
-    The majority-class tasks take no time: they are scored here first and are
-    not counted. A :class:`~gflkit.progress.RunCounter` announces each other
-    run as it starts (one process) or counts each as its result comes back (a
-    pool, where runs finish in any order).
-    """
-    results: list[list[pd.DataFrame] | None] = [None] * len(tasks)
-    timed = []
-    for i, task in enumerate(tasks):
-        if task[1] == MAJORITY:
-            results[i] = _score(*task)
-        else:
-            timed.append(i)
-    counter = RunCounter(len(timed), what, enabled=progress)
-    if jobs > 1 and len(timed) > 1:  # workers load the collection from its folder; their bars would interleave
-        sent = [(portable(tasks[i][0]), *tasks[i][1:7], False, *tasks[i][8:]) for i in timed]
-        done = run_jobs(_score_task, sent, jobs, on_result=lambda k: counter.finished(labels[timed[k]]))
-        for i, result in zip(timed, done):
-            results[i] = result
-        return results  # type: ignore[return-value]
-    for i in timed:
-        counter.start(labels[i])
-        results[i] = _score(*tasks[i])
-        counter.finish()
-    return results  # type: ignore[return-value]
-
-
-def _seeded(records: Sequence[pd.DataFrame], seeds: Sequence[int]) -> pd.DataFrame:
-    return pd.concat([r.assign(seed=s) for r, s in zip(records, seeds)], ignore_index=True)
-
-
-def _seed_value(seeds: Sequence[int]) -> int | str:
-    return seeds[0] if len(seeds) == 1 else ",".join(map(str, seeds))
-
-
-def _seed_list(seeds: Sequence[int] | None) -> list[int]:
-    seeds = list(DEFAULT_SEEDS if seeds is None else seeds)
-    if not seeds:
-        raise GFLError("seeds is empty: give at least one training seed")
-    if len(set(seeds)) != len(seeds):
-        raise GFLError(f"seeds {', '.join(map(str, seeds))} repeat a seed: give each seed once")
-    return seeds
-
-
-def _entry(label: str, model: str, aggregator: str, collection: GraphCollection, records: pd.DataFrame,
-           episode_cfg: EpisodeConfig, episodes: int, seeds: Sequence[int], refine: str, ci: str,
-           base: str | None = None) -> _Entry:
-    row = result_row(model, aggregator, collection, "test", records, episode_cfg, episodes, _seed_value(seeds),
-                     refine=refine, ci=ci, seed_std=True)
-    return _Entry(label, row, records, base if base is not None else label)
-
-
-def _with_paired(entries: list[_Entry], reference: Any, ci: str) -> list[dict]:
-    """Rows with the paired columns against ``reference``: an entry, or a function of an entry.
-
-    A row paired with itself (the reference row) gets empty paired columns.
-    """
-    rows = []
-    for e in entries:
-        ref = reference(e) if callable(reference) else reference
-        if ref is e:
-            rows.append({**e.row, **EMPTY_PAIRED})
-        else:
-            rows.append({**e.row, "reference": ref.label, **paired(e.records, ref.records, ci)})
-    return rows
-
-
-def _with_records(table: pd.DataFrame, entries: list[_Entry], rows: list[dict],
-                  first: Sequence[str] = ()) -> pd.DataFrame:
-    """``table`` with its records in ``table.attrs["records"]`` (:func:`gflkit.evaluation.summary.table_records`)."""
-    table.attrs["records"] = table_records([e.label for e in entries], rows, [e.records for e in entries], first)
-    return table
-
-
-def _check_adjust(adjust: str) -> None:
-    if adjust not in ADJUSTMENTS:
-        raise GFLError(f"`adjust={adjust!r}`: choose one of {', '.join(ADJUSTMENTS)}")
-
-
-def _find(entries: list[_Entry], name: str | None, what: str) -> _Entry:
-    if name is None:
-        return entries[0]
-    for e in entries:
-        if name in (e.label, e.row.get("model")):
-            return e
-    raise GFLError(f"`reference={name!r}` is none of the {what}: choose one of "
-                   f"{', '.join(dict.fromkeys(e.label for e in entries))}")
-
-
-def _out(runs_root, *parts) -> str | None:
-    """The run folder ``<runs_root>/<part>-<part>-...`` (its name checked: :func:`gflkit.paths.check_name`)."""
-    if runs_root is None:
-        return None
-    check_name(parts[0])  # the collection name
-    return os.path.join(str(runs_root), check_name("-".join(map(str, parts)), what="run name", limit=RUN_NAME_LIMIT))
-
-
-def _label(model: str, aggregator: str, refine: str) -> str:
-    return model + (f"-{aggregator}" if aggregator else "") + (f"+{refine}" if refine != "none" else "")
 
 
 def _compared(models: Sequence[str], aggregators: Sequence[str]) -> list[tuple[str, str]]:
@@ -243,23 +92,10 @@ def compare(
     data: str | os.PathLike | GraphCollection | None = None,
     models: Sequence[str] | None = None,
     *,
-    aggregators: Sequence[str] = AGGREGATORS,
-    model_overrides: dict[str, Any] | None = None,
     episode_cfg: EpisodeConfig = EpisodeConfig(),
     train_cfg: TrainConfig = TrainConfig(),
-    episodes: int = 1,
-    seeds: Sequence[int] | None = DEFAULT_SEEDS,
-    refines: Sequence[RefineConfig] = (RefineConfig(),),
-    reference: str | None = None,
-    majority: bool = True,
-    ci: str = "t",
-    adjust: str = "holm",
-    root: str | os.PathLike | None = None,
-    runs_root: str | os.PathLike | None = None,
-    force: bool = False,
-    device: str = "cpu",
-    progress: bool = True,
-    jobs: int = 1,
+    table: TableSettings | None = None,
+    **settings: Any,
 ) -> pd.DataFrame:
     """Table 2: every model in ``models`` (default: all) on the same test graphs.
 
@@ -268,9 +104,19 @@ def compare(
             ``aggregators`` (GFL-mean, GFL-att), ``gfl-mean`` or ``gfl-att``
             one; ``majority`` is the majority-class reference, added last
             unless listed or ``majority`` is false.
+        episode_cfg, train_cfg: episode and training settings (each run's
+            ``seed`` is one of ``seeds``).
+        table: how the runs are made, kept and scored
+            (:class:`~gflkit.experiments.settings.TableSettings`: ``seeds``,
+            ``episodes``, ``ci``, ``adjust``, ``root``, ``runs_root``,
+            ``force``, ``device``, ``progress``, ``jobs``), each also a keyword
+            setting; a keyword no setting has is an error that names it.
+        **settings: the fields of ``table`` and the row options below.
         aggregators: the aggregators of ``gfl`` (``mean``, ``att``).
+        model_overrides: GFL settings of the ``gfl`` and ``protonet`` rows.
+        majority: add the majority-class row (default true).
         seeds: training seeds, one run each per model (default
-            :data:`DEFAULT_SEEDS`; ``None`` is the default too); a row's
+            :data:`~gflkit.names.DEFAULT_SEEDS`; ``None`` is the default too); a row's
             intervals are over (seed, graph) units. One seed leaves training
             randomness out (a :class:`~gflkit.errors.OneSeedWarning`).
         refines: refinements of the trained models' scores, one row each
@@ -308,8 +154,12 @@ def compare(
         ``reference, delta, delta_lo, delta_hi, prob_improvement, p_value,
         p_adjusted, n_pairs``.
     """
-    resolve_device(device)  # a device this machine lacks fails before any work
-    _check_adjust(adjust)
+    table, own = table_settings("compare", table, settings, dict(
+        aggregators=AGGREGATORS, model_overrides=None, refines=(RefineConfig(),), reference=None, majority=True))
+    seeds, episodes, ci, adjust, root = table.seeds, table.episodes, table.ci, table.adjust, table.root
+    runs_root, force, device, progress, jobs = table.runs_root, table.force, table.device, table.progress, table.jobs
+    aggregators, model_overrides, refines = own["aggregators"], own["model_overrides"], own["refines"]
+    reference, majority = own["reference"], own["majority"]
     known = model_names() + (MAJORITY,) + tuple(f"gfl-{a}" for a in AGGREGATORS)
     models = list(models or model_names())
     unknown = [m for m in models if m not in known]
@@ -321,7 +171,6 @@ def compare(
         raise GFLError(f"aggregators {', '.join(bad) or '(none)'}: choose from {', '.join(AGGREGATORS)}")
     if majority and MAJORITY not in models:
         models.append(MAJORITY)
-    seeds = _seed_list(seeds)
     collection = load_collection(data, root)
     compared = _compared(models, aggregators)
     tasks, labels = [], []
@@ -398,19 +247,10 @@ def ablate(
     drop: Iterable[str] = ("gate",),
     *,
     base: GFLConfig | None = None,
-    seeds: Sequence[int] | None = DEFAULT_SEEDS,
     episode_cfg: EpisodeConfig = EpisodeConfig(),
     train_cfg: TrainConfig = TrainConfig(),
-    episodes: int = 1,
-    reference: str = "full",
-    ci: str = "t",
-    adjust: str = "holm",
-    root: str | os.PathLike | None = None,
-    runs_root: str | os.PathLike | None = None,
-    force: bool = False,
-    device: str = "cpu",
-    progress: bool = True,
-    jobs: int = 1,
+    table: TableSettings | None = None,
+    **settings: Any,
 ) -> pd.DataFrame:
     """Table 3: the full model and each variant without one component.
 
@@ -419,9 +259,11 @@ def ablate(
             ``gate`` (M2a), ``hierarchy`` (M2b), ``recon`` (M3).
         base: the full model (default: GFL's defaults).
         seeds: one training run per seed and variant (default
-            :data:`DEFAULT_SEEDS`); intervals are over (seed, graph) units.
+            :data:`~gflkit.names.DEFAULT_SEEDS`); intervals are over (seed, graph) units.
         reference: the variant the others are paired with (default ``full``);
             its own paired columns are empty.
+        table, settings: as :func:`compare`'s (``seeds``, ``jobs``...); the
+            row option is ``reference``.
         jobs: processes to spread the runs (variant x seed) over; same rows.
         adjust: as :func:`compare`'s.
 
@@ -431,13 +273,14 @@ def ablate(
         same episodes), ``delta_lo``, ``delta_hi``, ``prob_improvement``,
         ``p_value``, ``p_adjusted`` and ``n_pairs``.
     """
+    table, own = table_settings("ablate", table, settings, dict(reference="full"))
+    seeds, episodes, ci, adjust, root = table.seeds, table.episodes, table.ci, table.adjust, table.root
+    runs_root, force, device, progress, jobs = table.runs_root, table.force, table.device, table.progress, table.jobs
+    reference = own["reference"]
     drop = list(dict.fromkeys(drop))
     unknown = [d for d in drop if d not in ABLATIONS]
     if unknown or not drop:
         raise GFLError(f"`drop` takes {', '.join(ABLATIONS)} (got {', '.join(unknown) or 'nothing'})")
-    resolve_device(device)  # a device this machine lacks fails before any work
-    _check_adjust(adjust)
-    seeds = _seed_list(seeds)
     collection = load_collection(data, root)
     base = base or GFLConfig()
     variants = [("full", VARIANT_DISPLAY_NAMES["full"], base)]
@@ -473,17 +316,8 @@ def sweep(
     base: GFLConfig | None = None,
     episode_cfg: EpisodeConfig = EpisodeConfig(),
     train_cfg: TrainConfig = TrainConfig(),
-    episodes: int = 1,
-    seeds: Sequence[int] | None = DEFAULT_SEEDS,
-    reference: str | None = None,
-    ci: str = "t",
-    adjust: str = "holm",
-    root: str | os.PathLike | None = None,
-    runs_root: str | os.PathLike | None = None,
-    force: bool = False,
-    device: str = "cpu",
-    progress: bool = True,
-    jobs: int = 1,
+    table: TableSettings | None = None,
+    **settings: Any,
 ) -> pd.DataFrame:
     """Tables 4-6 / Figure 3: one row per (value of ``param``, model).
 
@@ -495,11 +329,16 @@ def sweep(
     value) or a value of ``param`` (each row is paired with the same model at
     that value). Default: the first model when several are swept, else the
     first value. The reference rows' own paired columns are empty. ``seeds``:
-    one training run per seed (default :data:`DEFAULT_SEEDS`). ``jobs``
+    one training run per seed (default :data:`~gflkit.names.DEFAULT_SEEDS`). ``jobs``
     spreads the runs (value x model x seed) over that many processes (same
     rows). ``adjust``: as :func:`compare`'s (``p_adjusted`` over every
-    comparison of the sweep).
+    comparison of the sweep). ``table`` and ``**settings``: as
+    :func:`compare`'s; the row option is ``reference``.
     """
+    table, own = table_settings("sweep", table, settings, dict(reference=None))
+    seeds, episodes, ci, adjust, root = table.seeds, table.episodes, table.ci, table.adjust, table.root
+    runs_root, force, device, progress, jobs = table.runs_root, table.force, table.device, table.progress, table.jobs
+    reference = own["reference"]
     if param not in SWEEP_PARAMS:
         raise GFLError(f"`param={param!r}` is not sweepable: choose one of {', '.join(SWEEP_PARAMS)}")
     kind, field, parse = SWEEP_PARAMS[param]
@@ -512,9 +351,6 @@ def sweep(
     if kind == "model" and any(m not in ("gfl", "protonet") for m in models):
         raise GFLError(f"`param={param}` changes the GFL model: use `model=gfl` and/or protonet")
     models = list(models)
-    resolve_device(device)  # a device this machine lacks fails before any work
-    _check_adjust(adjust)
-    seeds = _seed_list(seeds)
     collection = load_collection(data, root)
     base = base or GFLConfig()
     settings, tasks, labels = [], [], []

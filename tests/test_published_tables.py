@@ -1,0 +1,111 @@
+"""Every generated table of the README and docs/ is what its marker's command prints from the stored CSVs."""
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _script(name: str):
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+publish = _script("publish")
+markdown_table = _script("markdown_table")
+paired = _script("paired")
+
+MARKED = [(page.relative_to(REPO).as_posix(), command, text)
+          for page in publish.pages() for command, text in publish.tables(page.read_text(encoding="utf-8"))]
+
+
+def test_results_tables_are_marked():
+    pages = {page for page, _, _ in MARKED}
+    assert {"README.md", "docs/tables.md"} <= pages
+    assert sum(page == "docs/tables.md" for page, _, _ in MARKED) >= 4  # three Table 2 blocks and Table 3
+
+
+@pytest.mark.parametrize("page,command,text", MARKED, ids=[f"{p}:{i}" for i, (p, _, _) in enumerate(MARKED)])
+def test_published_table_is_its_command_output(page, command, text):
+    assert publish.run(command) == text, f"{page}: rerun python scripts/publish.py ({command})"
+
+
+def _compare_csv(path: Path, p_values: list[float], lo: list[float]) -> None:
+    rows = [{"model": "gfl", "aggregator": "mean", "accuracy": 80.0, "ci95": 1.0, "n_seeds": 3, "n_graphs": 6,
+             "reference": None, "delta": None, "delta_lo": None, "delta_hi": None, "p_value": None}]
+    for i, (p, low) in enumerate(zip(p_values, lo)):
+        rows.append({"model": f"m{i}", "aggregator": None, "accuracy": 70.0, "ci95": 1.0, "n_seeds": 3,
+                     "n_graphs": 6, "reference": "gfl-mean", "delta": low - 1.0, "delta_lo": low - 2.0,
+                     "delta_hi": low, "p_value": p})
+    pd.DataFrame(rows).to_csv(path, index=False)
+
+
+def test_bold_only_when_shown_after_holm(tmp_path, capsys):
+    # Three intervals below zero; Holm keeps the first (0.001 x 3) and drops the others (0.03 x 2, then no lower).
+    csv = tmp_path / "fam.csv"
+    _compare_csv(csv, [0.001, 0.03, 0.04], [-1.0, -0.5, -0.1])
+    markdown_table.main([f"F={csv}"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[3].count("**") == 2 and "**" not in lines[4] + lines[5]
+    markdown_table.main([f"F={csv}", "--adjust", "none"])
+    assert capsys.readouterr().out.count("**") == 6
+    assert "−" not in markdown_table.interval(-1.0, -2.0, -0.5, False)  # one minus sign: ASCII
+
+
+def test_paired_adjusts_over_the_whole_table():
+    rng = [0.81, 0.79, 0.80, 0.82]
+    records = pd.DataFrame([
+        {"family": fam, "variant": var, "seed": s, "graph": g, "episode": 0,
+         "accuracy": rng[(s + g) % 4] - (0.05 if var == "protonet" else 0.0) + 0.01 * ((s * g) % 3)}
+        for fam in ("a", "b") for var in ("gfl", "protonet") for s in range(3) for g in range(4)])
+    table = paired.paired(records, "gfl")
+    raw = table["p_value"].dropna().to_numpy()
+    adjusted = table["p_adjusted"].dropna().to_numpy()
+    assert len(raw) == 2
+    assert min(adjusted) == pytest.approx(min(1.0, 2 * min(raw)))  # Holm over both families' rows
+    assert paired.paired(records, "gfl", adjust="none")["p_adjusted"].dropna().tolist() == raw.tolist()
+
+
+def test_check_fails_on_a_stale_table(tmp_path):
+    csv = tmp_path / "fam.csv"
+    _compare_csv(csv, [0.001], [-1.0])
+    page = tmp_path / "page.md"
+    page.write_text(f"text\n<!-- table: python scripts/markdown_table.py F={csv} -->\n| stale |\n<!-- end table -->\n")
+    check = [sys.executable, str(REPO / "scripts" / "publish.py"), str(page), "--check"]
+    assert subprocess.run(check, capture_output=True, timeout=120).returncode == 1
+    assert subprocess.run(check[:-1], capture_output=True, timeout=120).returncode == 0
+    assert "| stale |" not in page.read_text() and "**" in page.read_text()
+    assert subprocess.run(check, capture_output=True, timeout=120).returncode == 0
+
+
+def test_rule_check_reads_the_orders_from_the_csvs(tmp_path, capsys):
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        rule_check = _script("rule_check")
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    means = {"gfl": 80.0, "protonet": 78.0, "transfer-head": 85.0, "agf": 70.0, "lp": 50.0, "tlp": 60.0}
+    for name in rule_check.NAMES:
+        rows = [{"model": m, "aggregator": "mean" if m == "gfl" else None, "accuracy": acc, "n_seeds": 3,
+                 "reference": None if m == "gfl" else "gfl-mean", "delta": None if m == "gfl" else acc - 80.0,
+                 "p_value": None if m == "gfl" else 0.5} for m, acc in means.items()]
+        pd.DataFrame(rows).to_csv(tmp_path / f"{name}.csv", index=False)
+    table3 = ["--table3", str(REPO / "results" / "study" / "table3.csv")]
+    rule_check.main(["--table2", str(tmp_path), "--details", *table3])
+    lines = [line for line in capsys.readouterr().out.splitlines() if "transfer head" in line]
+    assert len(lines) == 7 and all(line.endswith("| yes |") for line in lines)
+    for name in rule_check.NAMES:  # a few-shot model above the transfer head: every family fails
+        df = pd.read_csv(tmp_path / f"{name}.csv")
+        df.loc[df["model"] == "protonet", "accuracy"] = 90.0
+        df.to_csv(tmp_path / f"{name}.csv", index=False)
+    rule_check.main(["--table2", str(tmp_path), "--details", *table3])
+    lines = [line for line in capsys.readouterr().out.splitlines() if "transfer head" in line]
+    assert len(lines) == 7 and all(line.endswith("| no |") for line in lines)

@@ -1,0 +1,49 @@
+"""scripts/: the examples call the library, never ``gflkit`` through a subprocess, and keep working."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+
+
+def _script(name: str):
+    spec = importlib.util.spec_from_file_location(f"script_{name}", SCRIPTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_no_script_runs_the_command_line_in_a_subprocess():
+    using = sorted(p.name for p in SCRIPTS.glob("*.py") if "subprocess" in p.read_text(encoding="utf-8"))
+    assert not using, f"call the library instead of gflkit in a subprocess: {', '.join(using)}"
+
+
+def test_regime_map_compare_args_become_compare_settings():
+    from gflkit.config import EpisodeConfig, TrainConfig
+
+    settings = _script("regime_map")._compare_settings("--similarity combined --steps 20 --k-shot 3 --episodes 2")
+    assert settings["model_overrides"] == {"similarity": "combined"}
+    assert settings["train_cfg"] == TrainConfig(steps=20) and settings["episode_cfg"] == EpisodeConfig(k_shot=3)
+    assert settings["episodes"] == 2
+    for bad, needle in (("--seed 3", "--seed is no setting"), ("--steps", "--NAME VALUE pairs")):
+        with pytest.raises(ValueError, match=needle):
+            _script("regime_map")._compare_settings(bad)
+
+
+@pytest.mark.slow
+def test_regime_map_writes_a_cell_per_pair_and_skips_the_ones_it_holds(tmp_path, capsys):
+    regime_map = _script("regime_map")
+    out = tmp_path / "map.csv"
+    args = ["--x", "homophily", "--x-values", "0.3,0.8", "--y", "snr", "--y-values", "0.32", "--models", "lp,majority",
+            "--reference", "lp", "--seeds", "0", "--graphs", "3,1,2", "--nodes", "100,150",
+            "--compare-args", "--k-shot 3", "--data-root", str(tmp_path / "root"), "-o", str(out)]
+    assert regime_map.main(args) == 0
+    table = pd.read_csv(out, dtype=str, keep_default_na=False)
+    assert list(table.columns[:3]) == ["homophily", "snr", "model"] and len(table) == 4
+    assert list(table.homophily) == ["0.3", "0.3", "0.8", "0.8"] and capsys.readouterr().out == ""
+    assert regime_map.main(args) == 0 and "already in" in capsys.readouterr().err
+    pd.testing.assert_frame_equal(pd.read_csv(out, dtype=str, keep_default_na=False), table)
