@@ -15,7 +15,8 @@ writes ``records.csv`` (one row per graph, draw and candidate), ``draws.csv``
 (one row per graph and draw: auto's pick and true accuracy, the best
 candidate's, the regret) and ``table.md`` (per graph: draws, how often auto is
 within 5 points of the best candidate, mean and largest regret);
-``--from-records`` rewrites the last two from the stored records.
+``--from-records`` rewrites the last two from the stored records, and ``--show``
+prints the table from them, writing nothing (the tutorial's table).
 """
 from __future__ import annotations
 
@@ -98,7 +99,10 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=100, help="training steps of the run (the tutorial's: 100)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the label draws (the run's is 0)")
     parser.add_argument("--from-records", action="store_true", help="rewrite the table from OUT/records.csv")
+    parser.add_argument("--show", action="store_true", help="print the table from OUT/records.csv, writing nothing")
     args = parser.parse_args()
+    if args.show:
+        return sys.stdout.write(markdown(per_draw(pd.read_csv(args.out / "records.csv").round(4))))
     if args.from_records:
         return write(pd.read_csv(args.out / "records.csv"), args.out, rewrite=False)
     torch.manual_seed(0)
