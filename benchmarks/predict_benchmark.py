@@ -76,13 +76,15 @@ def train_run(folder: Path, feats: int, seed: int) -> Path:
 
 
 def candidate_costs(predictor, g, support, what: str) -> dict[str, float]:
-    """Seconds of each candidate alone: its shared part (features, propagation, model embeddings) and its
-    cross-validation on the labels (15 fits and predictions of the whole graph), then the structural
-    features of a graph without any."""
+    """Seconds of each candidate alone, as predict runs it: its shared part (features, propagation, model
+    embeddings), its cross-validation on the labels (15 folds: the held-out labelled nodes scored alone, or
+    the folds propagated side by side) and its prediction of the whole graph; then the structural features
+    of a graph without any."""
     from gflkit.data.structure import structural_features
     from gflkit.prediction.checks import check_support
     from gflkit.prediction.diagnostics import cross_validate
     from gflkit.prediction.predictor import contenders
+    from gflkit.prediction.selection import fold_predictors
     from gflkit.refine import RefineConfig
 
     names, ids = check_support(support, g.num_nodes(), predictor.k_shot, what)
@@ -91,8 +93,9 @@ def candidate_costs(predictor, g, support, what: str) -> dict[str, float]:
     costs = {"graphs": time.perf_counter() - t0}
     for c in found:
         t0 = time.perf_counter()
+        predicts, batched, batch = fold_predictors([c], ids)
+        cross_validate(predicts, names, ids, batched=batched, batch=batch)
         c.probabilities(ids)
-        cross_validate({c.name: lambda rest, c=c: c.probabilities(rest).argmax(1)}, names, ids)
         costs[c.name] = time.perf_counter() - t0
     src, dst = g.edges()
     t0 = time.perf_counter()

@@ -15,13 +15,18 @@ GFL_MODELS = ("gfl", "protonet")
 #: module relative to :mod:`gflkit.models.baselines` (``".lp"``) or absolute. A new baseline is its
 #: module plus one line here; ``gflkit.models.baselines.PER_GRAPH`` / ``TRANSFER`` and
 #: :func:`model_names` read these tables. Baselines fitted on each test graph alone:
-#: ``fit_predict(g, episode, *, num_classes, seed)``.
+#: ``fit_predict(g, episode, *, num_classes, seed)``; ``centroid`` and ``ridge`` (``-sgc``: on ``A_hat^2 X``) are
+#: the candidates of ``gflkit predict`` (:mod:`gflkit.prediction.per_graph`).
 PER_GRAPH_BASELINES: dict[str, str] = {
     "lp": ".lp:fit_predict_lp",
     "planetoid": ".planetoid:fit_predict_planetoid",
     "deepwalk": ".deepwalk:fit_predict_deepwalk",
     "node2vec": ".node2vec:fit_predict_node2vec",
     "gcn": ".gcn:fit_predict_gcn",
+    "centroid": "gflkit.prediction.per_graph:fit_predict_centroid",
+    "centroid-sgc": "gflkit.prediction.per_graph:fit_predict_centroid_sgc",
+    "ridge": "gflkit.prediction.per_graph:fit_predict_ridge",
+    "ridge-sgc": "gflkit.prediction.per_graph:fit_predict_ridge_sgc",
 }
 #: Baselines trained on the train graphs, then adapted: ``TransferBaseline`` subclasses.
 TRANSFER_BASELINES: dict[str, str] = {
@@ -118,6 +123,8 @@ MODEL_DISPLAY_NAMES = {
     "gpn": "GPN", "gmeta": "G-Meta",
     "gcn": "Non-transfer GCN", "lp": "Label Propagation", "node2vec": "node2vec", "deepwalk": "DeepWalk",
     "planetoid": "Planetoid", "majority": "Majority class",
+    "centroid": "Nearest centroid", "centroid-sgc": "Nearest centroid (SGC features)",
+    "ridge": "Ridge classifier", "ridge-sgc": "Ridge classifier (SGC features)",
     "tlp": "TLP (GRACE)", "tlp-bgrl": "TLP (BGRL)", "tlp-sup": "TLP (supervised)",
 }
 #: What each ablation variant is (Table 3): the variant is named by what it removes.

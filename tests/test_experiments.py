@@ -135,6 +135,24 @@ def test_refined_rows_are_paired_under_the_same_refinement(root):
     assert all(rows[2][c] is None for c in EMPTY) and rows[1]["reference"] == "protonet+lp"
 
 
+def test_compare_scores_predicts_candidates_as_rows_paired_on_the_same_episodes(root):
+    args = ["compare", "tiny", "--model", "protonet,centroid,centroid-sgc,ridge,ridge-sgc", "--seed", "0,1",
+            "--episodes", "2", *FAST, "--data-root", root]
+    df = _csv(*args)
+    assert list(df.columns) == RESULT + PAIRED + ["seed"]
+    assert list(df.model) == ["protonet", "centroid", "centroid-sgc", "ridge", "ridge-sgc", "majority"]
+    assert list(df.reference) == [""] + ["protonet"] * 5 and _is_reference(df.iloc[0])
+    for row in range(1, 5):  # paired with protonet over the same (seed, graph) units
+        assert float(df.delta[row]) == pytest.approx(df.accuracy[row] - df.accuracy[0], abs=1e-3)
+        assert float(df.delta_lo[row]) <= float(df.delta[row]) <= float(df.delta_hi[row])
+    assert _counts(df.n_pairs) == [None] + [2 * 2] * 5 and set(df.refine) == {"none"}
+    assert (df.accuracy[1:5] > df.accuracy[5]).all()  # above the majority class
+    named = _csv("compare", "tiny", "--model", "ridge-sgc,centroid", "--seed", "0,1", "--episodes", "2",
+                 "--reference", "centroid", "--k-shot", "5", "--data-root", root)
+    assert list(named.reference) == ["centroid", "", "centroid"]
+    assert named.accuracy[0] == df.accuracy[4] and named.accuracy[1] == df.accuracy[1]
+
+
 def test_compare_takes_aggregator_lists_and_gfl_att(root):
     both = _csv("compare", "tiny", "--model", "gfl", "--aggregator", "att,mean", "--no-majority", "--seed", "0",
                 *FAST, "--data-root", root)

@@ -57,6 +57,30 @@ def test_label_propagation_matches_dense_reference():
     assert torch.allclose(label_propagation(g, probs, support, target, alpha=0.7, steps=5), y, atol=1e-6)
 
 
+
+@pytest.mark.parametrize("method", ["lp", "cs"])
+def test_problems_side_by_side_are_each_refined_as_alone(method):
+    from gflkit.nn.conv import propagate
+    from gflkit.refine import correct_and_smooth, stacked_rows
+
+    g = _blocks()
+    label = torch.arange(3).repeat_interleave(40)  # the blocks of _blocks()
+    refine = label_propagation if method == "lp" else correct_and_smooth
+    supports = [torch.tensor([0, 1, 40, 80, 81]), torch.tensor([2, 41, 42, 82]), torch.tensor([3, 43, 83, 84, 85])]
+    probs = torch.stack([torch.softmax(_noisy_scores(label, seed), 1) for seed in range(3)], 1)  # (N, 3, C)
+    together = refine(g, probs, stacked_rows(supports), torch.cat([label[s] for s in supports]), 0.8, 10)
+    for f, s in enumerate(supports):
+        alone = refine(g, probs[:, f].contiguous(), s, label[s], 0.8, 10)
+        assert torch.allclose(together[:, f], alone, atol=1e-6)
+    # one problem: the same bits as the update written out
+    y0 = probs[:, 0].clone()
+    y0[supports[0]] = torch.eye(3)[label[supports[0]]]
+    y = y0
+    for _ in range(10):
+        y = 0.8 * propagate(g, y) + (1 - 0.8) * y0
+        y[supports[0]] = torch.eye(3)[label[supports[0]]]
+    assert torch.equal(label_propagation(g, probs[:, 0], supports[0], label[supports[0]], 0.8, 10), y)
+
 @pytest.mark.parametrize("method", ["lp", "cs"])
 def test_refinement_keeps_support_labels(method):
     g = _blocks()

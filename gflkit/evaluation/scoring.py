@@ -130,7 +130,7 @@ def baseline_records(fit_predict: Callable[..., torch.Tensor], sampler: EpisodeS
     """Records of a per-graph baseline ``fit_predict(g, episode, seed=...) -> predictions``."""
     check_episodes(sampler, episodes)
     rows = []
-    name = getattr(fit_predict, "__module__", "baseline").rsplit(".", 1)[-1]
+    name = getattr(fit_predict, "name", None) or getattr(fit_predict, "__module__", "baseline").rsplit(".", 1)[-1]
     for gid in progress_bar(sampler.graph_ids, desc=f"fitting {name} per graph", unit="graph", leave=False):
         g = sampler.collection.graphs[gid]
         for e in range(episodes):

@@ -35,6 +35,7 @@ COLORS = {
     "matchingnet": "#9467bd", "knn": "#8c564b", "agf": "#e377c2", "transfer-head": "#393b79", "gcn": "#7f7f7f",
     "lp": "#bcbd22", "node2vec": "#17becf", "deepwalk": "#6baed6", "planetoid": "#98df8a", "majority": "#d9d9d9",
     "tlp": "#31a354", "tlp-bgrl": "#756bb1", "tlp-sup": "#e7969c",
+    "centroid": "#a55194", "centroid-sgc": "#ce6dbd", "ridge": "#e6550d", "ridge-sgc": "#fd8d3c",
     "full": "#d62728", "structure": "#1f77b4", "gate": "#fdae6b", "hierarchy": "#9e9ac8", "recon": "#a1d99b",
 }
 _SPARE = ("#637939", "#8c6d31", "#843c39", "#7b4173", "#5254a3", "#8ca252", "#bd9e39", "#ad494a")

@@ -9,7 +9,11 @@ back. ``shared_embeddings(g)`` computes what every support set of ``g`` shares
 (the scaled and propagated features), so cross-validating a candidate over
 many support sets computes it once. The candidates whose ``scores_rows`` is
 true also score a few nodes alone (``class_scores(..., nodes=ids)``), which is
-all the cross-validation needs of them.
+all the cross-validation needs of them. The candidates that propagate over
+the graph (``lp``, ``cs``, the run's model with its refinements) answer
+``fold_scores(g, supports, z)`` too: the scores of several support sets at
+once, ``(N, F, C)``, propagated as one sparse product of width ``F * C`` per
+step (:mod:`gflkit.refine`), each the same as ``class_scores`` of its support set.
 
 * :class:`LabelPropagation` (``lp``): the labels alone spread over the graph
   (:func:`gflkit.refine.label_propagation` from a uniform prior).
@@ -42,7 +46,7 @@ from torch import nn
 
 from ..names import REFINE_ALPHA, REFINE_STEPS
 from ..nn.conv import propagate
-from ..refine import RefineConfig, correct_and_smooth, label_propagation, refine_nodes
+from ..refine import RefineConfig, correct_and_smooth, label_propagation, refine_nodes, stacked_rows
 from .checks import normalised
 from .class_scores import class_scores, shared_embeddings
 
@@ -64,10 +68,17 @@ def _targets(support: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tenso
     return nodes, target
 
 
+def _stacked_targets(supports: Sequence[Sequence[torch.Tensor]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`_targets` of ``F`` support sets side by side: rows of an ``(N, F, C)`` block
+    (:func:`~gflkit.refine.stacked_rows`) and their classes, ``(sum S_f,)`` each."""
+    pairs = [_targets(support) for support in supports]
+    return stacked_rows([nodes for nodes, _ in pairs]), torch.cat([target for _, target in pairs])
+
+
 def _log_probs(p: torch.Tensor) -> torch.Tensor:
     """Propagated scores as log-probabilities (:func:`~gflkit.prediction.checks.normalised`: clipped at 0,
-    rows normalised, argmax kept)."""
-    return normalised(p).clamp_min(1e-12).log()
+    rows normalised, argmax kept), each row of the last dimension on its own."""
+    return normalised(p.reshape(-1, p.shape[-1])).clamp_min(1e-12).log().reshape(p.shape)
 
 
 def _unit_rows(x: torch.Tensor) -> torch.Tensor:
@@ -107,10 +118,15 @@ class LabelPropagation:
         return None
 
     def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor], z=None) -> torch.Tensor:
-        nodes, target = _targets(support)
-        prior = torch.full((g.num_nodes(), len(support)), 1.0 / len(support))
+        return self.fold_scores(g, [support], z)[:, 0]
+
+    def fold_scores(self, g: dgl.DGLGraph, supports: Sequence[Sequence[torch.Tensor]], z=None) -> torch.Tensor:
+        """The scores of each support set, side by side: ``(N, F, C)``."""
+        rows, target = _stacked_targets(supports)
+        c = len(supports[0])
+        prior = torch.full((g.num_nodes(), len(supports), c), 1.0 / c)
         with torch.no_grad():
-            return _log_probs(label_propagation(g, prior, nodes, target, self.alpha, self.steps))
+            return _log_probs(label_propagation(g, prior, rows, target, self.alpha, self.steps))
 
 
 class NearestCentroid:
@@ -197,10 +213,15 @@ class CorrectAndSmooth:
         return self.base.shared_embeddings(g)
 
     def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor], z=None) -> torch.Tensor:
-        probs = _log_probs(self.base.class_scores(g, support, z)).exp()
-        nodes, target = _targets(support)
+        return self.fold_scores(g, [support], z)[:, 0]
+
+    def fold_scores(self, g: dgl.DGLGraph, supports: Sequence[Sequence[torch.Tensor]], z=None) -> torch.Tensor:
+        """The scores of each support set, side by side: ``(N, F, C)``."""
+        z = self.shared_embeddings(g) if z is None else z
+        probs = torch.stack([_log_probs(self.base.class_scores(g, support, z)).exp() for support in supports], 1)
+        rows, target = _stacked_targets(supports)
         with torch.no_grad():
-            return _log_probs(correct_and_smooth(g, probs, nodes, target, self.alpha, self.steps))
+            return _log_probs(correct_and_smooth(g, probs, rows, target, self.alpha, self.steps))
 
 
 class RunModel:
@@ -218,6 +239,7 @@ class RunModel:
         self.module, self.refine = module, refine or RefineConfig()
         self.name = "model" if not self.refine.active else f"model+{self.refine.method}"
         self._last = share._last if share is not None else [None, None, None]  # [g, support, scores]
+        self._folds = share._folds if share is not None else [None, None, None]  # [g, supports, (N, F, C) scores]
 
     def shared_embeddings(self, g: dgl.DGLGraph) -> torch.Tensor | None:
         self.module.eval()
@@ -237,3 +259,16 @@ class RunModel:
         nodes, target = _targets(support)
         with torch.no_grad():
             return _log_probs(refine_nodes(g, scores, nodes, target, self.refine).cpu())
+
+    def fold_scores(self, g: dgl.DGLGraph, supports: Sequence[Sequence[torch.Tensor]], z=None) -> torch.Tensor:
+        """The scores of each support set, side by side: ``(N, F, C)``; the model scores each support set once
+        for all its variants that ask for the same ``supports``, and a refinement propagates them all at once."""
+        folds = self._folds
+        if folds[0] is not g or folds[1] is not supports:
+            folds[:] = [g, supports, torch.stack([self.model_scores(g, s, z) for s in supports], 1)]
+        scores = folds[2]
+        if not self.refine.active:
+            return scores.cpu()
+        rows, target = _stacked_targets(supports)
+        with torch.no_grad():
+            return _log_probs(refine_nodes(g, scores, rows, target, self.refine).cpu())

@@ -215,7 +215,9 @@ def held_out_folds(support: Sequence[torch.Tensor], folds: int, repeats: int,
 
 def cross_validate(predicts: Mapping[str, Callable[[list[torch.Tensor]], torch.Tensor]], names: Sequence[str],
                    support: Sequence[torch.Tensor], *, folds: int = ESTIMATE_FOLDS, repeats: int = ESTIMATE_REPEATS,
-                   seed: int = 0, refine: Mapping[str, str] | None = None) -> dict[str, Estimate]:
+                   seed: int = 0, refine: Mapping[str, str] | None = None,
+                   batched: Mapping[str, Callable[[list[list[torch.Tensor]]], list[torch.Tensor]]] | None = None,
+                   batch: int = 0) -> dict[str, Estimate]:
     """:func:`estimate_accuracy` of several predictors on the same folds (each fold is predicted by every
     predictor before the next is drawn), so their estimates can be compared label by label
     (:attr:`Estimate.hits`).
@@ -223,6 +225,9 @@ def cross_validate(predicts: Mapping[str, Callable[[list[torch.Tensor]], torch.T
     Args:
         predicts: name -> support ids per class -> the predicted class of every node ``(N,)``.
         refine: name -> the refinement that predictor applies (recorded only).
+        batched: name -> the same predictor given the support sets of several folds at once, returning one
+            prediction per fold: the folds are then given to it ``batch`` at a time (0: all at once), before
+            the other predictors predict them one by one.
     """
     counts = {str(n): len(s) for n, s in zip(names, support)}
     refine = refine or {}
@@ -236,11 +241,18 @@ def cross_validate(predicts: Mapping[str, Callable[[list[torch.Tensor]], torch.T
     n_folds = max(2, min(int(folds), max(counts.values())))
     repeats = max(1, int(repeats))
     right = {name: [np.zeros(len(s)) for s in ids] for name in predicts}
-    for rest, fold in held_out_folds(ids, n_folds, repeats, seed):
-        for name, predict in predicts.items():
-            pred = np.asarray(torch.as_tensor(predict(rest)).cpu().numpy())
-            for c, group in fold:
-                right[name][c][group] += pred[ids[c][group]] == c
+    drawn = list(held_out_folds(ids, n_folds, repeats, seed))
+    size = int(batch) if batch and batch > 0 else len(drawn)
+    batched = {name: many for name, many in (batched or {}).items() if name in predicts}
+    for start in range(0, len(drawn), size):
+        block = drawn[start:start + size]
+        rests = [rest for rest, _ in block]
+        early = {name: many(rests) for name, many in batched.items()}
+        for i, (rest, fold) in enumerate(block):
+            for name, predict in predicts.items():
+                pred = np.asarray(torch.as_tensor(early[name][i] if name in early else predict(rest)).cpu().numpy())
+                for c, group in fold:
+                    right[name][c][group] += pred[ids[c][group]] == c
     total = sum(len(s) for s in ids)
     out = {}
     for name, hits_per_class in right.items():

@@ -41,6 +41,8 @@ __all__ = []
 ORDER = PREDICT_ORDER
 #: Candidates within this many paired standard errors of the best estimate are taken as tied with it.
 TOLERANCE = PREDICT_TOLERANCE
+#: Folds propagated side by side hold at most about this many scores (``N x folds x C``; 64 MB in float32).
+FOLD_BLOCK = 2 ** 24
 
 
 @dataclass
@@ -67,6 +69,14 @@ class Contender:
         out = torch.full((self.graph.num_nodes(),), -1, dtype=torch.int64)
         out[rows] = self.candidate.class_scores(self.graph, support, self.z, nodes=rows).argmax(1).cpu()
         return out
+
+    def predicted_folds(self, supports: Sequence[Sequence[torch.Tensor]]) -> list[torch.Tensor]:
+        """The predicted class of every node from each support set: ``F`` tensors ``(N,)``, all propagated at
+        once (candidates with ``fold_scores``)."""
+        if not self.ready:
+            self.z, self.ready = self.candidate.shared_embeddings(self.graph), True
+        scores = self.candidate.fold_scores(self.graph, supports, self.z)  # (N, F, C)
+        return list(torch.softmax(scores.detach().float().cpu(), dim=-1).argmax(-1).unbind(1))  # as probabilities
 
     def probabilities(self, support: Sequence[torch.Tensor]) -> torch.Tensor:
         """Class probabilities of every node from ``support``: ``(N, C)`` on the CPU."""
@@ -170,6 +180,20 @@ def choose(estimates: dict[str, Estimate], available: Sequence[str], tolerance: 
     return chosen, why, gaps
 
 
+def fold_predictors(contenders: Sequence[Contender], ids: Sequence[torch.Tensor]
+                    ) -> tuple[dict[str, Callable], dict[str, Callable], int]:
+    """What :func:`~gflkit.prediction.diagnostics.cross_validate` takes to estimate ``contenders``: each one's
+    prediction from one support set (only of the labelled nodes, when it can), the prediction from several
+    support sets at once of those that propagate them side by side (``fold_scores``), and how many folds
+    fit in :data:`FOLD_BLOCK`."""
+    labelled = torch.cat([torch.as_tensor(t, dtype=torch.int64) for t in ids])
+    predicts: dict[str, Callable] = {c.name: (lambda rest, c=c: c.predicted(rest, labelled)) for c in contenders}
+    batched: dict[str, Callable] = {c.name: c.predicted_folds for c in contenders
+                                    if hasattr(c.candidate, "fold_scores")}
+    nodes = max((c.graph.num_nodes() for c in contenders), default=1)
+    return predicts, batched, max(1, FOLD_BLOCK // max(1, nodes * len(ids)))
+
+
 def select(contenders: Sequence[Contender], names: Sequence[str], ids: Sequence[torch.Tensor], *,
            method: str = "auto", estimate: bool = True, seed: int = 0, skipped: dict[str, str] | None = None,
            features: str = "") -> tuple[Contender, Selection]:
@@ -181,10 +205,9 @@ def select(contenders: Sequence[Contender], names: Sequence[str], ids: Sequence[
     todo = contenders if method == "auto" else [by_name[method]]
     estimates: dict[str, Estimate] = {}
     if estimate:
-        labelled = torch.cat([torch.as_tensor(t, dtype=torch.int64) for t in ids])
-        predicts: dict[str, Callable] = {c.name: (lambda rest, c=c: c.predicted(rest, labelled)) for c in todo}
+        predicts, batched, batch = fold_predictors(todo, ids)
         refine = {c.name: getattr(getattr(c.candidate, "refine", None), "method", "none") for c in todo}
-        estimates = cross_validate(predicts, names, ids, seed=seed, refine=refine)
+        estimates = cross_validate(predicts, names, ids, seed=seed, refine=refine, batched=batched, batch=batch)
     if method != "auto":
         chosen, why, gaps = method, f"asked for (`method={method}`)", {}
     else:

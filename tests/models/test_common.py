@@ -119,3 +119,17 @@ def test_per_graph_baseline_predicts_each_query(graph_and_episode, tiny, name):
     g, ep = graph_and_episode
     pred = torch.as_tensor(PER_GRAPH[name](tiny.graphs[ep.graph_id], ep, num_classes=tiny.num_classes, seed=0))
     assert pred.shape == ep.query.shape and int(pred.min()) >= 0 and int(pred.max()) < tiny.num_classes
+
+
+def test_the_candidates_are_per_graph_baselines_that_score_the_queries_as_predict_does(graph_and_episode, tiny):
+    from gflkit.prediction.candidates import NearestCentroid, RidgeClassifier
+    from gflkit.prediction.predictor import candidate_graph
+
+    g, ep = graph_and_episode
+    raw = tiny.graphs[ep.graph_id]
+    h, _ = candidate_graph(raw)
+    for name, candidate in [("centroid", NearestCentroid(0)), ("centroid-sgc", NearestCentroid(2)),
+                            ("ridge", RidgeClassifier(0)), ("ridge-sgc", RidgeClassifier(2))]:
+        pred = PER_GRAPH[name](raw, ep, num_classes=tiny.num_classes, seed=3)
+        assert PER_GRAPH[name].name == name and pred.shape == ep.query.shape
+        assert torch.equal(pred, candidate.class_scores(h, list(ep.support))[ep.query].argmax(1))

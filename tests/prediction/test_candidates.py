@@ -154,3 +154,51 @@ def test_scoring_some_rows_equals_the_rows_of_all():
         assert candidate.scores_rows
         whole = candidate.class_scores(g, SUPPORT)
         assert torch.allclose(candidate.class_scores(g, SUPPORT, nodes=rows), whole[rows], atol=1e-6)
+
+
+def _random_graph(n: int = 40, edges: int = 90, feats: int = 5, seed: int = 0) -> dgl.DGLGraph:
+    gen = torch.Generator().manual_seed(seed)
+    src, dst = torch.randint(0, n, (edges,), generator=gen), torch.randint(0, n, (edges,), generator=gen)
+    g = dgl.to_simple(dgl.graph((torch.cat([src, dst]), torch.cat([dst, src])), num_nodes=n))
+    g.ndata["feat"] = torch.randn(n, feats, generator=gen)
+    return prepare_graph(g)
+
+
+def test_folds_propagated_side_by_side_score_as_each_fold_alone():
+    from gflkit.config import PRESETS
+    from gflkit.models.gfl import GFL
+    from gflkit.prediction.diagnostics import held_out_folds
+    from gflkit.prediction.candidates import RunModel
+    from gflkit.refine import RefineConfig
+
+    g = _random_graph()
+    support = [torch.arange(0, 6), torch.arange(6, 10), torch.arange(10, 17)]
+    rests = [rest for rest, _ in held_out_folds(support, 5, 2, seed=0)]
+    torch.manual_seed(0)
+    module = GFL(5, PRESETS["protonet"]).eval()
+    plain = RunModel(module)
+    for candidate in (LabelPropagation(), CorrectAndSmooth(), plain, RunModel(module, RefineConfig("lp"), plain),
+                      RunModel(module, RefineConfig("cs"), plain)):
+        z = candidate.shared_embeddings(g)
+        together = candidate.fold_scores(g, rests, z)
+        assert together.shape == (40, len(rests), 3)
+        for f, rest in enumerate(rests):  # each fold's scores are the ones it gets alone, to float rounding
+            alone = candidate.class_scores(g, rest, z)
+            assert torch.allclose(together[:, f], alone, atol=1e-6), candidate.name  # (the same bits here)
+            assert torch.equal(together[:, f].argmax(1), alone.argmax(1)), candidate.name
+
+
+def test_the_estimates_are_the_same_with_the_folds_side_by_side():
+    from gflkit.prediction.diagnostics import cross_validate
+    from gflkit.prediction.selection import Contender, fold_predictors
+
+    g = _random_graph(seed=1)
+    support = [torch.arange(0, 5), torch.arange(5, 12)]
+    contenders = [Contender(c, g) for c in (LabelPropagation(), CorrectAndSmooth(), NearestCentroid(2))]
+    predicts, batched, batch = fold_predictors(contenders, support)
+    assert set(batched) == {"lp", "cs"} and batch >= 15
+    one_by_one = cross_validate(predicts, ["a", "b"], support)
+    for size in (0, 4):
+        together = cross_validate(predicts, ["a", "b"], support, batched=batched, batch=size)
+        assert {n: e.hits for n, e in together.items()} == {n: e.hits for n, e in one_by_one.items()}
+        assert together == one_by_one
