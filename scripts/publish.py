@@ -8,8 +8,8 @@ A generated table sits between two marker comments in a Markdown page::
     | model | ... |
     <!-- end table -->
 
-The command (a ``python scripts/...`` line, run from the repository's root
-with this interpreter; it reads stored CSVs and trains nothing) prints the
+The command (a ``python scripts/...`` line, run in this process from the
+repository's root; it reads stored CSVs and trains nothing) prints the
 text that belongs between the markers. Without FILEs, README.md and every page
 under docs/ are rewritten; ``--check`` rewrites nothing and exits 1 naming
 every table whose text differs from its command's output.
@@ -17,10 +17,12 @@ every table whose text differs from its command's output.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import re
+import runpy
 import shlex
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -35,15 +37,24 @@ def pages() -> list[Path]:
 
 
 def run(command: str) -> str:
-    """The output of one marker's command, run from the repository's root."""
+    """The output of one marker's command, run as ``__main__`` in this process from the repository's root."""
     argv = shlex.split(command)
     if argv[:1] != ["python"] or not argv[1:2] or not argv[1].startswith("scripts/"):
         raise SystemExit(f"table marker {command!r}: the command must be 'python scripts/...'")
-    done = subprocess.run([sys.executable, *argv[1:]], cwd=REPO, capture_output=True, text=True, timeout=300)
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        raise SystemExit(f"table marker {command!r} failed: {last}")
-    return done.stdout
+    out, saved = io.StringIO(), (sys.argv, os.getcwd(), list(sys.path))
+    try:
+        os.chdir(REPO)
+        sys.argv = argv[1:]
+        sys.path.insert(0, str(REPO / "scripts"))
+        with contextlib.redirect_stdout(out):
+            runpy.run_path(str(REPO / argv[1]), run_name="__main__")
+    except SystemExit as stop:
+        if stop.code not in (None, 0):
+            raise SystemExit(f"table marker {command!r} failed: {stop.code}") from None
+    finally:
+        sys.argv, cwd, sys.path[:] = saved[0], saved[1], saved[2]
+        os.chdir(cwd)
+    return out.getvalue()
 
 
 def tables(text: str) -> list[tuple[str, str]]:
