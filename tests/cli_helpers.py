@@ -51,7 +51,7 @@ def one_line_error(result: Result, *needles: str, code: int = 1) -> str:
     return lines[0]
 
 
-def cli_bounded(*args, timeout: float = 120, memory: int = 1 << 30) -> subprocess.CompletedProcess:
+def cli_bounded(*args, timeout: float = 120, memory: int = 2 << 30) -> subprocess.CompletedProcess:
     """``gflkit ARGS`` in its own process, of at most ``memory`` bytes of address space and ``timeout`` seconds.
 
     For inputs that a regression would make hang (a pipe) or read without end (``/dev/zero``).
