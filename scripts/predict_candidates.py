@@ -16,13 +16,18 @@ pages, Wikipedia chameleon and squirrel, features reduced to 128 dimensions by
 the same truncated SVD ``preprocess`` fits, chameleon and squirrel traffic in 5
 quantile classes) and the test graphs of the small synthetic family (``synthetic``,
 seed 0), where a GFL run trained on the family's train graphs (``--steps``) adds
-the run's candidates (``model``, ``model+lp``, ``model+cs``). ``karate``:
-Zachary's karate club (no features; the two clubs).
+the run's candidates (``model``, ``model+lp``, ``model+cs``); ``synthetic-default``:
+the same with the default family (``gflkit preprocess synthetic``, seed 0: 20 test
+graphs of 3000-6000 nodes, 128 features) and a GFL run trained with training's
+defaults (``--default-steps`` to change). ``karate``: Zachary's karate club (no
+features; the two clubs).
 
     OMP_NUM_THREADS=1 python scripts/predict_candidates.py --out results/predict
 
 (``--seed 1`` draws other label sets: a check of the rule on draws it was
-not chosen on.) It writes ``records.csv`` (one row per graph, shots, draw and candidate),
+not chosen on.) ``--show`` prints auto against the run's model from
+``OUT/records.csv`` and writes nothing (the tutorial's generated table). It
+writes ``records.csv`` (one row per graph, shots, draw and candidate),
 ``summary.csv`` (per family and shots: each candidate's mean true accuracy,
 each rule's, the oracle's, the rules' regret and wrong-pick rate) and
 ``against_the_run.csv`` (auto minus the run's model, paired over graphs and
@@ -103,13 +108,19 @@ def karate() -> dgl.DGLGraph:
     return g
 
 
-def synthetic(steps: int, seed: int = 0):
-    """The small synthetic family's test graphs and a GFL run trained on its train graphs."""
-    from gflkit.data import SMALL_SPEC, make_synthetic_family
+def synthetic(steps: int | None, seed: int = 0, size: str = "small"):
+    """The test graphs of the small (``size="small"``) or the default synthetic family (``"default"``, as
+    ``gflkit preprocess synthetic`` builds it) and a GFL run trained on its train graphs (``steps``;
+    ``None``: training's default, as ``gflkit train``)."""
+    from gflkit.data import SMALL_SPEC, SyntheticSpec, make_synthetic_family
 
-    family = make_synthetic_family(replace(SMALL_SPEC), seed=seed, name="small")
-    result, _ = gflkit.train(family, train_cfg=gflkit.TrainConfig(steps=steps, seed=seed), run_dir=False,
-                             eval_split=None, progress=False, return_result=True)
+    spec = replace(SMALL_SPEC) if size == "small" else SyntheticSpec()
+    family = make_synthetic_family(spec, seed=seed, name=size, progress=False)
+    cfg = gflkit.TrainConfig(seed=seed) if steps is None else gflkit.TrainConfig(steps=steps, seed=seed)
+    result, _ = gflkit.train(family, train_cfg=cfg, run_dir=False, eval_split=None, progress=False,
+                             return_result=True)
+    _log(f"trained {int(result.history['step'].max())} steps; weights of step {result.best_step}, "
+         f"validation accuracy {100 * result.best_val:.1f}%")
     module = result.model.eval()
     graphs = [g for g, s in zip(family.graphs, family.splits) if s == "test"]
     return graphs, module
@@ -281,23 +292,32 @@ def main() -> None:
     parser.add_argument("--shots", default="1,3,5,10")
     parser.add_argument("--draws", type=int, default=4)
     parser.add_argument("--steps", type=int, default=200, help="training steps of the synthetic family's run")
+    parser.add_argument("--default-steps", type=int, default=None,
+                        help="training steps of the synthetic-default family's run (default: training's default)")
     parser.add_argument("--families", default="karate,synthetic,cora,citeseer,facebook,chameleon,squirrel")
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--seed", type=int, default=0, help="seed of the label draws (the run's is 0)")
     parser.add_argument("--from-records", action="store_true", help="rewrite the tables from OUT/records.csv")
+    parser.add_argument("--show", action="store_true",
+                        help="print auto against the run's model from OUT/records.csv, writing nothing")
     args = parser.parse_args()
+    if args.show:
+        return sys.stdout.write(paired_markdown(against_the_run(pd.read_csv(args.out / "records.csv").round(4))))
     if args.from_records:
         return write(pd.read_csv(args.out / "records.csv"), args.out, rewrite=False)
     torch.manual_seed(0)
     shots = [int(s) for s in args.shots.split(",")]
     families = args.families.split(",")
     graphs: dict[str, list] = {}
-    module = None
+    modules: dict = {}
     if "karate" in families:
         graphs["karate"] = [karate()]
     if "synthetic" in families:
         _log("training the synthetic family's run")
-        graphs["synthetic"], module = synthetic(args.steps)
+        graphs["synthetic"], modules["synthetic"] = synthetic(args.steps)
+    if "synthetic-default" in families:
+        _log("building the default synthetic family and training its run")
+        graphs["synthetic-default"], modules["synthetic-default"] = synthetic(args.default_steps, size="default")
     if any(f in families for f in ("cora", "citeseer", "facebook", "chameleon", "squirrel")):
         real = real_graphs(args.data)
         graphs.update({k: [v] for k, v in real.items() if k in families})
@@ -306,8 +326,7 @@ def main() -> None:
         for gid, g in enumerate(graphs.get(family, [])):
             for k in shots:
                 _log(f"{family} graph {gid}: {k} labels per class")
-                rows += one_graph(family, g, gid, k, args.draws, module if family == "synthetic" else None,
-                                  args.seed)
+                rows += one_graph(family, g, gid, k, args.draws, modules.get(family), args.seed)
     write(pd.DataFrame(rows), args.out)
 
 

@@ -109,3 +109,22 @@ def test_rule_check_reads_the_orders_from_the_csvs(tmp_path, capsys):
     rule_check.main(["--table2", str(tmp_path), "--details", *table3])
     lines = [line for line in capsys.readouterr().out.splitlines() if "transfer head" in line]
     assert len(lines) == 7 and all(line.endswith("| no |") for line in lines)
+
+
+def test_predict_candidates_show_prints_auto_against_the_run_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        predict_candidates = _script("predict_candidates")
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    rows = []
+    for graph, (auto, model_acc, lp_acc) in enumerate([("model", 0.8, 0.5), ("lp", 0.7, 0.6)]):
+        for name, acc in (("model", model_acc), ("lp", lp_acc)):
+            rows.append({"family": "f", "graph": graph, "shots": 3, "draw": 0, "candidate": name,
+                         "true_accuracy": acc, "pick_one_se": name == auto})
+    pd.DataFrame(rows).to_csv(tmp_path / "records.csv", index=False)
+    monkeypatch.setattr(sys, "argv", ["predict_candidates.py", "--show", "--out", str(tmp_path)])
+    predict_candidates.main()
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2].startswith("| f | 3 | 2 | -5.0 |")  # (0 - 10) / 2 points
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["records.csv"]
