@@ -105,6 +105,9 @@ ESTIMATE_REPEATS = 3
 #: (:mod:`gflkit.prediction.selection`), and how many paired standard errors count as a tie.
 PREDICT_ORDER = ("model", "model+lp", "ridge-sgc", "lp", "centroid-sgc", "cs", "model+cs", "ridge", "centroid")
 PREDICT_TOLERANCE = 1.0
+#: How far (balanced accuracy) the best estimate must also be ahead of an earlier candidate for ``auto`` to leave
+#: it, with 3 labels per class; it shrinks with the square of the labels per class (``selection.margin``).
+PREDICT_MARGIN = 0.25
 #: Thresholds of predict's feature-shift warnings (``gflkit.prediction.diagnostics``): mean shift in training
 #: standard deviations, typical factor of the spread, all-zero rows above the training share.
 MEAN_SHIFT_LIMIT = 0.5

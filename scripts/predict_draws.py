@@ -29,7 +29,7 @@ import pandas as pd
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from predict_candidates import _log, karate, one_graph, synthetic  # noqa: E402
+from predict_candidates import _log, karate, one_graph, synthetic, with_auto  # noqa: E402
 
 #: Points of true accuracy within which auto counts as matching the best candidate.
 MARGIN = 5.0
@@ -48,10 +48,10 @@ def shifted_graph():
 
 
 def per_draw(records: pd.DataFrame) -> pd.DataFrame:
-    """One row per graph and draw: auto's (``pick_one_se``) pick and true accuracy against the best candidate's."""
+    """One row per graph and draw: auto's (``pick_auto``) pick and true accuracy against the best candidate's."""
     rows = []
-    for (family, shots, draw), r in records.groupby(["family", "shots", "draw"], sort=False):
-        auto = r[r.pick_one_se].iloc[0]
+    for (family, shots, draw), r in with_auto(records).groupby(["family", "shots", "draw"], sort=False):
+        auto = r[r.pick_auto].iloc[0]
         best = r.loc[r.true_accuracy.idxmax()]
         regret = 100 * (best.true_accuracy - auto.true_accuracy)
         rows.append({"family": family, "shots": shots, "draw": draw, "auto": auto.candidate,

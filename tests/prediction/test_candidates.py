@@ -13,7 +13,7 @@ from gflkit.graphs import prepare_graph  # noqa: E402
 from gflkit.prediction.candidates import (CorrectAndSmooth, LabelPropagation, NearestCentroid,  # noqa: E402
                                           RidgeClassifier, ridge_weights, scaled_features)
 from gflkit.prediction.diagnostics import Estimate  # noqa: E402
-from gflkit.prediction.selection import ORDER, choose, paired_gap  # noqa: E402
+from gflkit.prediction.selection import MARGIN, ORDER, TOLERANCE, choose, margin, paired_gap  # noqa: E402
 
 EDGES = [(0, 1), (1, 2), (0, 2), (2, 3), (3, 4), (4, 5), (3, 5)]  # two triangles joined by one edge
 FEAT = np.array([[1.0, 0.2], [0.9, 0.1], [0.7, 0.4], [0.1, 0.9], [0.2, 1.0], [0.0, 0.8]], dtype=np.float32)
@@ -145,6 +145,22 @@ def test_auto_prefers_the_earlier_candidate_within_one_standard_error():
     assert choose(close, [first, later], tolerance=0)[0] == later  # the plain maximum
     none = {first: Estimate(None, None, {}, {"a": 1}), later: Estimate(None, None, {}, {"a": 1})}
     assert "no estimate" in choose(none, [first, later])[1]
+
+
+def test_auto_keeps_the_earlier_candidate_within_a_margin_that_shrinks_with_the_labels():
+    first, later = ORDER[0], ORDER[3]
+    assert margin(3) == MARGIN and margin(3) > margin(5) > margin(10) > 0
+    # 3 labels per class, 4 classes: the later one 16.7 points ahead, more than a standard error
+    three = {first: _estimate([1] * 10 + [0] * 2, per_class=3), later: _estimate([1] * 12, per_class=3)}
+    assert paired_gap(three[later], three[first]) > TOLERANCE and 1 - 10 / 12 < margin(3)
+    chosen, why, _ = choose(three, [first, later])
+    assert chosen == first and f"or {100 * margin(3):.1f} points" in why
+    assert choose(three, [first, later], margin_of=None)[0] == later  # standard errors alone leave it
+    wide = {first: _estimate([1] * 6 + [0] * 6, per_class=3), later: _estimate([1] * 12, per_class=3)}
+    assert choose(wide, [first, later])[0] == later  # 50 points ahead: beyond the margin
+    # the same shares with 10 labels per class: the margin is small, the later one is chosen
+    ten = {first: _estimate(([1] * 8 + [0] * 2) * 4, per_class=10), later: _estimate([1] * 40, per_class=10)}
+    assert choose(ten, [first, later])[0] == later
 
 
 def test_scoring_some_rows_equals_the_rows_of_all():
