@@ -19,8 +19,9 @@ CHUNK = 1 << 18
 
 
 def flat_support(support: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Support ids of all classes in one vector, and their classes. Shapes: ``(S,)``, ``(S,)``."""
-    ids = torch.cat(list(support))
+    """Support ids of all classes in one vector, and their classes (``support`` may hold tensors or lists of
+    ids). Shapes: ``(S,)``, ``(S,)``."""
+    ids = torch.cat([torch.as_tensor(s, dtype=torch.int64) for s in support])
     target = torch.cat([torch.full((len(s),), c, dtype=torch.int64) for c, s in enumerate(support)])
     return ids, target
 

@@ -44,6 +44,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..models.support_sets import flat_support
 from ..names import REFINE_ALPHA, REFINE_STEPS
 from ..nn.conv import propagate
 from ..refine import RefineConfig, correct_and_smooth, label_propagation, refine_nodes, stacked_rows
@@ -61,17 +62,10 @@ LP_STEPS = 50
 RIDGE_PENALTY = 1.0
 
 
-def _targets(support: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-    """All support ids and their classes: ``(S,)``, ``(S,)``."""
-    nodes = torch.cat([torch.as_tensor(t, dtype=torch.int64) for t in support])
-    target = torch.cat([torch.full((len(t),), c, dtype=torch.int64) for c, t in enumerate(support)])
-    return nodes, target
-
-
 def _stacked_targets(supports: Sequence[Sequence[torch.Tensor]]) -> tuple[torch.Tensor, torch.Tensor]:
-    """:func:`_targets` of ``F`` support sets side by side: rows of an ``(N, F, C)`` block
-    (:func:`~gflkit.refine.stacked_rows`) and their classes, ``(sum S_f,)`` each."""
-    pairs = [_targets(support) for support in supports]
+    """:func:`~gflkit.models.support_sets.flat_support` of ``F`` support sets side by side: rows of an
+    ``(N, F, C)`` block (:func:`~gflkit.refine.stacked_rows`) and their classes, ``(sum S_f,)`` each."""
+    pairs = [flat_support(support) for support in supports]
     return stacked_rows([nodes for nodes, _ in pairs]), torch.cat([target for _, target in pairs])
 
 
@@ -190,7 +184,7 @@ class RidgeClassifier:
                      nodes: torch.Tensor | None = None) -> torch.Tensor:
         """Scores of every node, or of ``nodes`` only (``(len(nodes), C)``)."""
         z = self.shared_embeddings(g) if z is None else z  # (N, d)
-        labelled, target = _targets(support)
+        labelled, target = flat_support(support)
         y = F.one_hot(target, len(support)).float()
         w, alpha = ridge_weights(z[labelled], y, self.penalty)
         w = (w.T @ alpha if alpha is not None else w).to(z.dtype)  # (d + 1, C): solved in float64, applied as z
@@ -256,7 +250,7 @@ class RunModel:
         scores = self.model_scores(g, support, z)
         if not self.refine.active:
             return scores.cpu()
-        nodes, target = _targets(support)
+        nodes, target = flat_support(support)
         with torch.no_grad():
             return _log_probs(refine_nodes(g, scores, nodes, target, self.refine).cpu())
 
