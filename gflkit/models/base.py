@@ -45,6 +45,11 @@ class FewShotModel(nn.Module):
       graph by graph, so the engine batches graphs without copying them.
     * ``needs_prepare``: :meth:`prepare` computes ahead, from a batch alone, what
       the training pass reads besides the parameters.
+    * ``steps_in_parts``: :meth:`step_loss` is the mean of the graphs' own losses,
+      reads the parameters without rebinding them (no ``functional_call``) and draws
+      nothing from the global random generators, so the training loop may compute a
+      meta-batch in parts side by side (:func:`gflkit.training._engine.graph_mean_loss`;
+      dropout, which draws, turns the parts off by itself).
 
     **Methods**: :meth:`class_scores` is the one scoring method (evaluation
     takes the queries' rows, prediction every node's); the others have defaults
@@ -67,6 +72,7 @@ class FewShotModel(nn.Module):
     head_classes: bool = False
     takes_feature_parts: bool = False
     needs_prepare: bool = False
+    steps_in_parts: bool = False
 
     def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor], z: torch.Tensor | None = None, *,
                      nodes: torch.Tensor | None = None) -> torch.Tensor:

@@ -42,6 +42,7 @@ class GCNClassifier(TransferBaseline):
     """
 
     name = "gcn-classifier"
+    steps_in_parts = True
     embeds = True
 
     def __init__(self, in_feats: int, num_classes: int, *, hidden_feats: int = 32, out_feats: int = 32,

@@ -375,6 +375,12 @@ class GMeta(TransferBaseline):
                   for zs_, zq, plan in zip(zs[:len(plans)], zs[len(plans):], plans)]
         return torch.stack(losses).mean()
 
+    @property
+    def steps_in_parts(self) -> bool:
+        """With the GCN encoder the meta-batch may go in parts side by side (the other encoders go
+        through ``functional_call``, which rebinds the parameters)."""
+        return self._blocks_gcn()
+
     def _blocks_gcn(self) -> bool:
         """Whether the encoder is the plain two-layer GCN that :func:`_blocked_gcn` computes."""
         enc = self.encoder
