@@ -19,6 +19,7 @@ from torch import nn
 from torch.func import functional_call
 
 from ...episodes import Episode
+from ...graphs import receptive_field
 from ...nn import GCNEncoder
 from ..support_sets import check_head_classes, flat_support
 from .base import TransferBaseline
@@ -27,6 +28,9 @@ from .common import support_targets
 __all__ = ["MAML"]
 
 Params = dict[str, torch.Tensor]
+
+#: Graph convolutions of the network: the hops a node's output reads.
+HOPS = 2
 
 
 class MAML(TransferBaseline):
@@ -92,8 +96,16 @@ class MAML(TransferBaseline):
     def _adapt(self, g: dgl.DGLGraph, ids: torch.Tensor, target: torch.Tensor, steps: int | None = None,
                create_graph: bool = False, final_loss: bool = True) -> tuple[Params, list[float]]:
         """:meth:`adapt` on the nodes ``ids`` of classes ``target``; ``final_loss=False`` skips the
-        loss after the last step."""
+        loss after the last step.
+
+        The support loss reads the network's outputs at ``ids`` alone, so the inner steps run on
+        their receptive field (:func:`~gflkit.graphs.receptive_field`, two hops for the two GCN
+        layers): the same outputs from the few hundred nodes near the support set.
+        """
         steps = self.options["test_steps"] if steps is None else steps
+        field = receptive_field(g, ids, HOPS)
+        if field is not None:
+            g, ids = field
         params: Params = dict(self.named_parameters())
         losses = []
         for _ in range(steps):
