@@ -35,7 +35,10 @@ class FewShotModel(nn.Module):
     * ``shares_embeddings``: :meth:`class_scores` takes ``z``, computed once per
       graph by :meth:`shared_embeddings` for all its support sets.
     * ``adapts``: :meth:`class_scores` trains on the support set (it needs
-      gradients, and runs on the calling thread).
+      gradients, and runs on the calling thread unless ``adapts_in_threads``).
+    * ``adapts_in_threads``: an adapting model whose :meth:`class_scores` neither
+      rebinds its parameters nor draws random numbers, so graphs may be scored
+      side by side.
     * ``uses_support``: :meth:`class_scores` reads the support set; a model
       that does not (zero-shot) scores the classes it was trained with, and so
       cannot predict on a new graph.
@@ -68,6 +71,7 @@ class FewShotModel(nn.Module):
     embeds: bool = False
     shares_embeddings: bool = False
     adapts: bool = False
+    adapts_in_threads: bool = False
     uses_support: bool = True
     head_classes: bool = False
     takes_feature_parts: bool = False

@@ -215,3 +215,18 @@ def test_cli_train_evaluate_predict_embed(root, tmp_path):
     assert np.allclose(table.filter(like="score_").to_numpy().sum(1), 1.0, atol=1e-3)
     emb = csv_table(invoke("embed", run, *graph))
     assert len(emb) == g.num_nodes() and emb.shape[1] == 1 + 32 and np.isfinite(emb.iloc[:, 1:].to_numpy()).all()
+
+
+def test_graphs_scored_side_by_side_give_the_records_of_one_thread(small_family, torch_threads):
+    from gflkit.evaluation.scoring import graph_records
+
+    torch.manual_seed(0)
+    model = TRANSFER["gmeta"](small_family.feat_size, small_family.num_classes, **LIGHT).eval()
+    assert model.adapts and model.adapts_in_threads
+    assert not TRANSFER["gmeta"](small_family.feat_size, small_family.num_classes, encoder="gin").adapts_in_threads
+    sampler = EpisodeSampler(small_family, "test", EPISODES, seed=0)
+    records = []
+    for threads in (1, 2):
+        torch_threads(threads)
+        records.append(graph_records(model, sampler, 2, GraphCache(small_family)))
+    pd.testing.assert_frame_equal(records[0], records[1])

@@ -306,9 +306,11 @@ class GMeta(TransferBaseline):
         """
         params: Params = dict(self.encoder.named_parameters())
         losses = []
+        blocked = self._blocks_gcn()  # no functional_call: the parameters are never rebound
+        graph = (support.graph, support.symmetric)
         with torch.enable_grad():
             for _ in range(steps):
-                z = self._centres(params, support)
+                z = _blocked_gcn([params], graph, [support])[0] if blocked else self._centres(params, support)
                 loss = F.cross_entropy(neg_sq_distances(z, prototypes(z, target, num_classes)), target)
                 grads = torch.autograd.grad(loss, list(params.values()), create_graph=create_graph)
                 params = {name: p - self.options["inner_lr"] * d for (name, p), d in zip(params.items(), grads)}
@@ -377,9 +379,11 @@ class GMeta(TransferBaseline):
 
     @property
     def steps_in_parts(self) -> bool:
-        """With the GCN encoder the meta-batch may go in parts side by side (the other encoders go
-        through ``functional_call``, which rebinds the parameters)."""
+        """With the GCN encoder the meta-batch may go in parts side by side, and graphs be scored side
+        by side (the other encoders go through ``functional_call``, which rebinds the parameters)."""
         return self._blocks_gcn()
+
+    adapts_in_threads = steps_in_parts
 
     def _blocks_gcn(self) -> bool:
         """Whether the encoder is the plain two-layer GCN that :func:`_blocked_gcn` computes."""
