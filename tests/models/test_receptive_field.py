@@ -1,4 +1,4 @@
-"""MAML's inner loop on the receptive field of the support set."""
+"""MAML and All-Graph-Finetune adapt on the receptive field of the support set."""
 from __future__ import annotations
 
 import dgl
@@ -52,3 +52,17 @@ def test_maml_adapts_on_the_field_as_on_the_whole_graph(small_family):
     assert field_losses == pytest.approx(graph_losses, rel=1e-6)
     for name in on_field:
         torch.testing.assert_close(on_field[name], on_graph[name], rtol=1e-5, atol=1e-7)
+
+
+def test_agf_finetunes_on_the_field_as_on_the_whole_graph(small_family):
+    torch.manual_seed(0)
+    model = TRANSFER["agf"](small_family.feat_size, small_family.num_classes, finetune_steps=5)
+    assert model.adapts_in_threads and not TRANSFER["agf"](8, 4, dropout=0.5).adapts_in_threads
+    sampler = EpisodeSampler(small_family, "test", EpisodeConfig(k_shot=5), seed=0)
+    gid = sampler.graph_ids[0]
+    g = GraphCache(small_family)[gid]
+    ids, target = support_targets(sampler.episode(gid, 0))
+    on_field = model._finetuned_logits(g, ids, target)
+    bare = dgl.graph(g.edges(), num_nodes=g.num_nodes())  # no stored normalisation: the whole graph
+    bare.ndata["feat"] = g.ndata["feat"]
+    torch.testing.assert_close(on_field, model._finetuned_logits(bare, ids, target), rtol=1e-5, atol=1e-6)
