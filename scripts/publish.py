@@ -81,6 +81,12 @@ def tables(text: str) -> list[tuple[str, str]]:
     return [(m.group(2), m.group(3)) for pattern in (BLOCK, VALUE) for m in pattern.finditer(text)]
 
 
+def output(command: str) -> str:
+    """What belongs between a marker's comments: its command's output, without the final newline of a value."""
+    text = run(command)
+    return text if text.count("\n") > 1 else text.rstrip("\n")
+
+
 def regenerate(text: str) -> str:
     """The page with every marked table and value replaced by its command's output."""
     text = BLOCK.sub(lambda m: m.group(1) + run(m.group(2)) + m.group(4), text)

@@ -35,7 +35,7 @@ def test_results_tables_are_marked():
 
 @pytest.mark.parametrize("page,command,text", MARKED, ids=[f"{p}:{i}" for i, (p, _, _) in enumerate(MARKED)])
 def test_published_table_is_its_command_output(page, command, text):
-    assert publish.run(command) == text, f"{page}: rerun python scripts/publish.py ({command})"
+    assert publish.output(command) == text, f"{page}: rerun python scripts/publish.py ({command})"
 
 
 def _compare_csv(path: Path, p_values: list[float], lo: list[float]) -> None:
@@ -128,3 +128,35 @@ def test_predict_candidates_show_prints_auto_against_the_run_and_writes_nothing(
     lines = capsys.readouterr().out.splitlines()
     assert lines[2].startswith("| f | 3 | 2 | -5.0 |")  # (0 - 10) / 2 points
     assert sorted(p.name for p in tmp_path.iterdir()) == ["records.csv"]
+
+
+TYPED = REPO / "tests" / "typed_numbers.csv"
+
+
+def test_typed_numbers_finds_prose_and_typed_tables_only():
+    page = ("Protonet reaches 71.3% here.\n| a | 0.25 |\n`--lr 0.01` and Python 3.11\n"
+            "```\n93.5 in a code block\n```\n"
+            "<!-- table: python scripts/x.py -->\n| 88.1 |\n<!-- end table -->\n"
+            "GFL <!-- value: python scripts/value.py a.csv --column accuracy -->76.4<!-- end value -->"
+            " and 12 graphs.\n")
+    assert publish.typed_numbers(page) == ["71.3%", "0.25"]
+
+
+def test_no_number_is_typed_beyond_the_list_of_those_still_typed():
+    # The list only shrinks: a page may lose typed numbers, never gain one. A result belongs in a generated
+    # table or value (docs/contributing.md, "How numbers are published").
+    allowed = {(r.page, str(r.number)): r.count for r in pd.read_csv(TYPED, dtype={"number": str}).itertuples()}
+    found = publish.typed_inventory(publish.pages())
+    extra = [f"{page}: {number} ({n} typed, {allowed.get((page, number), 0)} allowed)"
+             for (page, number), n in sorted(found.items()) if n > allowed.get((page, number), 0)]
+    assert not extra, "numbers typed by hand; generate them (scripts/publish.py):\n" + "\n".join(extra)
+
+
+def test_value_marker_is_rewritten(tmp_path):
+    csv = tmp_path / "r.csv"
+    pd.DataFrame({"model": ["gfl", "protonet"], "aggregator": ["mean", None], "accuracy": [76.44, 73.1]}).to_csv(
+        csv, index=False)
+    command = f"python scripts/value.py {csv} --where model=gfl-mean --column accuracy"
+    text = f"GFL <!-- value: {command} -->0<!-- end value -->%"
+    assert publish.regenerate(text) == text.replace("-->0<", "-->76.4<")
+    assert publish.tables(text) == [(command, "0")]

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import GFLError
+from ..evaluation.tables import P_ADJUSTED, SHOWN_BELOW
 from ..names import display_name
 from .figures import color_of, figure_format, new_figure, save_figure
 from .rows import _aggregate, _series_order, _source, read_results, series_key
@@ -139,12 +140,12 @@ def heatmap_figure(path, x: str, y: str, model: str | None = None, value: str = 
     x_at, y_at = _positions(xs), _positions(ys)
     grid = np.full((len(ys), len(xs)), np.nan)
     sure = np.zeros_like(grid, dtype=bool)
+    adjusted = P_ADJUSTED in rows.columns and rows[P_ADJUSTED].notna().any()
     for _, row in rows.iterrows():
         i, j = y_at[row[y]], x_at[row[x]]
         grid[i, j] = float(row["accuracy"])
-        if value == "delta" and {"delta_lo", "delta_hi"} <= set(row.index):
-            lo, hi = float(row["delta_lo"]), float(row["delta_hi"])
-            sure[i, j] = lo > 0 or hi < 0
+        if value == "delta":
+            sure[i, j] = _shown(row, adjusted)
     fig = new_figure(2.0 + 1.0 * len(xs) + 1.2, 1.4 + 0.8 * len(ys))
     ax = fig.subplots()
     if value == "delta":
@@ -169,8 +170,21 @@ def heatmap_figure(path, x: str, y: str, model: str | None = None, value: str = 
     ax.set_title(display_name(model), fontsize="medium")
     fig.colorbar(image, ax=ax, label=_value_label(rows, value))
     if value == "delta":
-        fig.supxlabel("* and bold: the 95% interval of the delta excludes 0", fontsize="x-small", color="0.35")
+        fig.supxlabel("* and bold: shown, the p-value adjusted over the file's comparisons below 0.05" if adjusted
+                      else "* and bold: the unadjusted 95% interval of the delta excludes 0",
+                      fontsize="x-small", color="0.35")
     return fig
+
+
+def _shown(row: pd.Series, adjusted: bool) -> bool:
+    """Whether a cell's delta is marked: its adjusted p-value (the ``p_adjusted`` column that compare, ablate
+    and sweep write) below 0.05 when the file has one, else its unadjusted 95% interval excluding 0 (older
+    files)."""
+    if adjusted:
+        return bool(row[P_ADJUSTED] < SHOWN_BELOW)
+    if {"delta_lo", "delta_hi"} <= set(row.index):
+        return bool(row["delta_lo"] > 0 or row["delta_hi"] < 0)
+    return False
 
 
 def plot_heatmap(path, output: str | os.PathLike, *, x: str, y: str, model: str | None = None,
