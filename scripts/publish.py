@@ -22,8 +22,9 @@ text differs from its command's output.
 
 ``--typed`` prints, as CSV (``page,number,count``), every number written by
 hand: a number with a decimal point or a percent sign outside the generated
-blocks, code blocks and inline code, and not a software version
-(:func:`typed_numbers`). ``tests/typed_numbers.csv`` holds what is still
+blocks, code blocks and inline code, and not a software version, an
+interval's level (``95% interval``) or the threshold of "shown" (``below
+0.05``) (:func:`typed_numbers`). ``tests/typed_numbers.csv`` holds what is still
 typed; the test fails when a page holds a typed number beyond that list.
 """
 from __future__ import annotations
@@ -44,9 +45,11 @@ BLOCK = re.compile(r"(<!-- table: (.+?) -->\n)(.*?)(<!-- end table -->)", re.S)
 VALUE = re.compile(r"(<!-- value: (.+?) -->)(.*?)(<!-- end value -->)", re.S)
 FENCE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1", re.S | re.M)
 INLINE_CODE = re.compile(r"`[^`\n]*`")
-#: Not results: a link target, an HTML comment or tag, and a software version (``Python 3.10``, ``torch 2.13``).
+#: Not results: a link target, an HTML comment or tag, a software version (``Python 3.10``, ``torch 2.13``),
+#: the level of an interval (``95% interval``) and the threshold of "shown" (``below 0.05``): definitions.
 NOT_PROSE = re.compile(r"\]\([^)]*\)|<!--.*?-->|<[^>]+>"
-                       r"|\b(?:Python|PyTorch|torch|DGL|dgl|NumPy|numpy|SciPy|scipy|version|v)\s?\d+(?:\.\d+)+")
+                       r"|\b(?:Python|PyTorch|torch|DGL|dgl|NumPy|numpy|SciPy|scipy|version|v)\s?\d+(?:\.\d+)+"
+                       r"|\b95% (?:t )?(?:confidence )?interval|\bbelow 0\.05\b")
 NUMBER = re.compile(r"(?<![\w.])\d*\.\d+%?|(?<![\w.])\d+%")
 
 
@@ -98,7 +101,7 @@ def typed_numbers(text: str) -> list[str]:
 
     Generated tables and values, fenced code blocks, inline code (commands
     and settings such as ```--lr 0.01```), link targets, HTML comments and
-    software versions are left out; whatever else is a number of that form.
+    software versions, interval levels and the 0.05 threshold are left out; whatever else of that form is kept.
     """
     blank = lambda m: "\n" * m.group(0).count("\n")  # noqa: E731  (keeps line breaks, so fences pair up)
     for pattern in (BLOCK, VALUE, FENCE):
