@@ -42,7 +42,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(r"(<!-- table: (.+?) -->\n)(.*?)(<!-- end table -->)", re.S)
-VALUE = re.compile(r"(<!-- value: (.+?) -->)(.*?)(<!-- end value -->)", re.S)
+VALUE = re.compile(r"(<!-- value: ([^\n]+?) -->)([^\n<`]*)(<!-- end value -->)")  # on one line, not in code
 FENCE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1", re.S | re.M)
 INLINE_CODE = re.compile(r"`[^`\n]*`")
 #: Not results: a link target, an HTML comment or tag, a software version (``Python 3.10``, ``torch 2.13``),

@@ -160,3 +160,65 @@ def test_value_marker_is_rewritten(tmp_path):
     text = f"GFL <!-- value: {command} -->0<!-- end value -->%"
     assert publish.regenerate(text) == text.replace("-->0<", "-->76.4<")
     assert publish.tables(text) == [(command, "0")]
+
+
+def test_rule_check_held_out_shows_an_order_only_from_the_paired_records(tmp_path, capsys):
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        rule_check = _script("rule_check")
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    # lp below Protonet (clear features); the transfer head 10 points above every few-shot model on every unit
+    means = {"gfl-mean": 0.70, "protonet": 0.70, "transfer-head": 0.80, "agf": 0.60, "lp": 0.50, "tlp": 0.55,
+             "tlp-sup": 0.56, "gpn": 0.65}
+    for name in rule_check.HELD_OUT:
+        rows, records = [], []
+        for key, acc in means.items():
+            model, _, agg = key.partition("-") if key == "gfl-mean" else (key, "", "")
+            rows.append({"model": model, "aggregator": agg or None, "accuracy": 100 * acc,
+                         "reference": None if key == "gfl-mean" else "gfl-mean",
+                         "delta": None if key == "gfl-mean" else 100 * (acc - 0.70), "p_adjusted": 0.5})
+            records += [{"row": key, "seed": s, "graph_id": g, "episode": e,
+                         "accuracy": acc + 0.01 * ((s + 2 * g + e + len(key)) % 3) * (key != "transfer-head")}
+                        for s in range(3) for g in range(4) for e in range(2)]
+        pd.DataFrame(rows).to_csv(tmp_path / f"{name}.csv", index=False)
+        pd.DataFrame(records).to_csv(tmp_path / f"{name}_records.csv", index=False)
+    rule_check.main(["--held-out", "--rule-dir", str(tmp_path)])
+    lines = capsys.readouterr().out.splitlines()
+    first = [line for line in lines if "transfer head" in line and "Transfer head above" in line]
+    assert len(first) == len(rule_check.HELD_OUT) and all(line.endswith("| yes | yes |") for line in first)
+    protonet = [line for line in lines if "Protonet above GFL-mean" in line]
+    assert protonet and all(line.endswith("| yes | no |") for line in protonet)  # a hit by means, not shown
+    (tmp_path / "citeseer_xnet_records.csv").unlink()
+    with pytest.raises(SystemExit, match="citeseer_xnet_records.csv"):
+        rule_check.main(["--held-out", "--rule-dir", str(tmp_path)])
+
+
+def test_paired_rows_bold_by_the_adjusted_p_value_of_their_own_file(tmp_path, capsys):
+    csv = tmp_path / "sweep.csv"
+    _compare_csv(csv, [0.01, 0.04], [-1.0, -0.5])  # Holm: 0.01 x 2 and 0.04 x 1, both below 0.05
+    df = pd.read_csv(csv).assign(prob_improvement=0.5, dataset="d")
+    df.to_csv(csv, index=False)
+    markdown_table.main(["--paired", "family=dataset;model", str(csv)])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("| family | model | accuracy |") and lines[2].startswith("| d | GFL-mean | 80.00 |  |")
+    assert [line.count("**") for line in lines[3:]] == [2, 2]
+    _compare_csv(csv, [0.01, 0.04, 0.9], [-1.0, -0.5, 0.1])  # now 0.04 x 2 = 0.08: not shown
+    pd.read_csv(csv).assign(prob_improvement=0.5, dataset="d").to_csv(csv, index=False)
+    markdown_table.main(["--paired", "family=dataset;model", str(csv)])
+    assert [line.count("**") for line in capsys.readouterr().out.splitlines()[3:]] == [2, 0, 0]
+
+
+def test_value_needs_one_matching_row_unless_asked_to_summarise(tmp_path, capsys):
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        value = _script("value")
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    csv = tmp_path / "c.csv"
+    pd.DataFrame({"method": ["a", "a", "b"], "delta": [0.9, 0.95, 0.5]}).to_csv(csv, index=False)
+    with pytest.raises(SystemExit, match="2 rows match method=a"):
+        value.main([str(csv), "--where", "method=a", "--column", "delta"])
+    value.main([str(csv), "--where", "method=a", "--column", "delta", "--agg", "max", "--scale", "100"])
+    value.main([str(csv), "--where", "method=b", "--column", "delta", "--format", ".2f"])
+    assert capsys.readouterr().out.split() == ["95.0", "0.50"]
