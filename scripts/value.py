@@ -3,8 +3,8 @@
     python scripts/value.py CSV --where COL=VALUE [--where ...] --column COL [--minus COL] [--scale 100] [--format .1f]
     python scripts/value.py CSV --where COL=VALUE --column COL --agg min
 
-The rows matching every ``--where`` (a ``model`` condition matches the row
-key, e.g. ``gfl-mean``) must be exactly one; its ``--column``, minus the
+The rows matching every ``--where`` (``COL!=VALUE`` excludes; a ``model``
+condition matches the row key, e.g. ``gfl-mean``) must be exactly one; its ``--column``, minus the
 ``--minus`` column if given, times ``--scale``, is printed with ``--format``.
 With ``--agg min|max|mean`` any number of matching rows (at least one) are
 summarised instead.
@@ -27,8 +27,10 @@ def pick(df: pd.DataFrame, where: list[str], many: bool = False) -> pd.DataFrame
     keep = pd.Series(True, index=df.index)
     for condition in where:
         column, _, value = condition.partition("=")
+        negate = column.endswith("!")
+        column = column.rstrip("!")
         cells = df.apply(row_key, axis=1) if column == "model" else df[column].astype(str)
-        keep &= cells == value
+        keep &= (cells != value) if negate else (cells == value)
     if keep.sum() == 0 or (keep.sum() > 1 and not many):
         raise SystemExit(f"value.py: {keep.sum()} rows match {' and '.join(where) or 'no condition'}; need one")
     return df[keep]
