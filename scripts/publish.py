@@ -45,6 +45,8 @@ BLOCK = re.compile(r"(<!-- table: (.+?) -->\n)(.*?)(<!-- end table -->)", re.S)
 VALUE = re.compile(r"(<!-- value: ([^\n]+?) -->)([^\n<`]*)(<!-- end value -->)")  # on one line, not in code
 FENCE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1", re.S | re.M)
 INLINE_CODE = re.compile(r"`[^`\n]*`")
+#: A value marker that opens a line: Markdown reads such a line as raw HTML and ends the paragraph or list there.
+VALUE_OPENS_LINE = re.compile(r"^[ \t]*<!-- value:", re.M)
 #: Not results: a link target, an HTML comment or tag, a software version (``Python 3.10``, ``torch 2.13``),
 #: the level of an interval (``95% interval``) and the threshold of "shown" (``below 0.05``): definitions.
 NOT_PROSE = re.compile(r"\]\([^)]*\)|<!--.*?-->|<[^>]+>"
@@ -88,6 +90,11 @@ def output(command: str) -> str:
     """What belongs between a marker's comments: its command's output, without the final newline of a value."""
     text = run(command)
     return text if text.count("\n") > 1 else text.rstrip("\n")
+
+
+def misplaced_values(text: str) -> list[int]:
+    """Lines (1-based) of a page that open with a value marker; keep some words before it on its line."""
+    return [text.count("\n", 0, m.start()) + 1 for m in VALUE_OPENS_LINE.finditer(text)]
 
 
 def regenerate(text: str) -> str:
@@ -146,6 +153,9 @@ def main(argv=None) -> None:
     stale = []
     for path in a.files or pages():
         text = path.read_text(encoding="utf-8")
+        if misplaced_values(text):
+            raise SystemExit(f"{path}:{misplaced_values(text)[0]}: a value marker opens the line, which Markdown "
+                             "reads as raw HTML; move a word of the sentence before it")
         new = regenerate(text)
         if new == text:
             continue

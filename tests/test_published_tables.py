@@ -222,3 +222,10 @@ def test_value_needs_one_matching_row_unless_asked_to_summarise(tmp_path, capsys
     value.main([str(csv), "--where", "method=a", "--column", "delta", "--agg", "max", "--scale", "100"])
     value.main([str(csv), "--where", "method=b", "--column", "delta", "--format", ".2f"])
     assert capsys.readouterr().out.split() == ["95.0", "0.50"]
+
+
+def test_no_value_marker_opens_a_line():
+    assert publish.misplaced_values("a\n  <!-- value: python scripts/v.py -->1<!-- end value --> b\n") == [2]
+    bad = {page.relative_to(REPO).as_posix(): publish.misplaced_values(page.read_text(encoding="utf-8"))
+           for page in publish.pages()}
+    assert not {page: lines for page, lines in bad.items() if lines}
