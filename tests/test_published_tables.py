@@ -13,9 +13,14 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _script(name: str):
+    """A script of scripts/ as a module; the folder is on the path while it loads (scripts import each other)."""
     spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
     return module
 
 
@@ -87,11 +92,7 @@ def test_check_fails_on_a_stale_table(tmp_path):
 
 
 def test_rule_check_reads_the_orders_from_the_csvs(tmp_path, capsys):
-    sys.path.insert(0, str(REPO / "scripts"))
-    try:
-        rule_check = _script("rule_check")
-    finally:
-        sys.path.remove(str(REPO / "scripts"))
+    rule_check = _script("rule_check")
     means = {"gfl": 80.0, "protonet": 78.0, "transfer-head": 85.0, "agf": 70.0, "lp": 50.0, "tlp": 60.0}
     for name in rule_check.NAMES:
         rows = [{"model": m, "aggregator": "mean" if m == "gfl" else None, "accuracy": acc, "n_seeds": 3,
@@ -112,11 +113,7 @@ def test_rule_check_reads_the_orders_from_the_csvs(tmp_path, capsys):
 
 
 def test_predict_candidates_show_prints_auto_against_the_run_and_writes_nothing(tmp_path, monkeypatch, capsys):
-    sys.path.insert(0, str(REPO / "scripts"))
-    try:
-        predict_candidates = _script("predict_candidates")
-    finally:
-        sys.path.remove(str(REPO / "scripts"))
+    predict_candidates = _script("predict_candidates")
     rows = []
     for graph, (auto, model_acc, lp_acc) in enumerate([("model", 0.8, 0.5), ("lp", 0.7, 0.6)]):
         for name, acc in (("model", model_acc), ("lp", lp_acc)):
@@ -163,11 +160,7 @@ def test_value_marker_is_rewritten(tmp_path):
 
 
 def test_rule_check_held_out_shows_an_order_only_from_the_paired_records(tmp_path, capsys):
-    sys.path.insert(0, str(REPO / "scripts"))
-    try:
-        rule_check = _script("rule_check")
-    finally:
-        sys.path.remove(str(REPO / "scripts"))
+    rule_check = _script("rule_check")
     # lp below Protonet (clear features); the transfer head 10 points above every few-shot model on every unit
     means = {"gfl-mean": 0.70, "protonet": 0.70, "transfer-head": 0.80, "agf": 0.60, "lp": 0.50, "tlp": 0.55,
              "tlp-sup": 0.56, "gpn": 0.65}
@@ -210,11 +203,7 @@ def test_paired_rows_bold_by_the_adjusted_p_value_of_their_own_file(tmp_path, ca
 
 
 def test_value_needs_one_matching_row_unless_asked_to_summarise(tmp_path, capsys):
-    sys.path.insert(0, str(REPO / "scripts"))
-    try:
-        value = _script("value")
-    finally:
-        sys.path.remove(str(REPO / "scripts"))
+    value = _script("value")
     csv = tmp_path / "c.csv"
     pd.DataFrame({"method": ["a", "a", "b"], "delta": [0.9, 0.95, 0.5]}).to_csv(csv, index=False)
     with pytest.raises(SystemExit, match="2 rows match method=a"):
