@@ -43,8 +43,9 @@ the paired difference with its interval, P(improvement), the p-value and the
 p-value adjusted over the CSV's comparisons. The family is each CSV.
 
 Any CSV's columns (``--columns LABELS``, the same syntax; ``--where COL=VALUE``
-keeps matching rows): numbers to three significant digits, for stored
-measurements that are not comparisons.
+keeps matching rows): whole numbers as they are, others from 1 up to two
+decimals and below 1 to three significant digits (:func:`measurement`), for
+stored measurements that are not comparisons.
 
 A difference is bold when it is shown: its p-value adjusted over the family
 is below 0.05. The family is the CSV the difference is read from (one
@@ -292,8 +293,18 @@ def columns_table(spec: str, paths: list[str], where: list[str]) -> str:
     for condition in where:
         column, _, value = condition.partition("=")
         df = df[df[column].astype(str) == value]
-    fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)  # noqa: E731
-    return markdown([h for h, _ in labels(spec)], [[fmt(r[c]) for _, c in labels(spec)] for _, r in df.iterrows()])
+    return markdown([h for h, _ in labels(spec)], [[measurement(r[c]) for _, c in labels(spec)]
+                                                   for _, r in df.iterrows()])
+
+
+def measurement(value) -> str:
+    """A stored measurement: a whole number as it is, from 1 up to two decimals, below 1 three significant
+    digits (``0.0518``, ``7.28e-06``), anything else as written."""
+    if not isinstance(value, float) or value != value:
+        return "" if isinstance(value, float) else str(value)
+    if value.is_integer():
+        return str(int(value))
+    return f"{value:.2f}" if abs(value) >= 1 else f"{value:.3g}"
 
 
 def main(argv=None) -> None:
