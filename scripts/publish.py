@@ -11,7 +11,7 @@ A generated table sits between two marker comments in a Markdown page::
 
 and a generated number inside a sentence between two inline ones::
 
-    Protonet reaches <!-- value: python scripts/value.py results/x.csv --row protonet -->71.3<!-- end value -->%.
+    GFL <!-- value: python scripts/value.py x.csv --where model=gfl-mean --column accuracy -->71.3<!-- end value -->
 
 The command (a ``python scripts/...`` line, run in this process from the
 repository's root; it reads stored CSVs and trains nothing) prints the
@@ -87,7 +87,7 @@ def tables(text: str) -> list[tuple[str, str]]:
 
 
 def output(command: str) -> str:
-    """What belongs between a marker's comments: its command's output, without the final newline of a value."""
+    """What belongs between a marker's comments: its command's output; a value (one line) without its newline."""
     text = run(command)
     return text if text.count("\n") > 1 else text.rstrip("\n")
 
@@ -107,7 +107,7 @@ def typed_numbers(text: str) -> list[str]:
     """Numbers written by hand in a page: with a decimal point or a percent sign, in prose or a typed table.
 
     Generated tables and values, fenced code blocks, inline code (commands
-    and settings such as ```--lr 0.01```), link targets, HTML comments and
+    and settings such as ``--lr 0.01``), link targets, HTML comments and
     software versions, interval levels and the 0.05 threshold are left out; whatever else of that form is kept.
     """
     blank = lambda m: "\n" * m.group(0).count("\n")  # noqa: E731  (keeps line breaks, so fences pair up)

@@ -170,9 +170,7 @@ def paired_orders(results: pd.DataFrame, records: dict[str, pd.DataFrame]) -> pd
 
 def held_out_markdown(out: pd.DataFrame) -> str:
     """The held-out check: one row per statement and family, then the hit rates by means and shown."""
-    def name(key: str) -> str:
-        return display_name(key)
-
+    name = display_name
     lines = ["| statement (from the synthetic maps) | family | predicted order | difference [95% interval] "
              "| p adjusted | held (means) | order shown |", "|---|---|---|---|---|---|---|"]
     for r in out.itertuples():
