@@ -118,8 +118,9 @@ def heatmap(results, x, y, model, value, output, fmt, dpi):
     carrying its family's property values as extra columns, as
     scripts/regime_map.py writes them: a cell per pair of --x and --y values,
     its delta written in it (bold with * when the delta is shown: its
-    p_adjusted below 0.05, or in a file without p_adjusted its 95% interval
-    excluding 0). --value accuracy draws the accuracy instead.
+    p_adjusted below 0.05, or its p_value adjusted by Holm over the map in a
+    file without p_adjusted, or its 95% interval excluding 0 in a file
+    without p-values). --value accuracy draws the accuracy instead.
     """
     from gflkit.plotting import regimes
 

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import GFLError
+from ..evaluation.statistics import adjust_p
 from ..evaluation.tables import P_ADJUSTED, SHOWN_BELOW
 from ..names import display_name
 from .figures import color_of, figure_format, new_figure, save_figure
@@ -128,6 +129,7 @@ def heatmap_figure(path, x: str, y: str, model: str | None = None, value: str = 
     if model not in keys:
         raise GFLError(f"{source}: no {value} rows for model {model!r} (`model={model}`); choose one of "
                        f"{', '.join(keys)}")
+    df = df.assign(shown_p=_adjusted_p(df))
     rows = df[df["key"] == model]
     _bounded(rows, x, MAX_HEATMAP_VALUES, source, "x")
     _bounded(rows, y, MAX_HEATMAP_VALUES, source, "y")
@@ -140,7 +142,7 @@ def heatmap_figure(path, x: str, y: str, model: str | None = None, value: str = 
     x_at, y_at = _positions(xs), _positions(ys)
     grid = np.full((len(ys), len(xs)), np.nan)
     sure = np.zeros_like(grid, dtype=bool)
-    adjusted = P_ADJUSTED in rows.columns and rows[P_ADJUSTED].notna().any()
+    adjusted = rows["shown_p"].notna().any()
     for _, row in rows.iterrows():
         i, j = y_at[row[y]], x_at[row[x]]
         grid[i, j] = float(row["accuracy"])
@@ -170,18 +172,28 @@ def heatmap_figure(path, x: str, y: str, model: str | None = None, value: str = 
     ax.set_title(display_name(model), fontsize="medium")
     fig.colorbar(image, ax=ax, label=_value_label(rows, value))
     if value == "delta":
-        fig.supxlabel("* and bold: shown, the p-value adjusted over the file's comparisons below 0.05" if adjusted
-                      else "* and bold: the unadjusted 95% interval of the delta excludes 0",
+        fig.supxlabel("* and bold: shown, the p-value adjusted over the map's comparisons below 0.05"
+                      if adjusted else "* and bold: the unadjusted 95% interval of the delta excludes 0",
                       fontsize="x-small", color="0.35")
     return fig
 
 
+def _adjusted_p(df: pd.DataFrame) -> pd.Series:
+    """Each row's p-value adjusted over the map's comparisons: the ``p_adjusted`` column that compare, ablate
+    and sweep write, or for an older file its ``p_value`` adjusted by Holm's method over every row read (as
+    the docs' tables adjust a map); NaN without either."""
+    if P_ADJUSTED in df.columns and df[P_ADJUSTED].notna().any():
+        return df[P_ADJUSTED].astype(float)
+    if "p_value" in df.columns and df["p_value"].notna().any():
+        return pd.Series(adjust_p(df["p_value"].to_numpy(dtype=float), "holm"), index=df.index)
+    return pd.Series(np.nan, index=df.index)
+
+
 def _shown(row: pd.Series, adjusted: bool) -> bool:
-    """Whether a cell's delta is marked: its adjusted p-value (the ``p_adjusted`` column that compare, ablate
-    and sweep write) below 0.05 when the file has one, else its unadjusted 95% interval excluding 0 (older
-    files)."""
+    """Whether a cell's delta is marked: its adjusted p-value (:func:`_adjusted_p`) below 0.05, or in a file
+    without p-values its 95% interval excluding 0."""
     if adjusted:
-        return bool(row[P_ADJUSTED] < SHOWN_BELOW)
+        return bool(row["shown_p"] < SHOWN_BELOW)
     if {"delta_lo", "delta_hi"} <= set(row.index):
         return bool(row["delta_lo"] > 0 or row["delta_hi"] < 0)
     return False
