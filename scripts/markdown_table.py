@@ -43,7 +43,8 @@ the paired difference with its interval, P(improvement), the p-value and the
 p-value adjusted over the CSV's comparisons. The family is each CSV.
 
 Any CSV's columns (``--columns LABELS``, the same syntax; ``--where COL=VALUE``
-keeps matching rows): whole numbers as they are, others from 1 up to two
+keeps matching rows; a CSV given as ``NAME=CSV`` has ``NAME`` in a column
+``file``, for runs that differ in a setting the CSV does not record): whole numbers as they are, others from 1 up to two
 decimals and below 1 to three significant digits (:func:`measurement`), for
 stored measurements that are not comparisons.
 
@@ -289,7 +290,8 @@ def paired_table(spec: str, paths: list[str], adjust: str) -> str:
 
 def columns_table(spec: str, paths: list[str], where: list[str]) -> str:
     """Chosen columns of stored CSVs, numbers to three significant digits."""
-    df = pd.concat([pd.read_csv(path) for path in paths], ignore_index=True)
+    df = pd.concat([pd.read_csv(path).assign(file=name) for name, _, path in
+                    (item.rpartition("=") for item in paths)], ignore_index=True)
     for condition in where:
         column, _, value = condition.partition("=")
         df = df[df[column].astype(str) == value]
