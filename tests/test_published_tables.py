@@ -140,13 +140,16 @@ def test_typed_numbers_finds_prose_and_typed_tables_only():
 
 
 def test_no_number_is_typed_beyond_the_list_of_those_still_typed():
-    # The list only shrinks: a page may lose typed numbers, never gain one. A result belongs in a generated
-    # table or value (docs/contributing.md, "How numbers are published").
+    # The list only shrinks: a page may lose typed numbers (and the list with it), never gain one. A result
+    # belongs in a generated table or value (docs/contributing.md, "How numbers are published").
     allowed = {(r.page, str(r.number)): r.count for r in pd.read_csv(TYPED, dtype={"number": str}).itertuples()}
     found = publish.typed_inventory(publish.pages())
     extra = [f"{page}: {number} ({n} typed, {allowed.get((page, number), 0)} allowed)"
              for (page, number), n in sorted(found.items()) if n > allowed.get((page, number), 0)]
     assert not extra, "numbers typed by hand; generate them (scripts/publish.py):\n" + "\n".join(extra)
+    gone = [f"{page}: {number}" for (page, number), n in sorted(allowed.items()) if found.get((page, number), 0) < n]
+    assert not gone, ("typed numbers removed (good): shrink the list with python scripts/publish.py --typed > "
+                      "tests/typed_numbers.csv, so they cannot come back:\n" + "\n".join(gone))
 
 
 def test_value_marker_is_rewritten(tmp_path):
