@@ -120,7 +120,7 @@ PARTS = [name for name in TRANSFER if TRANSFER[name](64, 4, **OPTIONS.get(name, 
 
 def test_the_baselines_that_step_in_parts_are_the_ones_that_may():
     """Parts side by side need a mean over graphs, no rebinding of parameters and no random draws."""
-    assert sorted(PARTS) == ["agf", "gmeta", "knn", "matchingnet", "transfer-head"]
+    assert sorted(PARTS) == ["agf", "gmeta", "knn", "maml", "matchingnet", "transfer-head"]
     assert not TRANSFER["gmeta"](64, 4, encoder="gin").steps_in_parts  # through functional_call
 
 
@@ -149,7 +149,7 @@ def test_a_meta_batch_in_parts_gives_the_loss_and_gradients_of_one_piece(small_f
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["knn", "gmeta"])
+@pytest.mark.parametrize("name", ["knn", "gmeta", "maml"])
 def test_a_baseline_trained_in_parts_gives_the_same_bits_on_any_thread_count(small_family, name, torch_threads):
     states = []
     for threads in (1, 2, 3):
@@ -159,3 +159,18 @@ def test_a_baseline_trained_in_parts_gives_the_same_bits_on_any_thread_count(sma
         states.append(result.model.state_dict())
     for state in states[1:]:
         assert all(torch.equal(states[0][k], state[k]) for k in state)
+
+
+@pytest.mark.parametrize("name", ["agf", "gmeta", "maml"])
+def test_adapting_baselines_scored_side_by_side_give_the_records_of_one_thread(small_family, name, torch_threads):
+    from gflkit.evaluation.scoring import graph_records
+
+    torch.manual_seed(0)
+    model = TRANSFER[name](small_family.feat_size, small_family.num_classes, **OPTIONS.get(name, {})).eval()
+    assert model.adapts and model.adapts_in_threads
+    sampler = EpisodeSampler(small_family, "test", EPISODES, seed=0)
+    records = []
+    for threads in (1, 2):
+        torch_threads(threads)
+        records.append(graph_records(model, sampler, 2, GraphCache(small_family)))
+    pd.testing.assert_frame_equal(records[0], records[1])

@@ -45,6 +45,7 @@ from torch.func import functional_call
 from ...episodes import Episode
 from ...names import ENCODERS
 from ...nn import GCNEncoder, NodeEncoder, make_encoder
+from ...nn.encoder import gcn_blocks
 from ...nn.conv import add_gcn_norm, is_symmetric, propagate
 from ..support_sets import chunked, flat_support
 from .base import TransferBaseline
@@ -290,7 +291,13 @@ class GMeta(TransferBaseline):
         return local_subgraphs(g, centres, self.options["hops"], self.options["max_nodes"])
 
     def _centres(self, params: Params | None, batch: SubgraphBatch) -> torch.Tensor:
-        """Embedding of each centre in its subgraph, under ``params`` (default: the model's)."""
+        """Embedding of each centre in its subgraph, under ``params`` (default: the model's).
+
+        With the GCN encoder the weights are read as given (:func:`_blocked_gcn`); other encoders go
+        through ``functional_call``, which swaps the module's parameters while it runs, so another
+        thread would see the swapped ones."""
+        if params is not None and self._blocks_gcn():
+            return _blocked_gcn([params], (batch.graph, batch.symmetric), [batch])[0]
         told = {"symmetric": batch.symmetric} if isinstance(self.encoder, NodeEncoder) else {}
         z = (self.encoder(batch.graph, **told) if params is None
              else functional_call(self.encoder, params, (batch.graph,), told))
@@ -306,11 +313,9 @@ class GMeta(TransferBaseline):
         """
         params: Params = dict(self.encoder.named_parameters())
         losses = []
-        blocked = self._blocks_gcn()  # no functional_call: the parameters are never rebound
-        graph = (support.graph, support.symmetric)
         with torch.enable_grad():
             for _ in range(steps):
-                z = _blocked_gcn([params], graph, [support])[0] if blocked else self._centres(params, support)
+                z = self._centres(params, support)
                 loss = F.cross_entropy(neg_sq_distances(z, prototypes(z, target, num_classes)), target)
                 grads = torch.autograd.grad(loss, list(params.values()), create_graph=create_graph)
                 params = {name: p - self.options["inner_lr"] * d for (name, p), d in zip(params.items(), grads)}
@@ -450,20 +455,10 @@ def _union(batches: Sequence[SubgraphBatch]) -> tuple[dgl.DGLGraph, bool]:
 
 def _blocked_gcn(params: Sequence[Params], union: tuple[dgl.DGLGraph, bool],
                  batches: Sequence[SubgraphBatch]) -> list[torch.Tensor]:
-    """The centre embeddings of each batch under its own weights of :class:`~gflkit.nn.GCNEncoder`.
-
-    ``union`` is :func:`_union` of ``batches``. Each layer multiplies every batch's rows by
-    that batch's weight, then propagates all rows with one sparse product over the union
-    (batches share no edge, so each row sums the same terms in the same order as in its own
-    batch) and adds each batch's bias: the numbers of the encoder run batch by batch.
-    """
+    """The centre embeddings of each batch under its own weights of :class:`~gflkit.nn.GCNEncoder`
+    (:func:`~gflkit.nn.encoder.gcn_blocks` over ``union``, :func:`_union` of ``batches``: they share no
+    edge, so each batch gets the numbers of the encoder run on it alone)."""
     graph, symmetric = union
     sizes = [b.graph.num_nodes() for b in batches]
-    h = graph.ndata["feat"]
-    for layer, relu in (("conv1", True), ("conv2", False)):
-        parts = h.split(sizes)
-        h = propagate(graph, torch.cat([x @ p[f"{layer}.weight"] for x, p in zip(parts, params)]), symmetric)
-        h = h + torch.cat([p[f"{layer}.bias"].expand(n, -1) for p, n in zip(params, sizes)])
-        if relu:
-            h = torch.relu(h)
+    h = gcn_blocks(params, graph, graph.ndata["feat"], sizes, symmetric=symmetric)
     return [z[b.centres] for z, b in zip(h.split(sizes), batches)]
