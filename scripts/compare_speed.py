@@ -29,12 +29,14 @@ def load(path: str, baseline: str | None) -> pd.DataFrame:
 
 
 def totals(t: pd.DataFrame) -> dict[str, float]:
+    """Ratios of the sums over the models (wall, CPU) and the change of the largest peak RSS in percent."""
     return {"wall": t["seconds_base"].sum() / t["seconds"].sum(),
             "cpu": t["cpu_seconds_base"].sum() / t["cpu_seconds"].sum(),
             "rss": 100 * (t["peak_rss_mb"].max() / t["peak_rss_mb_base"].max() - 1)}
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Parse the command line and print the table (or one total)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("csv")
     parser.add_argument("--baseline", help="The earlier tree's name in the CSV (default: the one that is not 'this').")
@@ -49,7 +51,8 @@ def main(argv: list[str] | None = None) -> None:
            "| peak RSS MB, before | peak RSS MB, now | rows equal |",
            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for model, r in t.iterrows():
-        out.append(f"| {model} | {r['seconds_base']:.1f} | {r['seconds']:.1f} | {r['seconds_base'] / r['seconds']:.2f}x "
+        out.append(f"| {model} | {r['seconds_base']:.1f} | {r['seconds']:.1f} "
+                   f"| {r['seconds_base'] / r['seconds']:.2f}x "
                    f"| {r['cpu_seconds_base']:.1f} | {r['cpu_seconds']:.1f} "
                    f"| {r['cpu_seconds_base'] / r['cpu_seconds']:.2f}x | {r['peak_rss_mb_base']:.0f} "
                    f"| {r['peak_rss_mb']:.0f} | {'yes' if r['same_rows'] else 'no'} |")
