@@ -3,12 +3,14 @@
 
     python scripts/compare_speed.py benchmarks/results/compare_default.csv [--baseline base-b32]
     python scripts/compare_speed.py benchmarks/results/compare_default.csv --total wall   # one number
+    python scripts/compare_speed.py benchmarks/results/compare_default.csv --minutes now  # one seed, minutes
 
 Prints one Markdown row per model: the wall and CPU seconds of each tree, the earlier tree's over this
 tree's (above 1: this tree is faster), the peak RSS of each, and whether the rows printed were equal; then
 the sum over the models (one seed of a compare of these rows, each in a process of its own). ``--total
 wall|cpu|rss`` prints only that sum's ratio (``rss``: this tree's largest peak over the earlier one's,
-as a change in percent), for a sentence.
+as a change in percent), for a sentence; ``--minutes now|before`` the sum of one tree's wall seconds in
+minutes.
 """
 from __future__ import annotations
 
@@ -41,8 +43,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("csv")
     parser.add_argument("--baseline", help="The earlier tree's name in the CSV (default: the one that is not 'this').")
     parser.add_argument("--total", choices=("wall", "cpu", "rss"), help="Print only this ratio of the sums.")
+    parser.add_argument("--minutes", choices=("now", "before"), help="Print only one tree's summed wall minutes.")
     args = parser.parse_args(argv)
     t = load(args.csv, args.baseline)
+    if args.minutes:
+        print(f"{t['seconds' if args.minutes == 'now' else 'seconds_base'].sum() / 60:.0f}")
+        return
     if args.total:
         value = totals(t)[args.total]
         print(f"{value:+.0f}%" if args.total == "rss" else f"{value:.2f}x")

@@ -63,3 +63,5 @@ def test_compare_speed_joins_the_trees_model_by_model(tmp_path, capsys):
     assert table[3].endswith("| no |") and table[4].startswith("| all 2 rows | 50 | 15 | 3.33x | 28 | 12 | 2.33x")
     speed.main([str(path), "--total", "rss"])
     assert capsys.readouterr().out.strip() == "+4%"
+    speed.main([str(path), "--minutes", "before"])
+    assert capsys.readouterr().out.strip() == "1"
