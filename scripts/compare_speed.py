@@ -26,7 +26,7 @@ def load(path: str, baseline: str | None) -> pd.DataFrame:
     trees = [t for t in df["tree"].unique() if t != "this"]
     base = baseline or trees[0]
     this, other = df[df["tree"] == "this"].set_index("model"), df[df["tree"] == base].set_index("model")
-    joined = this.join(other, rsuffix="_base", how="inner")
+    joined = this.join(other.add_suffix("_base"), how="inner")
     return joined.loc[[m for m in this.index if m in joined.index]]
 
 
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> None:
                    f"| {r['seconds_base'] / r['seconds']:.2f}x "
                    f"| {r['cpu_seconds_base']:.1f} | {r['cpu_seconds']:.1f} "
                    f"| {r['cpu_seconds_base'] / r['cpu_seconds']:.2f}x | {r['peak_rss_mb_base']:.0f} "
-                   f"| {r['peak_rss_mb']:.0f} | {'yes' if r['same_rows'] else 'no'} |")
+                   f"| {r['peak_rss_mb']:.0f} | {'yes' if r['same_rows_base'] else 'no'} |")
     s = totals(t)
     out.append(f"| all {len(t)} rows | {t['seconds_base'].sum():.0f} | {t['seconds'].sum():.0f} | {s['wall']:.2f}x "
                f"| {t['cpu_seconds_base'].sum():.0f} | {t['cpu_seconds'].sum():.0f} | {s['cpu']:.2f}x "

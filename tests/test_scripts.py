@@ -53,7 +53,7 @@ def test_compare_speed_joins_the_trees_model_by_model(tmp_path, capsys):
     rows = [{"data": "d", "model": m, "tree": tree, "seconds": s, "cpu_seconds": c, "peak_rss_mb": rss,
              "same_rows": same} for m, tree, s, c, rss, same in (
                 ("gfl-mean", "this", 10.0, 8.0, 500, True), ("gfl-mean", "base", 30.0, 16.0, 480, True),
-                ("agf", "this", 5.0, 4.0, 510, False), ("agf", "base", 20.0, 12.0, 490, True))]
+                ("agf", "this", 5.0, 4.0, 510, True), ("agf", "base", 20.0, 12.0, 490, False))]
     path = tmp_path / "bench.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
     speed = _script("compare_speed")
