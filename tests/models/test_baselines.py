@@ -178,3 +178,16 @@ def test_deepwalk_embedding_is_seeded_and_leaves_global_generators_alone():
     b = deepwalk_embedding(g, seed=4, dim=8, walk_length=6, window=2, walks_per_node=3)
     c = deepwalk_embedding(g, seed=5, dim=8, walk_length=6, window=2, walks_per_node=3)
     assert a.shape == (7, 8) and torch.equal(a, b) and not torch.equal(a, c)
+
+
+def test_deepwalk_embedding_repeats_on_several_threads(torch_threads):
+    """Sparse gradients summed on several threads come in a varying order: DeepWalk trains on one."""
+    from gflkit.models.baselines.deepwalk import deepwalk_embedding
+
+    gen = torch.Generator().manual_seed(0)
+    src, dst = torch.randint(0, 300, (2, 3000), generator=gen)
+    g = dgl.graph((torch.cat([src, dst]), torch.cat([dst, src])), num_nodes=300)
+    torch_threads(2)
+    first = deepwalk_embedding(g, seed=1, dim=16, walk_length=10)
+    assert all(torch.equal(first, deepwalk_embedding(g, seed=1, dim=16, walk_length=10)) for _ in range(4))
+    assert torch.get_num_threads() == 2

@@ -11,6 +11,7 @@ import dgl
 import torch
 
 from ...episodes import Episode
+from ...threads import one_thread
 from .common import dgl_walks, episode_seed, fit_predict_linear, standardise, support_targets, undirected
 from .skipgram import train_skipgram
 
@@ -73,8 +74,9 @@ def deepwalk_embedding(
     generators are left as they were: the initial embedding and the walk
     order come from a seeded :class:`torch.Generator`; the walks and the negatives (``fast_neg=False``:
     :func:`dgl.random.choice`) come from DGL's generator, seeded and run on one
-    thread by :func:`~.common.dgl_walks`. Isolated nodes get a self-loop, so
-    no walk stops early (``DeepWalk`` cannot take padded walks).
+    thread by :func:`~.common.dgl_walks`; the training runs on one torch thread, since on several the
+    sparse gradients' repeated rows are summed in an order that changes from run to run. Isolated
+    nodes get a self-loop, so no walk stops early (``DeepWalk`` cannot take padded walks).
 
     Shapes:
         returns ``(N, dim)``.
@@ -101,7 +103,8 @@ def deepwalk_embedding(
                 opt.step()
         return model.node_embed.weight.detach().clone()
 
-    return dgl_walks(train, seed)
+    with one_thread():  # on several threads the sparse gradients' repeated rows are summed in a varying order
+        return dgl_walks(train, seed)
 
 
 def fit_predict_deepwalk(
