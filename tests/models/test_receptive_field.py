@@ -66,3 +66,21 @@ def test_agf_finetunes_on_the_field_as_on_the_whole_graph(small_family):
     bare = dgl.graph(g.edges(), num_nodes=g.num_nodes())  # no stored normalisation: the whole graph
     bare.ndata["feat"] = g.ndata["feat"]
     torch.testing.assert_close(on_field, model._finetuned_logits(bare, ids, target), rtol=1e-5, atol=1e-6)
+
+
+def test_the_non_transfer_gcn_trains_on_the_field_as_on_the_whole_graph(small_family):
+    from gflkit.models.baselines.gcn import fit_predict_gcn
+
+    sampler = EpisodeSampler(small_family, "test", EpisodeConfig(k_shot=5), seed=0)
+    gid = sampler.graph_ids[0]
+    g, ep = small_family.graphs[gid], sampler.episode(gid, 0)
+    field = fit_predict_gcn(g, ep, num_classes=ep.num_classes, dropout=0.0, epochs=20)
+    import gflkit.models.baselines.gcn as gcn
+
+    whole_graph = gcn.receptive_field
+    gcn.receptive_field = lambda *args: None  # as before: every epoch on the whole graph
+    try:
+        whole = fit_predict_gcn(g, ep, num_classes=ep.num_classes, dropout=0.0, epochs=20)
+    finally:
+        gcn.receptive_field = whole_graph
+    assert torch.equal(field, whole)

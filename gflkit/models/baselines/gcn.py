@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 from ...episodes import Episode
 from ...nn import GCNEncoder
-from ...graphs import prepare_graph
+from ...graphs import prepare_graph, receptive_field
 
 __all__ = ["fit_predict_gcn"]
 
@@ -29,7 +29,9 @@ def fit_predict_gcn(
     The network is Kipf & Welling's: two GraphConv layers, 32 hidden units, the
     second one giving class scores; cross-entropy on the ``C * K`` support
     nodes, Adam, a fixed number of epochs (a few-shot graph has no labelled
-    nodes to spare for validation).
+    nodes to spare for validation). The epochs run on the support nodes' two-hop
+    receptive field (:func:`~gflkit.graphs.receptive_field`), the part of the graph
+    their outputs read; dropout draws its masks over that part only.
 
     Shapes:
         returns ``(Q,)`` predicted classes of ``episode.query``.
@@ -42,8 +44,10 @@ def fit_predict_gcn(
     support = episode.support.reshape(-1)
     target = torch.arange(num_classes).repeat_interleave(episode.support.shape[1])
     model.train()
+    # the loss reads the support nodes' outputs alone: the epochs run on their two-hop receptive field
+    near, at = receptive_field(h, support, 2) or (h, support)
     for _ in range(epochs):
-        loss = F.cross_entropy(model(h)[support], target)
+        loss = F.cross_entropy(model(near)[at], target)
         opt.zero_grad()
         loss.backward()
         opt.step()
