@@ -1,0 +1,57 @@
+"""Where early stopping ends a run, replayed from its stored validation curve, for several patiences.
+
+    python scripts/gmeta_budget.py results/gmeta/synthetic-small_curve.csv results/gmeta/facebook_curve.csv
+
+A curve is the ``step, loss, val_accuracy`` rows of a run's validation rounds
+(``metrics.csv`` of a run folder trained with a budget and a patience large
+enough not to stop it early). The training loop keeps the weights of the best
+round and stops after ``patience`` rounds without gain; that rule is replayed
+on the curve for each ``--patience`` (a run with that patience takes the same
+steps up to its stop: patience changes only when it stops). One row per
+(curve, patience): the step it stops at, the step and val accuracy of the
+weights it keeps, and the best round within 400 steps (the shared budget).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+
+def replay(curve: pd.DataFrame, patience: int) -> dict:
+    """The training loop's early stopping on ``curve`` (rounds in step order; a tie is no gain)."""
+    best, best_step, stale, stop = -1.0, 0, 0, None
+    for step, val in zip(curve["step"], curve["val_accuracy"]):
+        if val > best:
+            best, best_step, stale = val, int(step), 0
+        else:
+            stale += 1
+        if stale >= patience:
+            stop = int(step)
+            break
+    return {"stop_step": stop if stop is not None else int(curve["step"].iloc[-1]), "stopped_early": stop is not None,
+            "best_step": best_step, "best_val": 100 * best}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Print the CSV of the replayed stops."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("curves", nargs="+", type=Path)
+    parser.add_argument("--patience", default="8,15,20,25", help="patiences to replay, comma-separated")
+    args = parser.parse_args(argv)
+    rows = []
+    for path in args.curves:
+        curve = pd.read_csv(path).sort_values("step")
+        within = curve[curve["step"] <= 400]
+        first = within.loc[within["val_accuracy"].idxmax()]
+        for patience in (int(p) for p in args.patience.split(",")):
+            rows.append({"curve": path.name, "last_step": int(curve["step"].iloc[-1]), "patience": patience,
+                         **replay(curve, patience), "best_step_within_400": int(first["step"]),
+                         "best_val_within_400": 100 * first["val_accuracy"]})
+    pd.DataFrame(rows).to_csv(sys.stdout, index=False, float_format="%.2f")
+
+
+if __name__ == "__main__":
+    main()
