@@ -1,6 +1,6 @@
 """Where early stopping ends a run, replayed from its stored validation curve, for several patiences.
 
-    python scripts/gmeta_budget.py results/gmeta/synthetic-small_curve.csv results/gmeta/facebook_curve.csv
+    python scripts/gmeta_budget.py results/gmeta/synthetic-small_curve.csv results/gmeta/facebook_curve.csv [--markdown]
 
 A curve is the ``step, loss, val_accuracy`` rows of a run's validation rounds
 (``metrics.csv`` of a run folder trained with a budget and a patience large
@@ -40,6 +40,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("curves", nargs="+", type=Path)
     parser.add_argument("--patience", default="8,15,20,25", help="patiences to replay, comma-separated")
+    parser.add_argument("--markdown", action="store_true", help="print a Markdown table instead of the CSV")
     args = parser.parse_args(argv)
     rows = []
     for path in args.curves:
@@ -50,7 +51,16 @@ def main(argv: list[str] | None = None) -> None:
             rows.append({"curve": path.name, "last_step": int(curve["step"].iloc[-1]), "patience": patience,
                          **replay(curve, patience), "best_step_within_400": int(first["step"]),
                          "best_val_within_400": 100 * first["val_accuracy"]})
-    pd.DataFrame(rows).to_csv(sys.stdout, index=False, float_format="%.2f")
+    table = pd.DataFrame(rows)
+    if not args.markdown:
+        table.to_csv(sys.stdout, index=False, float_format="%.2f")
+        return
+    print("| curve (last step) | patience | stops at | kept: step, val accuracy | best within 400 steps |")
+    print("|---|---|---|---|---|")
+    for r in table.itertuples():
+        name = r.curve.removesuffix("_curve.csv")
+        print(f"| {name} ({r.last_step}) | {r.patience} | {r.stop_step if r.stopped_early else 'not stopped'} "
+              f"| {r.best_step}, {r.best_val:.2f} | {r.best_step_within_400}, {r.best_val_within_400:.2f} |")
 
 
 if __name__ == "__main__":

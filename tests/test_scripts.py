@@ -29,6 +29,8 @@ def test_regime_map_compare_args_become_compare_settings():
     assert settings["model_overrides"] == {"similarity": "combined"}
     assert settings["train_cfg"] == TrainConfig(steps=20) and settings["episode_cfg"] == EpisodeConfig(k_shot=3)
     assert settings["episodes"] == 2
+    own = _script("regime_map")._compare_settings("--lr 0.001 --patience 3")["train_cfg"]  # defaults of None
+    assert own == TrainConfig(lr=0.001, patience=3)
     for bad, needle in (("--seed 3", "--seed is no setting"), ("--steps", "--NAME VALUE pairs")):
         with pytest.raises(ValueError, match=needle):
             _script("regime_map")._compare_settings(bad)
