@@ -111,8 +111,10 @@ def test_rows(data: str, seed: int, episodes: int, options: dict, model) -> pd.D
     return table
 
 
-def markdown(folder: Path, names: list[str]) -> str:
-    """The stored search and test results of ``names`` (``LABEL=family``) as one Markdown table."""
+def markdown(folder: Path, names: list[str], detail: list[str] | None = None) -> str:
+    """The stored test results of ``names`` (``LABEL=family``, the family's files under ``folder``; a
+    ``seedN/family`` path for another seed's), one row each, then every setting the search scored for the
+    labels in ``detail`` (default: all)."""
     lines = ["| family | chosen on the val graphs (preset, transductive steps) | its val accuracy (all settings) | "
              "TLP (GRACE), test | non-transfer GCN, test | TLP − GCN [95% CI], p |", "|---|---|---|---|---|---|"]
     for item in names:
@@ -131,6 +133,8 @@ def markdown(folder: Path, names: list[str]) -> str:
               "|---|---|---|---|---|"]
     for item in names:
         label, _, family = item.partition("=")
+        if detail is not None and label not in detail:
+            continue
         for r in pd.read_csv(folder / f"{family}_search.csv").itertuples():
             mark = " (chosen)" if r.chosen else ""
             lines.append(f"| {label} | {r.preset} | {r.transductive_steps}{mark} | {r.val_accuracy:.2f} "
@@ -148,9 +152,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="counts to try, comma-separated (0: the frozen probe)")
     parser.add_argument("--out", type=Path, default=Path("results/tlp"))
     parser.add_argument("--table", action="store_true", help="print the Markdown table of stored results")
+    parser.add_argument("--detail", help="with --table: the labels whose every setting is listed (default: all)")
     args = parser.parse_args(argv)
     if args.table:
-        sys.stdout.write(markdown(args.out, args.data))
+        sys.stdout.write(markdown(args.out, args.data, args.detail.split(",") if args.detail else None))
         return
     counts = sorted({int(c) for c in args.transductive_steps.split(",")})
     args.out.mkdir(parents=True, exist_ok=True)
