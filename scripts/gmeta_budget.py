@@ -10,6 +10,7 @@ on the curve for each ``--patience`` (a run with that patience takes the same
 steps up to its stop: patience changes only when it stops). One row per
 (curve, patience): the step it stops at, the step and val accuracy of the
 weights it keeps, and the best round within 400 steps (the shared budget).
+``--test LABEL=CSV`` adds the test rows of runs (``gflkit train`` output).
 """
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("curves", nargs="+", type=Path)
     parser.add_argument("--patience", default="8,15,20,25", help="patiences to replay, comma-separated")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table instead of the CSV")
+    parser.add_argument("--test", action="append", default=[], metavar="LABEL=CSV",
+                        help="with --markdown: a result row of gflkit train to list after the table (repeatable)")
     args = parser.parse_args(argv)
     rows = []
     for path in args.curves:
@@ -61,6 +64,12 @@ def main(argv: list[str] | None = None) -> None:
         name = r.curve.removesuffix("_curve.csv")
         print(f"| {name} ({r.last_step}) | {r.patience} | {r.stop_step if r.stopped_early else 'not stopped'} "
               f"| {r.best_step}, {r.best_val:.2f} | {r.best_step_within_400}, {r.best_val_within_400:.2f} |")
+    if args.test:
+        print("\n| run | test accuracy |\n|---|---|")
+        for item in args.test:
+            label, _, path = item.partition("=")
+            row = pd.read_csv(path).iloc[0]
+            print(f"| {label} | {row['accuracy']:.2f} ± {row['ci95']:.2f} |")
 
 
 if __name__ == "__main__":
