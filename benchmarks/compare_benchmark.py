@@ -43,6 +43,8 @@ PHASES = {
     ("gflkit.training.meta", "transfer_accuracies"): "validation",
     ("gflkit.experiments", "score_records"): "scoring",
     ("gflkit.experiments", "baseline_records"): "scoring",
+    ("gflkit.experiments.tasks", "score_records"): "scoring",  # where the trees since the experiments package call them
+    ("gflkit.experiments.tasks", "baseline_records"): "scoring",
 }
 PHASE_NAMES = ["start-up", "loading", "training steps", "validation", "scoring"]
 #: Columns of a result row compared between trees (the seconds of a run are not in a compare row).

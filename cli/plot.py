@@ -117,8 +117,10 @@ def heatmap(results, x, y, model, value, output, fmt, dpi):
     RESULTS are 'gflkit compare' CSVs (with --reference) concatenated, each row
     carrying its family's property values as extra columns, as
     scripts/regime_map.py writes them: a cell per pair of --x and --y values,
-    its delta written in it (bold with * when the delta's 95% interval
-    excludes 0). --value accuracy draws the accuracy instead.
+    its delta written in it (bold with * when the delta is shown: its
+    p_adjusted below 0.05, or its p_value adjusted by Holm over the map in a
+    file without p_adjusted, or its 95% interval excluding 0 in a file
+    without p-values). --value accuracy draws the accuracy instead.
     """
     from gflkit.plotting import regimes
 

@@ -248,8 +248,9 @@ class TrainConfig:
         val_from_train: move this many train graphs, drawn with ``seed``, to
             validation for model selection and early stopping; only for a
             collection without val graphs (:mod:`gflkit.training.validation`).
-        parallel_steps: compute each step's meta-batch of a GFL model in two
-            parts side by side, with the next step prepared meanwhile (the
+        parallel_steps: compute each step's meta-batch of a GFL model (and of a
+            baseline that allows it, ``steps_in_parts``) in two parts side by
+            side, with GFL's next step prepared meanwhile (the
             parts' gradients are summed in a fixed order: the numbers are the
             same on any thread count); ``False``: each step in one piece (the
             last digits differ from the two parts').

@@ -1,6 +1,7 @@
 """Coverage of 95% intervals on simulated comparisons with known seed, graph and episode variance.
 
-    python scripts/coverage.py [--sims 2000] [--scenario seed-dominant ...]
+    python scripts/coverage.py [--sims 2000] [--scenario seed-dominant ...] > coverage.csv
+    python scripts/coverage.py --table coverage.csv [--value delta|accuracy]
 
 Each simulated comparison scores two models with S training seeds on G test
 graphs, E support draws (episodes) per graph, in percent:
@@ -25,6 +26,9 @@ model 1's accuracy (``accuracy``):
   and graphs (seed and graph indices drawn independently, with replacement);
 * ``episodes (old)``: gflkit's former interval: seeds averaged per (graph,
   episode), a t interval over the G x E (graph, episode) pairs.
+
+``--table CSV`` prints a stored output as a Markdown table (one row per
+design, one column per method, coverage in percent), simulating nothing.
 
 tests/evaluation/test_inference.py runs the same simulation for the two-level interval and
 the old one.
@@ -144,6 +148,24 @@ def coverage(n_sims: int, n_seeds: int, n_graphs: int, n_episodes: int, scenario
     return out
 
 
+#: ``--table``'s columns: the methods as the CSV names them, and their headers.
+METHODS = {"two-level t": "two-level t (gflkit)", "satterthwaite": "Satterthwaite",
+           "crossed bootstrap": "crossed bootstrap", "episodes (old)": "former (graph, episode) pairs"}
+
+
+def table(path: str, value: str = "delta") -> str:
+    """A stored output of this script as Markdown: a row per design (seeds x graphs), a column per method."""
+    import pandas as pd
+
+    df = pd.read_csv(path)
+    lines = ["| seeds × graphs | " + " | ".join(METHODS.values()) + " |", "|---|" + "---|" * len(METHODS)]
+    for (seeds, graphs), d in df.groupby(["seeds", "graphs"], sort=False):
+        cells = [d.loc[d["method"] == m, value] for m in METHODS]
+        name = f"{seeds} × {graphs}" + (" (no seed variance)" if seeds == 1 else "")
+        lines.append(f"| {name} | " + " | ".join(f"{100 * c.iloc[0]:.1f}%" if len(c) else "" for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> None:
     """Parse the command line and print the coverage of each design."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -151,7 +173,12 @@ def main(argv=None) -> None:
     p.add_argument("--episodes", type=int, default=5)
     p.add_argument("--scenario", nargs="*", default=list(SCENARIOS), choices=list(SCENARIOS))
     p.add_argument("--designs", default="1x20,3x20,3x6,5x20,10x20", help="SEEDSxGRAPHS,...")
+    p.add_argument("--table", default=None, metavar="CSV", help="print this stored output as Markdown")
+    p.add_argument("--value", choices=("delta", "accuracy"), default="delta", help="with --table: which coverage")
     a = p.parse_args(argv)
+    if a.table:
+        sys.stdout.write(table(a.table, a.value))
+        return
     designs = [tuple(int(x) for x in d.split("x")) for d in a.designs.split(",")]
     print("scenario,seeds,graphs,method,delta,accuracy")
     for name in a.scenario:

@@ -5,6 +5,8 @@
     python scripts/markdown_table.py --study results/study/table3.csv Facebook=facebook Cora=cora [...]
     python scripts/markdown_table.py --sweep synthetic=synthetic_shots.csv Facebook=facebook_shots.csv
     python scripts/markdown_table.py --grid homophily,snr map=results/regimes/homophily_snr.csv
+    python scripts/markdown_table.py --paired "family=dataset;model;distance=value" a.csv b.csv
+    python scripts/markdown_table.py --columns "family;encoder=grad_encoder" --where when=init grads.csv
 
 Table 2 (``NAME=CSV``): a family may take several CSVs joined by ``+`` (runs
 of more models against the same reference on the same seeds and episodes); a
@@ -32,6 +34,19 @@ columns A and B), one column per model (``--rows`` picks them; maps joined by
 ``+`` keep a cell's model from the first file that has it): the
 reference's and the majority row's accuracy, the others' paired difference to
 the reference, to one decimal. The family is the whole map.
+
+A sweep or a grid read row by row (``--paired LABELS``, CSVs of ``gflkit
+sweep`` or ``compare``): one line per row of each CSV in turn, the
+LABELS columns first (``HEADER=COLUMN`` or ``COLUMN``, separated by
+semicolons; a ``model`` column is printed as its row key), then accuracy,
+the paired difference with its interval, P(improvement), the p-value and the
+p-value adjusted over the CSV's comparisons. The family is each CSV.
+
+Any CSV's columns (``--columns LABELS``, the same syntax; ``--where COL=VALUE``
+keeps matching rows; a CSV given as ``NAME=CSV`` has ``NAME`` in a column
+``file``, for runs that differ in a setting the CSV does not record): whole numbers as they are, others from 1 up to two
+decimals and below 1 to three significant digits (:func:`measurement`), for
+stored measurements that are not comparisons.
 
 A difference is bold when it is shown: its p-value adjusted over the family
 is below 0.05. The family is the CSV the difference is read from (one
@@ -233,7 +248,65 @@ def grid_table(columns: list[str], item: str, rows: list[str] | None, adjust: st
                 text = f"{r['delta']:+.1f} [{r['delta_lo']:+.1f}, {r['delta_hi']:+.1f}]"
                 line.append(f"**{text}**" if r["shown"] else text)
         body.append(line)
-    return markdown([c.replace("_", " ") for c in columns] + [display_name(k) for k in models], body)
+    return markdown([axis_name(df, c) for c in columns] + [display_name(k) for k in models], body)
+
+
+def axis_name(df: pd.DataFrame, column: str) -> str:
+    """A grid column's header: ``shots`` for a sweep's values of ``k-shot``, the swept parameter for other values."""
+    if column == "value" and "param" in df:
+        param = str(df["param"].iloc[0])
+        return "shots" if param == "k-shot" else param
+    return column.replace("_", " ")
+
+
+def labels(spec: str) -> list[tuple[str, str]]:
+    """``"family=dataset;model"`` -> ``[("family", "dataset"), ("model", "model")]``."""
+    return [(head or column, column) for head, _, column in
+            (item.rpartition("=") for item in spec.split(";"))]
+
+
+def label_cell(row: pd.Series, column: str) -> str:
+    """One label cell: a model as its display name (with its aggregator), anything else as written."""
+    return display_name(row_key(row)) if column == "model" else str(row[column])
+
+
+def paired_table(spec: str, paths: list[str], adjust: str) -> str:
+    """Every row of each CSV: its labels, accuracy, and where compared the difference, P(improvement), p, adjusted p."""
+    head = [h for h, _ in labels(spec)] + ["accuracy", "delta [95% interval]", "P(improvement)", "p", "p adjusted"]
+    body = []
+    for path in paths:
+        df = pd.read_csv(path)
+        df = without_self(df) if "model" in df else df
+        df["shown"] = shown_column(df, True, adjust)
+        df["p_adj"] = df["p_adjusted"] if "p_adjusted" in df else adjust_p(df["p_value"].to_numpy(float), adjust)
+        for _, r in df.iterrows():
+            compared = [] if pd.isna(r["delta"]) else [
+                interval(r["delta"], r["delta_lo"], r["delta_hi"], bool(r["shown"])),
+                f"{r['prob_improvement']:.2f}", f"{r['p_value']:.3f}", f"{r['p_adj']:.3f}"]
+            body.append([label_cell(r, c) for _, c in labels(spec)] + [f"{r['accuracy']:.2f}"]
+                        + (compared or [""] * 4))
+    return markdown(head, body)
+
+
+def columns_table(spec: str, paths: list[str], where: list[str]) -> str:
+    """Chosen columns of stored CSVs, numbers to three significant digits."""
+    df = pd.concat([pd.read_csv(path).assign(file=name) for name, _, path in
+                    (item.rpartition("=") for item in paths)], ignore_index=True)
+    for condition in where:
+        column, _, value = condition.partition("=")
+        df = df[df[column].astype(str) == value]
+    return markdown([h for h, _ in labels(spec)], [[measurement(r[c]) for _, c in labels(spec)]
+                                                   for _, r in df.iterrows()])
+
+
+def measurement(value) -> str:
+    """A stored measurement: a whole number as it is, from 1 up to two decimals, below 1 three significant
+    digits (``0.0518``, ``7.28e-06``), anything else as written."""
+    if not isinstance(value, float) or value != value:
+        return "" if isinstance(value, float) else str(value)
+    if value.is_integer():
+        return str(int(value))
+    return f"{value:.2f}" if abs(value) >= 1 else f"{value:.3g}"
 
 
 def main(argv=None) -> None:
@@ -243,6 +316,10 @@ def main(argv=None) -> None:
     p.add_argument("--study", default=None, metavar="CSV", help="read Table 3 from this output of paired.py")
     p.add_argument("--sweep", action="store_true", help="NAME=CSV are gflkit sweep outputs: accuracy by value")
     p.add_argument("--grid", default=None, metavar="A,B", help="NAME=CSV is a regime map over these columns")
+    p.add_argument("--paired", default=None, metavar="LABELS",
+                   help="CSVs row by row: these label columns, then the paired difference")
+    p.add_argument("--columns", default=None, metavar="LABELS", help="CSVs' columns as they are")
+    p.add_argument("--where", action="append", default=[], metavar="COL=VALUE", help="with --columns: keep these rows")
     p.add_argument("--rows", default=None, help="rows to print in this order, separated by semicolons (default: all)")
     p.add_argument("--adjust", choices=list(ADJUSTMENTS), default="holm",
                    help="adjustment of stored p-values over a family (default: holm)")
@@ -251,7 +328,11 @@ def main(argv=None) -> None:
     p.add_argument("--save-dir", default=None, help="write each family's joined CSV here")
     a = p.parse_args(argv)
     rows = a.rows.split(";") if a.rows else None
-    if a.grid:
+    if a.paired:
+        text = paired_table(a.paired, a.families, a.adjust)
+    elif a.columns:
+        text = columns_table(a.columns, a.families, a.where)
+    elif a.grid:
         text = grid_table(a.grid.split(","), a.families[0], rows, a.adjust)
     elif a.sweep:
         text = sweep_table(a.families)

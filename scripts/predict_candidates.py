@@ -27,7 +27,9 @@ features; the two clubs).
 
 (``--seed 1`` draws other label sets: a check of the rule on draws it was
 not chosen on.) ``--show`` prints auto against the run's model from
-``OUT/records.csv`` and writes nothing (the tutorial's generated table). It
+``OUT/records.csv`` and writes nothing (the tutorial's generated table);
+``--print candidates|rules|estimate`` prints that table from ``OUT``'s stored
+``summary.csv``, ``rules.csv`` or ``estimate.csv`` and writes nothing. It
 writes ``records.csv`` (one row per graph, shots, draw and candidate),
 ``summary.csv`` (per family and shots: each candidate's mean true accuracy,
 each rule's, the oracle's, the rules' regret and wrong-pick rate) and
@@ -280,8 +282,8 @@ def against_the_run(records: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def markdown(summary: pd.DataFrame, estimate: pd.DataFrame, rules: pd.DataFrame) -> str:
-    """The three tables of the docs, from the CSVs' frames."""
+def candidates_markdown(summary: pd.DataFrame) -> str:
+    """Each candidate's, auto's and the oracle's mean accuracy, and auto's regret, per family and shots."""
     cands = [c for c in ORDER if c in summary.columns]
     head = ["family", "shots", *cands, "auto", "oracle", "auto's regret"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -289,20 +291,40 @@ def markdown(summary: pd.DataFrame, estimate: pd.DataFrame, rules: pd.DataFrame)
         cells = [r["family"], str(r["shots"])] + [("" if pd.isna(r[c]) else f"{100 * r[c]:.1f}") for c in cands]
         cells += [f"{100 * r['auto']:.1f}", f"{100 * r['oracle']:.1f}", f"{100 * r['regret_auto']:.1f}"]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "| rule | mean accuracy | mean regret | worst cell's regret | picks worse than the oracle |",
-              "|---|---|---|---|---|"]
+    return "\n".join(lines) + "\n"
+
+
+def rules_markdown(rules: pd.DataFrame) -> str:
+    """Each rule's mean accuracy, mean and worst regret and wrong-pick rate."""
+    lines = ["| rule | mean accuracy | mean regret | worst cell's regret | picks worse than the oracle |",
+             "|---|---|---|---|---|"]
     for _, r in rules.iterrows():
         lines.append(f"| {r['rule']} | {100 * r['accuracy']:.1f} | {100 * r['regret']:.1f} | "
                      f"{100 * r['worst_regret']:.1f} | {100 * r['wrong']:.0f}% |")
-    lines += ["", "| family | shots | units | bias | MAE | coverage | bias (balanced) | MAE (balanced) | "
-                  "coverage (balanced) | bias, any candidate (balanced) | coverage, any candidate |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+    return "\n".join(lines) + "\n"
+
+
+def estimate_markdown(estimate: pd.DataFrame) -> str:
+    """The chosen candidate's estimate against its true accuracy: bias, MAE and coverage."""
+    lines = ["| family | shots | units | bias | MAE | coverage | bias (balanced) | MAE (balanced) | "
+             "coverage (balanced) | bias, any candidate (balanced) | coverage, any candidate |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for _, r in estimate.iterrows():
         lines.append(f"| {r['family']} | {r['shots']} | {r['units']} | {100 * r['bias']:+.1f} | {100 * r['mae']:.1f}"
                      f" | {100 * r['coverage']:.0f}% | {100 * r['bias_balanced']:+.1f} | "
                      f"{100 * r['mae_balanced']:.1f} | {100 * r['coverage_balanced']:.0f}% | "
                      f"{100 * r['bias_balanced_any_candidate']:+.1f} | {100 * r['coverage_any_candidate']:.0f}% |")
     return "\n".join(lines) + "\n"
+
+
+def markdown(summary: pd.DataFrame, estimate: pd.DataFrame, rules: pd.DataFrame) -> str:
+    """The three tables of the docs, from the CSVs' frames."""
+    return "\n".join([candidates_markdown(summary), rules_markdown(rules), estimate_markdown(estimate)])
+
+
+#: ``--print``'s tables: the stored CSV each is read from and the function that prints it.
+PRINTED = {"candidates": ("summary.csv", candidates_markdown), "rules": ("rules.csv", rules_markdown),
+           "estimate": ("estimate.csv", estimate_markdown)}
 
 
 def paired_markdown(paired: pd.DataFrame) -> str:
@@ -329,7 +351,12 @@ def main() -> None:
     parser.add_argument("--from-records", action="store_true", help="rewrite the tables from OUT/records.csv")
     parser.add_argument("--show", action="store_true",
                         help="print auto against the run's model from OUT/records.csv, writing nothing")
+    parser.add_argument("--print", dest="table", choices=list(PRINTED), default=None,
+                        help="print this table from OUT's stored CSV, writing nothing")
     args = parser.parse_args()
+    if args.table:
+        name, table = PRINTED[args.table]
+        return sys.stdout.write(table(pd.read_csv(args.out / name)))
     if args.show:
         records = with_auto(pd.read_csv(args.out / "records.csv").round(4))
         return sys.stdout.write(paired_markdown(against_the_run(records)))

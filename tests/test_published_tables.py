@@ -13,9 +13,14 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _script(name: str):
+    """A script of scripts/ as a module; the folder is on the path while it loads (scripts import each other)."""
     spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
     return module
 
 
@@ -35,7 +40,7 @@ def test_results_tables_are_marked():
 
 @pytest.mark.parametrize("page,command,text", MARKED, ids=[f"{p}:{i}" for i, (p, _, _) in enumerate(MARKED)])
 def test_published_table_is_its_command_output(page, command, text):
-    assert publish.run(command) == text, f"{page}: rerun python scripts/publish.py ({command})"
+    assert publish.output(command) == text, f"{page}: rerun python scripts/publish.py ({command})"
 
 
 def _compare_csv(path: Path, p_values: list[float], lo: list[float]) -> None:
@@ -87,11 +92,7 @@ def test_check_fails_on_a_stale_table(tmp_path):
 
 
 def test_rule_check_reads_the_orders_from_the_csvs(tmp_path, capsys):
-    sys.path.insert(0, str(REPO / "scripts"))
-    try:
-        rule_check = _script("rule_check")
-    finally:
-        sys.path.remove(str(REPO / "scripts"))
+    rule_check = _script("rule_check")
     means = {"gfl": 80.0, "protonet": 78.0, "transfer-head": 85.0, "agf": 70.0, "lp": 50.0, "tlp": 60.0}
     for name in rule_check.NAMES:
         rows = [{"model": m, "aggregator": "mean" if m == "gfl" else None, "accuracy": acc, "n_seeds": 3,
@@ -112,11 +113,7 @@ def test_rule_check_reads_the_orders_from_the_csvs(tmp_path, capsys):
 
 
 def test_predict_candidates_show_prints_auto_against_the_run_and_writes_nothing(tmp_path, monkeypatch, capsys):
-    sys.path.insert(0, str(REPO / "scripts"))
-    try:
-        predict_candidates = _script("predict_candidates")
-    finally:
-        sys.path.remove(str(REPO / "scripts"))
+    predict_candidates = _script("predict_candidates")
     rows = []
     for graph, (auto, model_acc, lp_acc) in enumerate([("model", 0.8, 0.5), ("lp", 0.7, 0.6)]):
         for name, acc in (("model", model_acc), ("lp", lp_acc)):
@@ -128,3 +125,99 @@ def test_predict_candidates_show_prints_auto_against_the_run_and_writes_nothing(
     lines = capsys.readouterr().out.splitlines()
     assert lines[2].startswith("| f | 3 | 2 | -5.0 |")  # (0 - 10) / 2 points
     assert sorted(p.name for p in tmp_path.iterdir()) == ["records.csv"]
+
+
+TYPED = REPO / "tests" / "typed_numbers.csv"
+
+
+def test_typed_numbers_finds_prose_and_typed_tables_only():
+    page = ("Protonet reaches 71.3% here.\n| a | 0.25 |\n`--lr 0.01` and Python 3.11\n"
+            "```\n93.5 in a code block\n```\n"
+            "<!-- table: python scripts/x.py -->\n| 88.1 |\n<!-- end table -->\n"
+            "GFL <!-- value: python scripts/value.py a.csv --column accuracy -->76.4<!-- end value -->"
+            " and 12 graphs.\n")
+    assert publish.typed_numbers(page) == ["71.3%", "0.25"]
+
+
+def test_no_number_is_typed_beyond_the_list_of_those_still_typed():
+    # The list only shrinks: a page may lose typed numbers (and the list with it), never gain one. A result
+    # belongs in a generated table or value (docs/contributing.md, "How numbers are published").
+    allowed = {(r.page, str(r.number)): r.count for r in pd.read_csv(TYPED, dtype={"number": str}).itertuples()}
+    found = publish.typed_inventory(publish.pages())
+    extra = [f"{page}: {number} ({n} typed, {allowed.get((page, number), 0)} allowed)"
+             for (page, number), n in sorted(found.items()) if n > allowed.get((page, number), 0)]
+    assert not extra, "numbers typed by hand; generate them (scripts/publish.py):\n" + "\n".join(extra)
+    gone = [f"{page}: {number}" for (page, number), n in sorted(allowed.items()) if found.get((page, number), 0) < n]
+    assert not gone, ("typed numbers removed (good): shrink the list with python scripts/publish.py --typed > "
+                      "tests/typed_numbers.csv, so they cannot come back:\n" + "\n".join(gone))
+
+
+def test_value_marker_is_rewritten(tmp_path):
+    csv = tmp_path / "r.csv"
+    pd.DataFrame({"model": ["gfl", "protonet"], "aggregator": ["mean", None], "accuracy": [76.44, 73.1]}).to_csv(
+        csv, index=False)
+    command = f"python scripts/value.py {csv} --where model=gfl-mean --column accuracy"
+    text = f"GFL <!-- value: {command} -->0<!-- end value -->%"
+    assert publish.regenerate(text) == text.replace("-->0<", "-->76.4<")
+    assert publish.tables(text) == [(command, "0")]
+
+
+def test_rule_check_held_out_shows_an_order_only_from_the_paired_records(tmp_path, capsys):
+    rule_check = _script("rule_check")
+    # lp below Protonet (clear features); the transfer head 10 points above every few-shot model on every unit
+    means = {"gfl-mean": 0.70, "protonet": 0.70, "transfer-head": 0.80, "agf": 0.60, "lp": 0.50, "tlp": 0.55,
+             "tlp-sup": 0.56, "gpn": 0.65}
+    for name in rule_check.HELD_OUT:
+        rows, records = [], []
+        for key, acc in means.items():
+            model, _, agg = key.partition("-") if key == "gfl-mean" else (key, "", "")
+            rows.append({"model": model, "aggregator": agg or None, "accuracy": 100 * acc,
+                         "reference": None if key == "gfl-mean" else "gfl-mean",
+                         "delta": None if key == "gfl-mean" else 100 * (acc - 0.70), "p_adjusted": 0.5})
+            records += [{"row": key, "seed": s, "graph_id": g, "episode": e,
+                         "accuracy": acc + 0.01 * ((s + 2 * g + e + len(key)) % 3) * (key != "transfer-head")}
+                        for s in range(3) for g in range(4) for e in range(2)]
+        pd.DataFrame(rows).to_csv(tmp_path / f"{name}.csv", index=False)
+        pd.DataFrame(records).to_csv(tmp_path / f"{name}_records.csv", index=False)
+    rule_check.main(["--held-out", "--rule-dir", str(tmp_path)])
+    lines = capsys.readouterr().out.splitlines()
+    first = [line for line in lines if "transfer head" in line and "Transfer head above" in line]
+    assert len(first) == len(rule_check.HELD_OUT) and all(line.endswith("| yes | yes |") for line in first)
+    protonet = [line for line in lines if "Protonet above GFL-mean" in line]
+    assert protonet and all(line.endswith("| yes | no |") for line in protonet)  # a hit by means, not shown
+    (tmp_path / "citeseer_xnet_records.csv").unlink()
+    with pytest.raises(SystemExit, match="citeseer_xnet_records.csv"):
+        rule_check.main(["--held-out", "--rule-dir", str(tmp_path)])
+
+
+def test_paired_rows_bold_by_the_adjusted_p_value_of_their_own_file(tmp_path, capsys):
+    csv = tmp_path / "sweep.csv"
+    _compare_csv(csv, [0.01, 0.04], [-1.0, -0.5])  # Holm: 0.01 x 2 and 0.04 x 1, both below 0.05
+    df = pd.read_csv(csv).assign(prob_improvement=0.5, dataset="d")
+    df.to_csv(csv, index=False)
+    markdown_table.main(["--paired", "family=dataset;model", str(csv)])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("| family | model | accuracy |") and lines[2].startswith("| d | GFL-mean | 80.00 |  |")
+    assert [line.count("**") for line in lines[3:]] == [2, 2]
+    _compare_csv(csv, [0.01, 0.04, 0.9], [-1.0, -0.5, 0.1])  # now 0.04 x 2 = 0.08: not shown
+    pd.read_csv(csv).assign(prob_improvement=0.5, dataset="d").to_csv(csv, index=False)
+    markdown_table.main(["--paired", "family=dataset;model", str(csv)])
+    assert [line.count("**") for line in capsys.readouterr().out.splitlines()[3:]] == [2, 0, 0]
+
+
+def test_value_needs_one_matching_row_unless_asked_to_summarise(tmp_path, capsys):
+    value = _script("value")
+    csv = tmp_path / "c.csv"
+    pd.DataFrame({"method": ["a", "a", "b"], "delta": [0.9, 0.95, 0.5]}).to_csv(csv, index=False)
+    with pytest.raises(SystemExit, match="2 rows match method=a"):
+        value.main([str(csv), "--where", "method=a", "--column", "delta"])
+    value.main([str(csv), "--where", "method=a", "--column", "delta", "--agg", "max", "--scale", "100"])
+    value.main([str(csv), "--where", "method=b", "--column", "delta", "--format", ".2f"])
+    assert capsys.readouterr().out.split() == ["95.0", "0.50"]
+
+
+def test_no_value_marker_opens_a_line():
+    assert publish.misplaced_values("a\n  <!-- value: python scripts/v.py -->1<!-- end value --> b\n") == [2]
+    bad = {page.relative_to(REPO).as_posix(): publish.misplaced_values(page.read_text(encoding="utf-8"))
+           for page in publish.pages()}
+    assert not {page: lines for page, lines in bad.items() if lines}

@@ -75,3 +75,21 @@ def test_tlp_search_table_reads_the_stored_search_and_test_rows(tmp_path):
     assert lines[3].startswith("| Toy, seed 1 | grace-citeseer, 0 | 71.00 (70.00–71.00) |")
     assert "| Toy | grace-citeseer | 0 (chosen) | 61.00 | 20 |" in lines and not any("seed 1 | grace" in x for x in
                                                                                       lines[5:])
+
+
+def test_compare_speed_joins_the_trees_model_by_model(tmp_path, capsys):
+    rows = [{"data": "d", "model": m, "tree": tree, "seconds": s, "cpu_seconds": c, "peak_rss_mb": rss,
+             "same_rows": same} for m, tree, s, c, rss, same in (
+                ("gfl-mean", "this", 10.0, 8.0, 500, True), ("gfl-mean", "base", 30.0, 16.0, 480, True),
+                ("agf", "this", 5.0, 4.0, 510, False), ("agf", "base", 20.0, 12.0, 490, True))]
+    path = tmp_path / "bench.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    speed = _script("compare_speed")
+    speed.main([str(path)])
+    table = capsys.readouterr().out.splitlines()
+    assert table[2].startswith("| gfl-mean | 30.0 | 10.0 | 3.00x | 16.0 | 8.0 | 2.00x | 480 | 500 | yes |")
+    assert table[3].endswith("| no |") and table[4].startswith("| all 2 rows | 50 | 15 | 3.33x | 28 | 12 | 2.33x")
+    speed.main([str(path), "--total", "rss"])
+    assert capsys.readouterr().out.strip() == "+4%"
+    speed.main([str(path), "--minutes", "before"])
+    assert capsys.readouterr().out.strip() == "1"

@@ -118,8 +118,10 @@ def graph_records(
         return rows
 
     # On the CPU the graphs are scored side by side, one thread each (map_graphs); a model that
-    # adapts on each support set trains, and so scores on the calling thread.
-    workers = None if module_device(model).type == "cpu" and not model.adapts else 1
+    # adapts on each support set trains, and so scores on the calling thread, unless it says its
+    # adaptation is safe side by side.
+    side_by_side = not model.adapts or model.adapts_in_threads
+    workers = None if module_device(model).type == "cpu" and side_by_side else 1
     rows = [row for rows in map_graphs(score, list(sampler.graph_ids), workers) for row in rows]
     model.train(was_training)
     return _records(rows)

@@ -37,6 +37,8 @@ PAIRED_COLUMNS = ["reference", "delta", "delta_lo", "delta_hi", "prob_improvemen
 #: A table of several comparisons adds this after ``p_value``: the p-value adjusted over every comparison the
 #: table prints (:func:`gflkit.evaluation.statistics.adjust_p`). A comparison is *shown* when it is below 0.05.
 P_ADJUSTED = "p_adjusted"
+#: A comparison is *shown* when its adjusted p-value is below this.
+SHOWN_BELOW = 0.05
 
 #: ``t``: Student-t interval with ``ddof = 1``; ``paper``: ``1.96 * std(ddof=0) / sqrt(n)``.
 CI_METHODS = ("t", "paper")

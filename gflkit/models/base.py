@@ -35,7 +35,10 @@ class FewShotModel(nn.Module):
     * ``shares_embeddings``: :meth:`class_scores` takes ``z``, computed once per
       graph by :meth:`shared_embeddings` for all its support sets.
     * ``adapts``: :meth:`class_scores` trains on the support set (it needs
-      gradients, and runs on the calling thread).
+      gradients, and runs on the calling thread unless ``adapts_in_threads``).
+    * ``adapts_in_threads``: an adapting model whose :meth:`class_scores` neither
+      rebinds its parameters nor draws random numbers, so graphs may be scored
+      side by side.
     * ``uses_support``: :meth:`class_scores` reads the support set; a model
       that does not (zero-shot) scores the classes it was trained with, and so
       cannot predict on a new graph.
@@ -45,6 +48,11 @@ class FewShotModel(nn.Module):
       graph by graph, so the engine batches graphs without copying them.
     * ``needs_prepare``: :meth:`prepare` computes ahead, from a batch alone, what
       the training pass reads besides the parameters.
+    * ``steps_in_parts``: :meth:`step_loss` is the mean of the graphs' own losses,
+      reads the parameters without rebinding them (no ``functional_call``) and draws
+      nothing from the global random generators, so the training loop may compute a
+      meta-batch in parts side by side (:func:`gflkit.training._engine.graph_mean_loss`;
+      dropout, which draws, turns the parts off by itself).
 
     **Methods**: :meth:`class_scores` is the one scoring method (evaluation
     takes the queries' rows, prediction every node's); the others have defaults
@@ -63,10 +71,12 @@ class FewShotModel(nn.Module):
     embeds: bool = False
     shares_embeddings: bool = False
     adapts: bool = False
+    adapts_in_threads: bool = False
     uses_support: bool = True
     head_classes: bool = False
     takes_feature_parts: bool = False
     needs_prepare: bool = False
+    steps_in_parts: bool = False
 
     def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor], z: torch.Tensor | None = None, *,
                      nodes: torch.Tensor | None = None) -> torch.Tensor:

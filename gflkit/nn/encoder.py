@@ -8,14 +8,14 @@ widths, and a user can pass two convolutions of their own.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Mapping, Sequence
 
 import dgl
 import torch
 from torch import nn
 
 from ..names import ENCODERS, REGISTERED_ENCODERS, encoder_names
-from .conv import GCNLayer
+from .conv import GCNLayer, propagate
 
 __all__ = ["NodeEncoder", "GCNEncoder", "make_encoder", "register_encoder"]
 
@@ -98,6 +98,37 @@ class GCNEncoder(NodeEncoder):
     def __init__(self, in_feats: int, hidden_feats: int = 32, out_feats: int = 32, dropout: float = 0.0) -> None:
         _check_sizes("GCNEncoder", in_feats, hidden_feats, out_feats)
         super().__init__(GCNLayer(in_feats, hidden_feats, relu=True), GCNLayer(hidden_feats, out_feats), dropout)
+
+
+def gcn_blocks(params: Sequence[Mapping[str, torch.Tensor]], g: dgl.DGLGraph, x: torch.Tensor,
+               sizes: Sequence[int], *, symmetric: bool | None = None) -> torch.Tensor:
+    """What a :class:`GCNEncoder` without dropout computes on ``g``, with the rows of each block of
+    nodes under that block's own weights (``conv1.weight``, ``conv1.bias``, ``conv2.weight``,
+    ``conv2.bias``), never rebinding a module's parameters.
+
+    Each layer multiplies every block's rows by that block's weight (or propagates first, where the
+    weight widens the features, as :class:`~gflkit.nn.conv.GCNLayer` does), propagates all rows with
+    one sparse product and adds each block's bias. Blocks that share no edge (the graphs of a batch)
+    then get the numbers of the encoder run on each alone; one block is the encoder itself, for
+    weights that are tensors of a computation (an inner loop's adapted weights), and it is safe to
+    call from several threads at once, as ``torch.func.functional_call`` is not.
+
+    Shapes:
+        x ``(N, in_feats)``, ``sum(sizes) == N``; returns ``(N, out_feats)``.
+    """
+    h = x
+    for layer in ("conv1", "conv2"):
+        weights = [p[f"{layer}.weight"] for p in params]
+        parts = h.split(list(sizes))
+        if weights[0].shape[0] < weights[0].shape[1]:  # widening: propagate the narrower input first
+            h = propagate(g, h, symmetric)
+            h = torch.cat([part @ w for part, w in zip(h.split(list(sizes)), weights)])
+        else:
+            h = propagate(g, torch.cat([part @ w for part, w in zip(parts, weights)]), symmetric)
+        h = h + torch.cat([p[f"{layer}.bias"].expand(n, -1) for p, n in zip(params, sizes)])
+        if layer == "conv1":
+            h = torch.relu(h)
+    return h
 
 
 def _check_sizes(name: str, *sizes: int) -> None:

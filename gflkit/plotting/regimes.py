@@ -20,6 +20,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import GFLError
+from ..evaluation.statistics import adjust_p
+from ..evaluation.tables import P_ADJUSTED, SHOWN_BELOW
 from ..names import display_name
 from .figures import color_of, figure_format, new_figure, save_figure
 from .rows import _aggregate, _series_order, _source, read_results, series_key
@@ -127,6 +129,7 @@ def heatmap_figure(path, x: str, y: str, model: str | None = None, value: str = 
     if model not in keys:
         raise GFLError(f"{source}: no {value} rows for model {model!r} (`model={model}`); choose one of "
                        f"{', '.join(keys)}")
+    df = df.assign(shown_p=_adjusted_p(df))
     rows = df[df["key"] == model]
     _bounded(rows, x, MAX_HEATMAP_VALUES, source, "x")
     _bounded(rows, y, MAX_HEATMAP_VALUES, source, "y")
@@ -139,12 +142,12 @@ def heatmap_figure(path, x: str, y: str, model: str | None = None, value: str = 
     x_at, y_at = _positions(xs), _positions(ys)
     grid = np.full((len(ys), len(xs)), np.nan)
     sure = np.zeros_like(grid, dtype=bool)
+    adjusted = rows["shown_p"].notna().any()
     for _, row in rows.iterrows():
         i, j = y_at[row[y]], x_at[row[x]]
         grid[i, j] = float(row["accuracy"])
-        if value == "delta" and {"delta_lo", "delta_hi"} <= set(row.index):
-            lo, hi = float(row["delta_lo"]), float(row["delta_hi"])
-            sure[i, j] = lo > 0 or hi < 0
+        if value == "delta":
+            sure[i, j] = _shown(row, adjusted)
     fig = new_figure(2.0 + 1.0 * len(xs) + 1.2, 1.4 + 0.8 * len(ys))
     ax = fig.subplots()
     if value == "delta":
@@ -169,8 +172,31 @@ def heatmap_figure(path, x: str, y: str, model: str | None = None, value: str = 
     ax.set_title(display_name(model), fontsize="medium")
     fig.colorbar(image, ax=ax, label=_value_label(rows, value))
     if value == "delta":
-        fig.supxlabel("* and bold: the 95% interval of the delta excludes 0", fontsize="x-small", color="0.35")
+        fig.supxlabel("* and bold: shown, the p-value adjusted over the map's comparisons below 0.05"
+                      if adjusted else "* and bold: the unadjusted 95% interval of the delta excludes 0",
+                      fontsize="x-small", color="0.35")
     return fig
+
+
+def _adjusted_p(df: pd.DataFrame) -> pd.Series:
+    """Each row's p-value adjusted over the map's comparisons: the ``p_adjusted`` column that compare, ablate
+    and sweep write, or for an older file its ``p_value`` adjusted by Holm's method over every row read (as
+    the docs' tables adjust a map); NaN without either."""
+    if P_ADJUSTED in df.columns and df[P_ADJUSTED].notna().any():
+        return df[P_ADJUSTED].astype(float)
+    if "p_value" in df.columns and df["p_value"].notna().any():
+        return pd.Series(adjust_p(df["p_value"].to_numpy(dtype=float), "holm"), index=df.index)
+    return pd.Series(np.nan, index=df.index)
+
+
+def _shown(row: pd.Series, adjusted: bool) -> bool:
+    """Whether a cell's delta is marked: its adjusted p-value (:func:`_adjusted_p`) below 0.05, or in a file
+    without p-values its 95% interval excluding 0."""
+    if adjusted:
+        return bool(row["shown_p"] < SHOWN_BELOW)
+    if {"delta_lo", "delta_hi"} <= set(row.index):
+        return bool(row["delta_lo"] > 0 or row["delta_hi"] < 0)
+    return False
 
 
 def plot_heatmap(path, output: str | os.PathLike, *, x: str, y: str, model: str | None = None,

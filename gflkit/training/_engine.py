@@ -293,6 +293,54 @@ def meta_batch_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: 
     return loss, parts
 
 
+def graph_mean_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode],
+                    labels: Sequence[Any], workers: int | None = None) -> torch.Tensor:
+    """``model.step_loss(graphs, episodes, labels)`` of a model that declares ``steps_in_parts``, in parts
+    side by side.
+
+    Such a model's step loss is the mean of its graphs' losses and reads the
+    parameters without rebinding them or drawing random numbers, so the meta-batch
+    splits as :func:`meta_batch_loss` splits GFL's: parts with about the same nodes
+    (:func:`split_by_nodes`), each on a thread of its own with a share of the torch
+    threads, its loss weighted by its share of the graphs, the parts' gradients
+    summed in a fixed order (the same numbers on any thread count). The returned
+    loss has the meta-batch's value and its ``backward()`` puts the summed
+    gradients into ``.grad``. ``workers``: number of parts (default
+    :func:`meta_batch_workers`).
+    """
+    workers = meta_batch_workers(model, len(graphs)) if workers is None else min(workers, len(graphs))
+    if workers <= 1:
+        return model.step_loss(graphs, episodes, labels)
+    for g in {id(g): g for g in graphs}.values():
+        make_thread_safe(g)
+    params = [p for p in model.parameters() if p.requires_grad]
+    groups = split_by_nodes([g.num_nodes() for g in graphs], workers)
+    weights = [len(idx) / len(graphs) for idx in groups]
+    threads = torch.get_num_threads()
+    per_part = max(1, threads // workers)
+
+    def part(j: int) -> tuple[list[torch.Tensor | None], float]:
+        torch.set_num_threads(per_part)
+        idx = groups[j]
+        loss = model.step_loss([graphs[i] for i in idx], [episodes[i] for i in idx], [labels[i] for i in idx])
+        grads = torch.autograd.grad(loss, params, allow_unused=True)
+        return _scaled(grads, weights[j]), float(loss.detach())
+
+    try:
+        if threads < workers:  # too few torch threads: the parts one after another, the same numbers
+            results = [part(j) for j in range(workers)]
+        else:
+            pool = worker_pool(workers - 1)
+            others = [pool.submit(part, j) for j in range(1, workers)]
+            results = [part(0)] + [f.result() for f in others]
+        grads = _sums_in_order([r[0] for r in results])
+    finally:
+        torch.set_num_threads(threads)
+    value = torch.tensor(sum(w * r[1] for w, r in zip(weights, results)), dtype=params[0].dtype,
+                         device=params[0].device)
+    return _GivenGradients.apply(value, tuple(grads), *params)
+
+
 class StepLoss:
     """The training loop's ``step_loss``: :func:`meta_batch_loss` of each step's
     meta-batch, with the next step's meta-batch prepared ahead.

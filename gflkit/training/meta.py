@@ -29,7 +29,7 @@ import torch
 from gflkit.names import CHECKPOINT_EVERY  # steps between resume checkpoints (last.pt)
 
 from .. import __version__
-from ._engine import StepLoss
+from ._engine import StepLoss, graph_mean_loss
 from ..config import EpisodeConfig, GFLConfig, TrainConfig, config_from_dict, to_dict
 from ..data import GraphCollection
 from ..devices import resolve_device
@@ -263,10 +263,15 @@ def fit_baseline(model: TransferBaseline, collection: GraphCollection, episode_c
         ``step`` and ``val_accuracy`` (fraction; NaN without val graphs) of
         the kept weights, and ``history``, one dict per step.
     """
+    in_parts = model.steps_in_parts and train_cfg.parallel_steps
+
     def step_loss(cache: GraphCache, sampler: EpisodeSampler, ids: list[int], step: int):
         graphs = [cache[gid] for gid in ids]
         episodes = [sampler.episode(gid, step) for gid in ids]
-        return model.step_loss(graphs, episodes, [collection.graphs[gid].ndata["label"] for gid in ids]), {}
+        labels = [collection.graphs[gid].ndata["label"] for gid in ids]
+        if in_parts:  # the meta-batch in parts side by side (the model allows it)
+            return graph_mean_loss(model, graphs, episodes, labels), {}
+        return model.step_loss(graphs, episodes, labels), {}
 
     def score(module, sampler: EpisodeSampler, *args: Any) -> dict[int, float]:
         return graph_accuracies(module.for_validation(), sampler, *args)

@@ -113,3 +113,64 @@ def test_cli_evaluates_label_propagation(small_family_dir):
     table = _csv(CliRunner().invoke(cli, ["evaluate", "--baseline", "lp", str(small_family_dir)]))
     assert table.loc[0, "model"] == "lp" and table.loc[0, "split"] == "test"
     assert 32 < table.loc[0, "accuracy"] <= 100
+
+
+PARTS = [name for name in TRANSFER if TRANSFER[name](64, 4, **OPTIONS.get(name, {})).steps_in_parts]
+
+
+def test_the_baselines_that_step_in_parts_are_the_ones_that_may():
+    """Parts side by side need a mean over graphs, no rebinding of parameters and no random draws."""
+    assert sorted(PARTS) == ["agf", "gmeta", "knn", "maml", "matchingnet", "transfer-head"]
+    assert not TRANSFER["gmeta"](64, 4, encoder="gin").steps_in_parts  # through functional_call
+
+
+@pytest.mark.parametrize("name", PARTS)
+def test_a_meta_batch_in_parts_gives_the_loss_and_gradients_of_one_piece(small_family, name, torch_threads):
+    from gflkit.training._engine import graph_mean_loss
+
+    torch_threads(2)
+    torch.manual_seed(0)
+    model = TRANSFER[name](small_family.feat_size, small_family.num_classes, **OPTIONS.get(name, {}))
+    sampler = EpisodeSampler(small_family, "train", EPISODES, seed=0)
+    cache = GraphCache(small_family)
+    ids = sampler.graph_ids[:5]
+    args = ([cache[i] for i in ids], [sampler.episode(i, 0) for i in ids],
+            [small_family.graphs[i].ndata["label"] for i in ids])
+    grads = []
+    for workers in (1, 2):
+        model.zero_grad()
+        loss = graph_mean_loss(model, *args, workers=workers)
+        loss.backward()
+        grads.append((float(loss), [p.grad.clone() for p in model.parameters()]))
+    (whole, g1), (parts, g2) = grads
+    assert parts == pytest.approx(whole, rel=1e-5)
+    for a, b in zip(g1, g2):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["knn", "gmeta", "maml"])
+def test_a_baseline_trained_in_parts_gives_the_same_bits_on_any_thread_count(small_family, name, torch_threads):
+    states = []
+    for threads in (1, 2, 3):
+        torch_threads(threads)
+        result = fit_transfer(name, small_family, EPISODES, TrainConfig(steps=6, meta_batch=3, eval_every=3, seed=1),
+                              options=OPTIONS.get(name), progress=False)
+        states.append(result.model.state_dict())
+    for state in states[1:]:
+        assert all(torch.equal(states[0][k], state[k]) for k in state)
+
+
+@pytest.mark.parametrize("name", ["agf", "gmeta", "maml"])
+def test_adapting_baselines_scored_side_by_side_give_the_records_of_one_thread(small_family, name, torch_threads):
+    from gflkit.evaluation.scoring import graph_records
+
+    torch.manual_seed(0)
+    model = TRANSFER[name](small_family.feat_size, small_family.num_classes, **OPTIONS.get(name, {})).eval()
+    assert model.adapts and model.adapts_in_threads
+    sampler = EpisodeSampler(small_family, "test", EPISODES, seed=0)
+    records = []
+    for threads in (1, 2):
+        torch_threads(threads)
+        records.append(graph_records(model, sampler, 2, GraphCache(small_family)))
+    pd.testing.assert_frame_equal(records[0], records[1])

@@ -63,9 +63,46 @@ def test_heatmap_cells_hold_the_model_deltas(regime_map):
 
     fig = heatmap_figure(regime_map, "homophily", "snr", model="gfl-mean")
     texts = sorted(t.get_text() for t in fig.axes[0].texts)
-    assert texts == sorted(["-3.0*", "+0.0", "+3.0*"] * 2)  # the interval excludes 0 for +-3, not for 0
+    # p = 0.1 for every gfl-mean cell: its intervals exclude 0 at +-3 (unadjusted) but Holm over the map's
+    # twelve comparisons shows none; lp's p = 1e-5 stays below 0.05 after it
+    assert texts == sorted(["-3.0", "+0.0", "+3.0"] * 2)
     image = fig.axes[0].images[0].get_array()
     assert image.shape == (2, 3) and float(image[0, 0]) == pytest.approx(-3.0)
+    lp = heatmap_figure(regime_map, "homophily", "snr", model="lp")
+    assert sorted(t.get_text() for t in lp.axes[0].texts) == ["-10.0*"] * 6
+    assert any("adjusted over" in t.get_text() for t in fig.texts)
+
+
+def test_heatmap_without_p_values_marks_by_the_interval(tmp_path):
+    from gflkit.plotting.regimes import heatmap_figure
+
+    at = HEADER.split(",").index("p_value")
+    lines = _map_csv().splitlines()
+    lines[1:] = [",".join(c if i != at else "" for i, c in enumerate(line.split(","))) for line in lines[1:]]
+    path = tmp_path / "no_p.csv"
+    path.write_text("\n".join(lines) + "\n")
+    fig = heatmap_figure(path, "homophily", "snr", model="gfl-mean")
+    assert sorted(t.get_text() for t in fig.axes[0].texts) == sorted(["-3.0*", "+0.0", "+3.0*"] * 2)
+    assert any("unadjusted" in t.get_text() for t in fig.texts)
+
+
+def test_heatmap_marks_a_cell_by_its_adjusted_p_value_when_the_file_has_one(tmp_path):
+    from gflkit.plotting.regimes import heatmap_figure
+
+    lines = _map_csv().splitlines()
+    lines[0] = lines[0].replace("p_value,", "p_value,p_adjusted,")
+    # gfl-mean's intervals exclude 0 at +-3 (unadjusted), but after adjustment only homophily 0.8 is shown
+    for i, line in enumerate(lines[1:], 1):
+        cells = line.split(",")
+        at = HEADER.split(",").index("p_value")
+        shown = cells[2] == "gfl" and cells[0] == "0.8"
+        cells.insert(at + 1, "" if not cells[at] else ("0.01" if shown else "0.2"))
+        lines[i] = ",".join(cells)
+    path = tmp_path / "adjusted.csv"
+    path.write_text("\n".join(lines) + "\n")
+    fig = heatmap_figure(path, "homophily", "snr", model="gfl-mean")
+    assert sorted(t.get_text() for t in fig.axes[0].texts) == sorted(["-3.0", "+0.0", "+3.0*"] * 2)
+    assert any("adjusted over" in t.get_text() for t in fig.texts)
 
 
 @pytest.mark.parametrize("args, option", [

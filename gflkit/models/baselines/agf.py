@@ -18,12 +18,16 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...episodes import Episode
+from ...graphs import receptive_field
 from ...nn import GCNEncoder
 from ..support_sets import check_head_classes, flat_support
 from .base import TransferBaseline
 from .common import support_targets
 
 __all__ = ["GCNClassifier", "AllGraphFinetune"]
+
+#: Graph convolutions of the network: the hops a node's output reads.
+HOPS = 2
 
 
 class GCNClassifier(TransferBaseline):
@@ -42,6 +46,7 @@ class GCNClassifier(TransferBaseline):
     """
 
     name = "gcn-classifier"
+    steps_in_parts = True
     embeds = True
 
     def __init__(self, in_feats: int, num_classes: int, *, hidden_feats: int = 32, out_feats: int = 32,
@@ -87,6 +92,11 @@ class AllGraphFinetune(GCNClassifier):
     adapts = True
     head_classes = True
 
+    @property
+    def adapts_in_threads(self) -> bool:
+        """Fine-tuning trains a copy, so graphs may be scored side by side unless dropout draws."""
+        return self.encoder.dropout.p == 0
+
     def __init__(self, in_feats: int, num_classes: int, *, finetune_steps: int = 20,
                  finetune_lr: float = 0.01, **options) -> None:
         if finetune_steps < 0 or finetune_lr <= 0:
@@ -110,12 +120,18 @@ class AllGraphFinetune(GCNClassifier):
     def _finetuned_logits(self, g: dgl.DGLGraph, ids: torch.Tensor, target: torch.Tensor,
                           width: int | None = None) -> torch.Tensor:
         """``finetune_steps`` Adam steps of a copy on the nodes ``ids`` (cross-entropy over the head's
-        first ``width`` outputs, all by default), then its logits ``(N, width)`` of every node."""
+        first ``width`` outputs, all by default), then its logits ``(N, width)`` of every node.
+
+        The steps read the outputs at ``ids`` alone, so they run on their receptive field
+        (:func:`~gflkit.graphs.receptive_field`, two hops for the two GCN layers): the same outputs
+        from the nodes near the support set."""
         tuned = copy.deepcopy(self)
         tuned.train()
         opt = torch.optim.Adam(tuned.parameters(), lr=self.options["finetune_lr"])
+        field = receptive_field(g, ids, HOPS) if self.options["finetune_steps"] else None
+        near, at = field if field is not None else (g, ids)
         for _ in range(self.options["finetune_steps"]):
-            loss = F.cross_entropy(tuned(g)[ids][:, :width], target)
+            loss = F.cross_entropy(tuned(near)[at][:, :width], target)
             opt.zero_grad()
             loss.backward()
             opt.step()

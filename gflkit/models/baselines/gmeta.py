@@ -37,7 +37,7 @@ per node: that costs about half a millisecond a node. Whole graphs are scored
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import dgl
 import numpy as np
@@ -47,8 +47,9 @@ from torch.func import functional_call
 
 from ...episodes import Episode
 from ...names import ENCODERS
-from ...nn import NodeEncoder, make_encoder
-from ...nn.conv import add_gcn_norm, is_symmetric
+from ...nn import GCNEncoder, NodeEncoder, make_encoder
+from ...nn.encoder import gcn_blocks
+from ...nn.conv import add_gcn_norm, is_symmetric, propagate
 from ..support_sets import chunked, flat_support
 from .base import TransferBaseline
 from .common import support_targets
@@ -167,7 +168,8 @@ class SubgraphBatch:
     symmetric: bool
 
 
-def local_subgraphs(g: dgl.DGLGraph, centres: torch.Tensor, hops: int = 2, max_nodes: int = 64) -> SubgraphBatch:
+def local_subgraphs(g: dgl.DGLGraph, centres: torch.Tensor, hops: int = 2, max_nodes: int = 64, *,
+                   symmetric: bool | None = None, features: bool = True) -> SubgraphBatch:
     """The local subgraph (:func:`neighbourhood`) of each node of ``centres`` in ``g``, batched.
 
     Each subgraph holds every edge of ``g`` between its nodes (self-loops included, so a prepared
@@ -177,32 +179,62 @@ def local_subgraphs(g: dgl.DGLGraph, centres: torch.Tensor, hops: int = 2, max_n
         g: a graph with ``ndata["feat"]``, usually prepared (:func:`gflkit.graphs.prepare_graph`).
         centres: ``(B,)`` node ids.
         hops, max_nodes: as :func:`neighbourhood`.
+        symmetric: whether ``g`` is symmetric, when the caller knows (its induced subgraphs then
+            are); ``None``: the batch is checked.
+        features: copy each batch node's features into ``graph.ndata["feat"]``; ``False`` leaves
+            them out, for a caller that reads ``g``'s features through :attr:`SubgraphBatch.nodes`.
     """
     indptr, indices, _ = g.adj_tensors("csc")
     indptr, indices = indptr.numpy(), indices.numpy()
     sizes, nodes = neighbourhoods(indptr, indices, centres.numpy(), hops, max_nodes)
-    count = sizes.size
-    member = np.repeat(np.arange(count), sizes)  # subgraph of each batch node
-    # in-edges of every batch node in g, kept when the source is in the same subgraph
-    deg = indptr[nodes + 1] - indptr[nodes]
-    dst = np.repeat(np.arange(nodes.size), deg)
-    first = np.cumsum(deg) - deg
-    src_parent = indices[np.repeat(indptr[nodes] - first, deg) + np.arange(deg.sum())]
-    n = g.num_nodes()
-    keys = member * n + nodes
-    order = np.argsort(keys, kind="stable")
-    wanted = member[dst] * n + src_parent
-    pos = np.searchsorted(keys[order], wanted).clip(max=max(nodes.size - 1, 0))
-    found = keys[order][pos] == wanted if nodes.size else np.zeros(0, dtype=bool)
-    src, dst = order[pos[found]], dst[found]
-    m = int(nodes.size)
+    src, dst = _induced_edges(indptr, indices, sizes, nodes, g.num_nodes())
+    m, count = int(nodes.size), sizes.size
     bg = dgl.graph((torch.from_numpy(src), torch.from_numpy(dst)), num_nodes=m)
     bg.set_batch_num_nodes(torch.from_numpy(sizes))
-    bg.set_batch_num_edges(torch.from_numpy(np.bincount(member[dst], minlength=count)))
+    bg.set_batch_num_edges(torch.from_numpy(np.bincount(np.repeat(np.arange(count), sizes)[dst], minlength=count)))
     add_gcn_norm(bg, torch.from_numpy(np.bincount(src, minlength=m)), torch.from_numpy(np.bincount(dst, minlength=m)))
     ids = torch.from_numpy(nodes)
-    bg.ndata["feat"] = g.ndata["feat"][ids]
-    return SubgraphBatch(bg, torch.from_numpy(np.cumsum(sizes) - sizes), ids, is_symmetric(bg))
+    if features:
+        bg.ndata["feat"] = g.ndata["feat"][ids]
+    return SubgraphBatch(bg, torch.from_numpy(np.cumsum(sizes) - sizes), ids,
+                         is_symmetric(bg) if symmetric is None else symmetric)
+
+
+#: Entries of the (subgraphs x nodes) table of positions :func:`_induced_edges` fills at a time (8 MiB).
+TABLE_ENTRIES = 1 << 21
+
+
+def _induced_edges(indptr: np.ndarray, indices: np.ndarray, sizes: np.ndarray, nodes: np.ndarray,
+                   n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every edge of the graph (CSC ``indptr``, ``indices`` of ``n`` nodes) between two nodes of the same
+    subgraph, as ``(src, dst)`` positions in the batch ``nodes`` (subgraphs of ``sizes`` one after another).
+
+    Edges come in the order of their destinations, then of the graph's in-edges. A node's position
+    in its subgraph is read from a table of (subgraph, node) entries, filled for as many subgraphs
+    at a time as :data:`TABLE_ENTRIES` allows (memory linear in ``n``) and cleared after.
+    """
+    count = sizes.size
+    start = np.cumsum(sizes) - sizes  # each subgraph's first position in the batch
+    member = np.repeat(np.arange(count), sizes)
+    local = (np.arange(nodes.size) - start[member]).astype(np.int32)
+    deg = indptr[nodes + 1] - indptr[nodes]
+    edge_end = np.cumsum(deg)
+    dst = np.repeat(np.arange(nodes.size), deg)
+    total = int(edge_end[-1]) if deg.size else 0
+    src_parent = indices[np.repeat(indptr[nodes] - (edge_end - deg), deg) + np.arange(total)]
+    found = np.empty(dst.size, dtype=np.int32)
+    per = max(1, TABLE_ENTRIES // max(n, 1))
+    table = np.full((min(per, max(count, 1)), n), -1, dtype=np.int32)
+    for lo in range(0, count, per):
+        hi = min(lo + per, count)
+        a, b = int(start[lo]), int(start[hi - 1] + sizes[hi - 1])  # batch positions of these subgraphs
+        ea, eb = int(edge_end[a] - deg[a]) if a < b else 0, int(edge_end[b - 1]) if a < b else 0
+        rows = member[a:b] - lo
+        table[rows, nodes[a:b]] = local[a:b]
+        found[ea:eb] = table[member[dst[ea:eb]] - lo, src_parent[ea:eb]]
+        table[rows, nodes[a:b]] = -1
+    keep = found >= 0
+    return start[member[dst[keep]]] + found[keep], dst[keep]
 
 
 def prototypes(z: torch.Tensor, target: torch.Tensor, num_classes: int) -> torch.Tensor:
@@ -262,7 +294,13 @@ class GMeta(TransferBaseline):
         return local_subgraphs(g, centres, self.options["hops"], self.options["max_nodes"])
 
     def _centres(self, params: Params | None, batch: SubgraphBatch) -> torch.Tensor:
-        """Embedding of each centre in its subgraph, under ``params`` (default: the model's)."""
+        """Embedding of each centre in its subgraph, under ``params`` (default: the model's).
+
+        With the GCN encoder the weights are read as given (:func:`_blocked_gcn`); other encoders go
+        through ``functional_call``, which swaps the module's parameters while it runs, so another
+        thread would see the swapped ones."""
+        if params is not None and self._blocks_gcn():
+            return _blocked_gcn([params], (batch.graph, batch.symmetric), [batch])[0]
         told = {"symmetric": batch.symmetric} if isinstance(self.encoder, NodeEncoder) else {}
         z = (self.encoder(batch.graph, **told) if params is None
              else functional_call(self.encoder, params, (batch.graph,), told))
@@ -306,18 +344,60 @@ class GMeta(TransferBaseline):
 
     def step_loss(self, graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode],
                   labels: Sequence[torch.Tensor]) -> torch.Tensor:
-        """Mean over graphs of the query prototypical loss after the inner loop (the meta-objective)."""
+        """Mean over graphs of the query prototypical loss after the inner loop (the meta-objective).
+
+        With the GCN encoder (no dropout) the graphs of the meta-batch adapt side
+        by side: each inner step runs every graph's subgraphs, under that graph's
+        own weights, through one sparse product per layer and one gradient call
+        (:func:`_blocked_gcn`), with the numbers of one graph at a time.
+        """
         second_order = not self.options["first_order"]
-        losses = []
+        plans = []
         for g, ep in zip(graphs, episodes):
             ids, target = support_targets(ep)
             query, query_label = self._train_queries(ep)
-            support = self.subgraphs(g, ids)
-            params, _ = self._adapt(support, target, ep.num_classes, self.options["inner_steps"], second_order)
-            protos = prototypes(self._centres(params, support), target, ep.num_classes)
-            zq = self._centres(params, self.subgraphs(g, query))
-            losses.append(F.cross_entropy(neg_sq_distances(zq, protos), query_label))
+            plans.append((self.subgraphs(g, ids), target, self.subgraphs(g, query), query_label, ep.num_classes))
+        if not self._blocks_gcn():
+            losses = []
+            for support, target, queries, query_label, classes in plans:
+                params, _ = self._adapt(support, target, classes, self.options["inner_steps"], second_order)
+                protos = prototypes(self._centres(params, support), target, classes)
+                zq = self._centres(params, queries)
+                losses.append(F.cross_entropy(neg_sq_distances(zq, protos), query_label))
+            return torch.stack(losses).mean()
+        supports = [plan[0] for plan in plans]
+        union = _union(supports)
+        with torch.enable_grad():
+            # one view per graph of each weight: the graphs' gradients stay apart in one gradient call
+            params = [{name: p.view_as(p) for name, p in self.encoder.named_parameters()} for _ in plans]
+            for _ in range(self.options["inner_steps"]):
+                zs = _blocked_gcn(params, union, supports)
+                loss = sum(F.cross_entropy(neg_sq_distances(z, prototypes(z, plan[1], plan[4])), plan[1])
+                           for z, plan in zip(zs, plans))
+                flat = [p for own in params for p in own.values()]
+                grads = iter(torch.autograd.grad(loss, flat, create_graph=second_order))
+                params = [{name: p - self.options["inner_lr"] * next(grads) for name, p in own.items()}
+                          for own in params]
+        queries = [plan[2] for plan in plans]
+        both = supports + queries
+        zs = _blocked_gcn(params + params, _union(both), both)
+        losses = [F.cross_entropy(neg_sq_distances(zq, prototypes(zs_, plan[1], plan[4])), plan[3])
+                  for zs_, zq, plan in zip(zs[:len(plans)], zs[len(plans):], plans)]
         return torch.stack(losses).mean()
+
+    @property
+    def steps_in_parts(self) -> bool:
+        """With the GCN encoder the meta-batch may go in parts side by side, and graphs be scored side
+        by side (the other encoders go through ``functional_call``, which rebinds the parameters)."""
+        return self._blocks_gcn()
+
+    adapts_in_threads = steps_in_parts
+
+    def _blocks_gcn(self) -> bool:
+        """Whether the encoder is the plain two-layer GCN that :func:`_blocked_gcn` computes."""
+        enc = self.encoder
+        return (type(enc) is GCNEncoder and enc.dropout.p == 0 and enc.conv1.relu and not enc.conv2.relu
+                and enc.conv1.in_feats >= enc.conv1.out_feats and enc.conv2.in_feats >= enc.conv2.out_feats)
 
     @torch.no_grad()
     def _scores(self, g: dgl.DGLGraph, ids: torch.Tensor, target: torch.Tensor, num_classes: int,
@@ -329,11 +409,26 @@ class GMeta(TransferBaseline):
         params = {name: p.detach() for name, p in params.items()}
         protos = prototypes(self._centres(params, support), target, num_classes)
         nodes = torch.arange(g.num_nodes()) if nodes is None else nodes
+        embed = self._embedder(g, params)
+        return chunked(len(nodes), lambda part: neg_sq_distances(embed(nodes[part]), protos), CENTRES)
 
-        def score(part: slice) -> torch.Tensor:
-            return neg_sq_distances(self._centres(params, self.subgraphs(g, nodes[part])), protos)
+    def _embedder(self, g: dgl.DGLGraph, params: Params) -> Callable[[torch.Tensor], torch.Tensor]:
+        """``embed(centres)``: the centres' embeddings in their subgraphs under ``params``, for the many
+        chunks of one graph. ``g``'s symmetry is checked once (its subgraphs share it); with the GCN encoder
+        ``g``'s features are multiplied by the first weight once and each subgraph node takes its row, instead
+        of multiplying every copy of a node (a node is in about as many subgraphs as it has nodes near it)."""
+        hops, cap, symmetric = self.options["hops"], self.options["max_nodes"], is_symmetric(g)
+        if not self._blocks_gcn():
+            return lambda centres: self._centres(params, local_subgraphs(g, centres, hops, cap, symmetric=symmetric))
+        first = g.ndata["feat"] @ params["conv1.weight"]
 
-        return chunked(len(nodes), score, CENTRES)
+        def embed(centres: torch.Tensor) -> torch.Tensor:
+            batch = local_subgraphs(g, centres, hops, cap, symmetric=symmetric, features=False)
+            h = torch.relu(propagate(batch.graph, first[batch.nodes], symmetric) + params["conv1.bias"])
+            h = propagate(batch.graph, h @ params["conv2.weight"], symmetric) + params["conv2.bias"]
+            return h[batch.centres]
+
+        return embed
 
     def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor], z: torch.Tensor | None = None, *,
                      nodes: torch.Tensor | None = None) -> torch.Tensor:
@@ -352,4 +447,21 @@ class GMeta(TransferBaseline):
         """Each node's embedding in its local subgraph under the meta-learned (unadapted) weights,
         :data:`CENTRES` nodes at a time. Shapes: returns ``(N, out_feats)``."""
         every = torch.arange(g.num_nodes())
-        return chunked(len(every), lambda part: self._centres(None, self.subgraphs(g, every[part])), CENTRES)
+        embed = self._embedder(g, {name: p.detach() for name, p in self.encoder.named_parameters()})
+        return chunked(len(every), lambda part: embed(every[part]), CENTRES)
+
+
+def _union(batches: Sequence[SubgraphBatch]) -> tuple[dgl.DGLGraph, bool]:
+    """The subgraph batches as one graph (their nodes one batch after another) and whether it is symmetric."""
+    return dgl.batch([b.graph for b in batches]), all(b.symmetric for b in batches)
+
+
+def _blocked_gcn(params: Sequence[Params], union: tuple[dgl.DGLGraph, bool],
+                 batches: Sequence[SubgraphBatch]) -> list[torch.Tensor]:
+    """The centre embeddings of each batch under its own weights of :class:`~gflkit.nn.GCNEncoder`
+    (:func:`~gflkit.nn.encoder.gcn_blocks` over ``union``, :func:`_union` of ``batches``: they share no
+    edge, so each batch gets the numbers of the encoder run on it alone)."""
+    graph, symmetric = union
+    sizes = [b.graph.num_nodes() for b in batches]
+    h = gcn_blocks(params, graph, graph.ndata["feat"], sizes, symmetric=symmetric)
+    return [z[b.centres] for z, b in zip(h.split(sizes), batches)]

@@ -5,8 +5,10 @@ few gradient steps on the episode's support set (inner learning rate 0.001,
 as in the paper's appendix B), ``theta' = theta - alpha grad L_S(theta)``;
 the meta-loss is the query cross-entropy under ``theta'``, minimised over
 ``theta`` by Adam (the training loop's learning rate, 0.01). The network runs
-functionally (:func:`torch.func.functional_call`) so ``theta'`` stays in the
-autograd graph; ``first_order=True`` drops the second derivatives.
+on weights given as tensors (:func:`gflkit.nn.encoder.gcn_blocks`, then the head)
+so ``theta'`` stays in the autograd graph and the module's parameters are never
+rebound: a meta-batch may be computed in parts side by side, and graphs scored
+side by side; ``first_order=True`` drops the second derivatives.
 """
 from __future__ import annotations
 
@@ -16,10 +18,11 @@ import dgl
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.func import functional_call
 
 from ...episodes import Episode
+from ...graphs import receptive_field
 from ...nn import GCNEncoder
+from ...nn.encoder import gcn_blocks
 from ..support_sets import check_head_classes, flat_support
 from .base import TransferBaseline
 from .common import support_targets
@@ -27,6 +30,9 @@ from .common import support_targets
 __all__ = ["MAML"]
 
 Params = dict[str, torch.Tensor]
+
+#: Graph convolutions of the network: the hops a node's output reads.
+HOPS = 2
 
 
 class MAML(TransferBaseline):
@@ -65,8 +71,17 @@ class MAML(TransferBaseline):
         self.encoder = GCNEncoder(in_feats, hidden_feats, out_feats)
         self.head = nn.Linear(out_feats, num_classes)
 
+    steps_in_parts = True
+    adapts_in_threads = True
+
     def forward(self, g: dgl.DGLGraph) -> torch.Tensor:
         return self.head(self.encoder(g))
+
+    def _logits(self, params: Params, g: dgl.DGLGraph) -> torch.Tensor:
+        """:meth:`forward` under the weights ``params`` (named as :meth:`named_parameters` names them)."""
+        encoder = {name[len("encoder."):]: p for name, p in params.items() if name.startswith("encoder.")}
+        h = gcn_blocks([encoder], g, g.ndata["feat"], [g.num_nodes()])
+        return F.linear(h, params["head.weight"], params["head.bias"])
 
     def embed(self, g: dgl.DGLGraph) -> torch.Tensor:
         """Node embeddings of the meta-learned (unadapted) encoder. Shapes: ``(N, out_feats)``."""
@@ -92,18 +107,26 @@ class MAML(TransferBaseline):
     def _adapt(self, g: dgl.DGLGraph, ids: torch.Tensor, target: torch.Tensor, steps: int | None = None,
                create_graph: bool = False, final_loss: bool = True) -> tuple[Params, list[float]]:
         """:meth:`adapt` on the nodes ``ids`` of classes ``target``; ``final_loss=False`` skips the
-        loss after the last step."""
+        loss after the last step.
+
+        The support loss reads the network's outputs at ``ids`` alone, so the inner steps run on
+        their receptive field (:func:`~gflkit.graphs.receptive_field`, two hops for the two GCN
+        layers): the same outputs from the few hundred nodes near the support set.
+        """
         steps = self.options["test_steps"] if steps is None else steps
+        field = receptive_field(g, ids, HOPS)
+        if field is not None:
+            g, ids = field
         params: Params = dict(self.named_parameters())
         losses = []
         for _ in range(steps):
-            loss = F.cross_entropy(functional_call(self, params, (g,))[ids], target)
+            loss = F.cross_entropy(self._logits(params, g)[ids], target)
             grads = torch.autograd.grad(loss, list(params.values()), create_graph=create_graph)
             params = {name: p - self.options["inner_lr"] * d for (name, p), d in zip(params.items(), grads)}
             losses.append(float(loss.detach()))
         if final_loss:
             with torch.no_grad():
-                losses.append(float(F.cross_entropy(functional_call(self, params, (g,))[ids], target)))
+                losses.append(float(F.cross_entropy(self._logits(params, g)[ids], target)))
         return params, losses
 
     def step_loss(self, graphs: Sequence[dgl.DGLGraph], episodes: Sequence[Episode],
@@ -113,7 +136,7 @@ class MAML(TransferBaseline):
         losses = []
         for g, ep in zip(graphs, episodes):
             params, _ = self.adapt(g, ep, self.options["inner_steps"], create_graph=second_order)
-            losses.append(F.cross_entropy(functional_call(self, params, (g,))[ep.query], ep.query_label))
+            losses.append(F.cross_entropy(self._logits(params, g)[ep.query], ep.query_label))
         return torch.stack(losses).mean()
 
     def class_scores(self, g: dgl.DGLGraph, support: Sequence[torch.Tensor], z: torch.Tensor | None = None, *,
@@ -129,5 +152,5 @@ class MAML(TransferBaseline):
         ids, target = flat_support(support)
         params, _ = self._adapt(g, ids, target, final_loss=False)
         with torch.no_grad():
-            logits = functional_call(self, params, (g,))[:, : len(support)]
+            logits = self._logits(params, g)[:, : len(support)]
         return logits if nodes is None else logits[nodes]

@@ -64,6 +64,7 @@ class MatchingNetwork(TransferBaseline):
     """
 
     name = "matchingnet"
+    steps_in_parts = True
     embeds = True
     shares_embeddings = True
 

@@ -1,0 +1,73 @@
+"""Per-model time of one seed of ``gflkit compare``, this tree against an earlier one, from a stored run of
+``benchmarks/compare_benchmark.py --csv``.
+
+    python scripts/compare_speed.py benchmarks/results/compare_default.csv [--baseline base-b32]
+    python scripts/compare_speed.py benchmarks/results/compare_default.csv --total wall   # one number
+    python scripts/compare_speed.py benchmarks/results/compare_default.csv --minutes now  # one seed, minutes
+
+Prints one Markdown row per model: the wall and CPU seconds of each tree, the earlier tree's over this
+tree's (above 1: this tree is faster), the peak RSS of each, and whether the rows printed were equal; then
+the sum over the models (one seed of a compare of these rows, each in a process of its own). ``--total
+wall|cpu|rss`` prints only that sum's ratio (``rss``: this tree's largest peak over the earlier one's,
+as a change in percent), for a sentence; ``--minutes now|before`` the sum of one tree's wall seconds in
+minutes.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+import pandas as pd
+
+
+def load(path: str, baseline: str | None) -> pd.DataFrame:
+    """One row per model: this tree's and the baseline's measurements side by side."""
+    df = pd.read_csv(path)
+    trees = [t for t in df["tree"].unique() if t != "this"]
+    base = baseline or trees[0]
+    this, other = df[df["tree"] == "this"].set_index("model"), df[df["tree"] == base].set_index("model")
+    joined = this.join(other, rsuffix="_base", how="inner")
+    return joined.loc[[m for m in this.index if m in joined.index]]
+
+
+def totals(t: pd.DataFrame) -> dict[str, float]:
+    """Ratios of the sums over the models (wall, CPU) and the change of the largest peak RSS in percent."""
+    return {"wall": t["seconds_base"].sum() / t["seconds"].sum(),
+            "cpu": t["cpu_seconds_base"].sum() / t["cpu_seconds"].sum(),
+            "rss": 100 * (t["peak_rss_mb"].max() / t["peak_rss_mb_base"].max() - 1)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse the command line and print the table (or one total)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("csv")
+    parser.add_argument("--baseline", help="The earlier tree's name in the CSV (default: the one that is not 'this').")
+    parser.add_argument("--total", choices=("wall", "cpu", "rss"), help="Print only this ratio of the sums.")
+    parser.add_argument("--minutes", choices=("now", "before"), help="Print only one tree's summed wall minutes.")
+    args = parser.parse_args(argv)
+    t = load(args.csv, args.baseline)
+    if args.minutes:
+        print(f"{t['seconds' if args.minutes == 'now' else 'seconds_base'].sum() / 60:.0f}")
+        return
+    if args.total:
+        value = totals(t)[args.total]
+        print(f"{value:+.0f}%" if args.total == "rss" else f"{value:.2f}x")
+        return
+    out = ["| model | wall s, before | wall s, now | before / now | CPU s, before | CPU s, now | before / now (CPU) "
+           "| peak RSS MB, before | peak RSS MB, now | rows equal |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for model, r in t.iterrows():
+        out.append(f"| {model} | {r['seconds_base']:.1f} | {r['seconds']:.1f} "
+                   f"| {r['seconds_base'] / r['seconds']:.2f}x "
+                   f"| {r['cpu_seconds_base']:.1f} | {r['cpu_seconds']:.1f} "
+                   f"| {r['cpu_seconds_base'] / r['cpu_seconds']:.2f}x | {r['peak_rss_mb_base']:.0f} "
+                   f"| {r['peak_rss_mb']:.0f} | {'yes' if r['same_rows'] else 'no'} |")
+    s = totals(t)
+    out.append(f"| all {len(t)} rows | {t['seconds_base'].sum():.0f} | {t['seconds'].sum():.0f} | {s['wall']:.2f}x "
+               f"| {t['cpu_seconds_base'].sum():.0f} | {t['cpu_seconds'].sum():.0f} | {s['cpu']:.2f}x "
+               f"| {t['peak_rss_mb_base'].max():.0f} | {t['peak_rss_mb'].max():.0f} | |")
+    sys.stdout.write("\n".join(out) + "\n")
+
+
+if __name__ == "__main__":
+    main()
