@@ -19,7 +19,7 @@ from .devices import resolve_device
 from .errors import GFLError
 # ENCODERS and SIMILARITIES stay importable here
 from .names import (CHECKPOINT_EVERY, DEFAULT_TIMEOUT, ENCODERS, GATE_MODES, MODEL_OPTIMIZER_DEFAULTS,  # noqa: F401
-                    OPTIMIZER_DEFAULTS, PGNN_NORMS, SIMILARITIES, encoder_names)
+                    MODEL_BUDGETS, BUDGET_DEFAULTS, OPTIMIZER_DEFAULTS, PGNN_NORMS, SIMILARITIES, encoder_names)
 
 __all__ = ["GFLConfig", "EpisodeConfig", "TrainConfig", "RunSettings"]
 
@@ -204,6 +204,22 @@ def optimizer_defaults(model: str) -> dict[str, float]:
     return {**OPTIMIZER_DEFAULTS, **MODEL_OPTIMIZER_DEFAULTS.get(model, {})}
 
 
+def budget_defaults(model: str) -> dict[str, int]:
+    """The most training steps and the patience ``model`` trains with unless they are given.
+
+    400 steps and 8 validation rounds for every model (:data:`~gflkit.names.BUDGET_DEFAULTS`),
+    except G-Meta's 3000 and 20 (:data:`~gflkit.names.MODEL_BUDGETS`): at its paper's learning
+    rate of 1e-3 its validation accuracy still rises after 400 steps, slowly and noisily, and
+    with this budget early stopping ends its training on the families measured in results/gmeta/.
+    """
+    return {**BUDGET_DEFAULTS, **MODEL_BUDGETS.get(model, {})}
+
+
+def _own_budgets(key: str) -> str:
+    """``gmeta 3000``: the models whose ``key`` differs from the shared default."""
+    return ", ".join(f"{name} {own[key]}" for name, own in MODEL_BUDGETS.items() if key in own)
+
+
 def _paper_settings(key: str) -> str:
     """``gpn 0.005, gmeta 0.001, ...``: the models whose ``key`` differs from the shared default."""
     found = [(name, own[key]) for name, own in MODEL_OPTIMIZER_DEFAULTS.items() if key in own]
@@ -215,14 +231,16 @@ class TrainConfig:
     """Meta-training (paper Algorithm 1).
 
     Attributes:
-        steps: maximum number of meta-training steps.
+        steps: maximum number of meta-training steps; ``None``: the model's own
+            (:func:`budget_defaults`: 400, more for G-Meta).
         meta_batch: graphs per step, batched into one DGLGraph.
         lr: Adam learning rate; ``None``: the model's own (:func:`optimizer_defaults`:
             0.01 as in the paper, unless a baseline's paper used another).
         weight_decay: Adam weight decay; ``None``: the model's own (0 unless a
             baseline's paper used another).
         eval_every: steps between validation rounds.
-        patience: validation rounds without improvement before stopping.
+        patience: validation rounds without improvement before stopping; ``None``: the
+            model's own (:func:`budget_defaults`: 8, more for G-Meta).
         val_episodes: support draws per validation graph.
         seed: seed of initialisation, graph order and episodes.
         grad_clip: clip the gradient norm to this value before each step
@@ -238,14 +256,18 @@ class TrainConfig:
             last digits differ from the two parts').
     """
 
-    steps: int = field(default=400, metadata={"help": "Maximum meta-training steps."})
+    steps: int | None = field(default=None, metadata={
+        "help": f"Maximum meta-training steps (default: the model's own; {BUDGET_DEFAULTS['steps']}, "
+                + _own_budgets("steps") + ")."})
     meta_batch: int = field(default=5, metadata={"help": "Graphs per meta-training step."})
     lr: float | None = field(default=None, metadata={
         "help": "Adam learning rate (default: the model's own; 0.01, " + _paper_settings("lr") + ")."})
     weight_decay: float | None = field(default=None, metadata={
         "help": "Adam weight decay (default: the model's own; 0, " + _paper_settings("weight_decay") + ")."})
     eval_every: int = field(default=20, metadata={"help": "Steps between validation rounds."})
-    patience: int = field(default=8, metadata={"help": "Validation rounds without gain before stopping."})
+    patience: int | None = field(default=None, metadata={
+        "help": f"Validation rounds without gain before stopping (default: the model's own; "
+                f"{BUDGET_DEFAULTS['patience']}, " + _own_budgets("patience") + ")."})
     val_episodes: int = field(default=1, metadata={"help": "Support draws per validation graph."})
     seed: int = field(default=0, metadata={"help": "Seed of initialisation, graph order and episodes."})
     grad_clip: float | None = field(default=None,
@@ -263,7 +285,7 @@ class TrainConfig:
         if self.grad_clip is not None and self.grad_clip <= 0:
             raise GFLError(f"grad_clip={self.grad_clip} must be positive (or None for no clipping)")
         for name in ("steps", "meta_batch", "eval_every", "patience", "val_episodes"):
-            if getattr(self, name) < 1:
+            if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise GFLError(f"{name}={getattr(self, name)} must be at least 1")
         if isinstance(self.val_from_train, bool) or not isinstance(self.val_from_train, numbers.Integral) \
                 or self.val_from_train < 0:
@@ -274,9 +296,9 @@ class TrainConfig:
             raise GFLError(f"weight_decay={self.weight_decay} must be 0 or more")
 
     def for_model(self, model: str) -> "TrainConfig":
-        """This config with ``lr`` and ``weight_decay`` left at ``None`` set to ``model``'s own
-        (:func:`optimizer_defaults`); given values are kept."""
-        own = optimizer_defaults(model)
+        """This config with ``lr``, ``weight_decay``, ``steps`` and ``patience`` left at ``None`` set to
+        ``model``'s own (:func:`optimizer_defaults`, :func:`budget_defaults`); given values are kept."""
+        own = {**optimizer_defaults(model), **budget_defaults(model)}
         return replace(self, **{k: v for k, v in own.items() if getattr(self, k) is None})
 
 

@@ -51,6 +51,13 @@ MODEL_OPTIMIZER_DEFAULTS: dict[str, dict[str, float]] = {
     "tlp": {"lr": 5e-4, "weight_decay": 1e-5},  # GRACE (Zhu et al. 2020), its Cora settings
     "tlp-bgrl": {"lr": 5e-4, "weight_decay": 1e-5},  # BGRL (Thakoor et al. 2022), its WikiCS settings
 }
+#: The training budget a model takes unless it is given (``TrainConfig.steps`` / ``patience`` left at
+#: ``None``): :data:`BUDGET_DEFAULTS` for every model, except those listed in :data:`MODEL_BUDGETS`,
+#: whose validation accuracy was still rising at that budget (results/gmeta/ holds the curves behind the choice).
+BUDGET_DEFAULTS: dict[str, int] = {"steps": 400, "patience": 8}
+MODEL_BUDGETS: dict[str, dict[str, int]] = {
+    "gmeta": {"steps": 3000, "patience": 20},  # lr 1e-3: early stopping, not the budget, ends its training
+}
 #: Their names when this module was imported (choices of the command line).
 PER_GRAPH_MODELS = tuple(PER_GRAPH_BASELINES)
 TRANSFER_MODELS = tuple(TRANSFER_BASELINES)

@@ -67,6 +67,16 @@ def _property(name: str, text: str):
     return values[0]
 
 
+def _number(text: str) -> int | float | str:
+    """A value for a setting whose default is ``None`` (the model's own): an integer, else a number, else the text."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
 def _compare_settings(text: str) -> dict:
     """``--NAME VALUE`` pairs -> compare's keywords: ``model_overrides``, ``episode_cfg``, ``train_cfg`` and the
     fields of :class:`gflkit.experiments.TableSettings`, each value of its field's type."""
@@ -84,7 +94,8 @@ def _compare_settings(text: str) -> dict:
             instance = settings[key] if instance is None else instance
             if name in {f.name for f in fields(instance)} and name != "seed":
                 default = getattr(instance, name)
-                typed = value if default is None or isinstance(default, str) else type(default)(value)
+                typed = value if isinstance(default, str) else type(default)(value) if default is not None \
+                    else _number(value)
                 if key == "model_overrides":
                     settings[key][name] = typed
                 elif key:

@@ -29,3 +29,24 @@ def test_non_finite_or_out_of_range_settings_are_refused(cls, changes, needle):
 def test_finite_settings_pass():
     assert TrainConfig(lr=0.5, grad_clip=1.0, seed=2**32 - 1).lr == 0.5
     assert GFLConfig(gamma=0.0).gamma == 0.0
+
+
+def test_a_budget_left_at_none_is_the_models_own():
+    from gflkit.config import budget_defaults
+
+    assert TrainConfig().steps is None and TrainConfig().patience is None
+    assert TrainConfig().for_model("gfl").steps == 400 and TrainConfig().for_model("tlp").patience == 8
+    gmeta = TrainConfig().for_model("gmeta")
+    assert (gmeta.steps, gmeta.patience) == (3000, 20) == tuple(budget_defaults("gmeta").values())
+    given = TrainConfig(steps=7, patience=2).for_model("gmeta")
+    assert (given.steps, given.patience, given.lr) == (7, 2, 0.001)  # given values kept, the rest the model's
+    with pytest.raises(GFLError, match="steps=0"):
+        TrainConfig(steps=0)
+
+
+def test_train_help_says_each_models_budget():
+    from cli_helpers import invoke
+
+    out = " ".join(invoke("train", "--help").output.split())
+    assert "Maximum meta-training steps (default: the model's own; 400, gmeta 3000)" in out
+    assert "(default: the model's own; 8, gmeta 20)" in out

@@ -29,6 +29,8 @@ def test_regime_map_compare_args_become_compare_settings():
     assert settings["model_overrides"] == {"similarity": "combined"}
     assert settings["train_cfg"] == TrainConfig(steps=20) and settings["episode_cfg"] == EpisodeConfig(k_shot=3)
     assert settings["episodes"] == 2
+    own = _script("regime_map")._compare_settings("--lr 0.001 --patience 3")["train_cfg"]  # defaults of None
+    assert own == TrainConfig(lr=0.001, patience=3)
     for bad, needle in (("--seed 3", "--seed is no setting"), ("--steps", "--NAME VALUE pairs")):
         with pytest.raises(ValueError, match=needle):
             _script("regime_map")._compare_settings(bad)
@@ -47,6 +49,32 @@ def test_regime_map_writes_a_cell_per_pair_and_skips_the_ones_it_holds(tmp_path,
     assert list(table.homophily) == ["0.3", "0.3", "0.8", "0.8"] and capsys.readouterr().out == ""
     assert regime_map.main(args) == 0 and "already in" in capsys.readouterr().err
     pd.testing.assert_frame_equal(pd.read_csv(out, dtype=str, keep_default_na=False), table)
+
+
+def test_gmeta_budget_replays_the_training_loops_early_stopping():
+    replay = _script("gmeta_budget").replay
+    curve = pd.DataFrame({"step": [20, 40, 60, 80, 100, 120], "val_accuracy": [0.5, 0.6, 0.6, 0.55, 0.7, 0.65]})
+    # a tie is no gain (the loop keeps the first best); two rounds without gain stop it at step 80
+    assert replay(curve, 2) == {"stop_step": 80, "stopped_early": True, "best_step": 40, "best_val": 60.0}
+    assert replay(curve, 3) == {"stop_step": 120, "stopped_early": False, "best_step": 100, "best_val": 70.0}
+
+
+def test_tlp_search_table_reads_the_stored_search_and_test_rows(tmp_path):
+    (tmp_path / "seed1").mkdir()
+    for path, val in ((tmp_path / "toy", 60.0), (tmp_path / "seed1" / "toy", 70.0)):
+        pd.DataFrame({"preset": ["grace-cora", "grace-citeseer"], "transductive_steps": [200, 0],
+                      "val_accuracy": [val, val + 1], "pretrain_step": [400, 20], "chosen": [False, True]}).to_csv(
+            f"{path}_search.csv", index=False)
+        pd.DataFrame({"model": ["gcn", "tlp"], "accuracy": [70.0, 71.5], "ci95": [2.0, 1.5],
+                      "delta": [None, 1.5], "delta_lo": [None, -0.5], "delta_hi": [None, 3.5],
+                      "p_value": [None, 0.12]}).to_csv(f"{path}_test.csv", index=False)
+    text = _script("tlp_search").markdown(tmp_path, ["Toy=toy", "Toy, seed 1=seed1/toy"], detail=["Toy"])
+    lines = text.splitlines()
+    assert lines[2] == ("| Toy | grace-citeseer, 0 | 61.00 (60.00–61.00) | 71.50 ± 1.50 | 70.00 ± 2.00 "
+                        "| +1.50 [-0.50, +3.50], 0.12 |")
+    assert lines[3].startswith("| Toy, seed 1 | grace-citeseer, 0 | 71.00 (70.00–71.00) |")
+    assert "| Toy | grace-citeseer | 0 (chosen) | 61.00 | 20 |" in lines and not any("seed 1 | grace" in x for x in
+                                                                                      lines[5:])
 
 
 def test_compare_speed_joins_the_trees_model_by_model(tmp_path, capsys):

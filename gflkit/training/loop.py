@@ -232,6 +232,7 @@ def fit_loop(
     """
     if checkpoint_every < 1:
         raise GFLError(f"checkpoint_every={checkpoint_every} must be at least 1")
+    train_cfg = train_cfg.for_model("gfl")  # settings left at None: the shared defaults (callers give the model's)
     sampler = EpisodeSampler(collection, "train", episode_cfg, train_cfg.seed).require_graphs()
     val_sampler = EpisodeSampler(collection, "val", episode_cfg, train_cfg.seed)
     if dist is not None:  # distributed: this rank's share of each meta-batch, DDP gradients, gathered scores

@@ -273,9 +273,11 @@ def fit_baseline(model: TransferBaseline, collection: GraphCollection, episode_c
             return graph_mean_loss(model, graphs, episodes, labels), {}
         return model.step_loss(graphs, episodes, labels), {}
 
+    def score(module, sampler: EpisodeSampler, *args: Any) -> dict[int, float]:
+        return graph_accuracies(module.for_validation(), sampler, *args)
+
     rows, best_step, best_val = fit_loop(
-        model, collection, episode_cfg, train_cfg.for_model(model.name), step_loss=step_loss,
-        score=graph_accuracies,
+        model, collection, episode_cfg, train_cfg.for_model(model.name), step_loss=step_loss, score=score,
         name=model.name, progress=progress, **loop_options,
     )
     return {"step": best_step, "val_accuracy": best_val, "history": rows}

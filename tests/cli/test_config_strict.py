@@ -164,7 +164,7 @@ def test_compare_takes_the_same_file_and_checks_it_the_same_way(tmp_path):
     ("s.toml", "[model_config]\ngate = 1\n", "model_config.gate (--gate): expected true or false, got 1"),
     ("s.toml", '[model_config]\naggregator = "sum"\n', "model_config.aggregator (--aggregator): 'sum' is not one of"),
     ("s.toml", '[episode_config]\non_small = true\n', "episode_config.on_small (--on-small): 'true' is not one of"),
-    ("s.json", '{"train_config": {"steps": null}}', "train_config.steps (--steps): null is not a value here"),
+    ("s.json", '{"train_config": {"meta_batch": null}}', "train_config.meta_batch (--meta-batch): null is not a value"),
     ("s.json", '{"model": 5}', "model: expected a model name"),
     ("s.json", '{"model": "gfll"}', "model (--model): 'gfll' is not one of"),
     ("s.json", '{"model": "knn", "options": {"": 1}}', "options: '' is not an option name"),

@@ -217,6 +217,26 @@ def test_cli_train_evaluate_predict_embed(root, tmp_path):
     assert len(emb) == g.num_nodes() and emb.shape[1] == 1 + 32 and np.isfinite(emb.iloc[:, 1:].to_numpy()).all()
 
 
+@pytest.mark.slow
+def test_gmetas_own_budget_is_recorded_and_a_given_one_kept(root, tmp_path):
+    """Left at their defaults, G-Meta trains with its own budget (3000 steps at most); the run folder
+    records it, scores again from it, and a given --steps is kept."""
+    import json
+
+    run = tmp_path / "own"
+    trained = csv_table(invoke("train", "tiny", "--model", "gmeta", "--eval-every", "2", "--patience", "1",
+                               "--k-shot", "5", "--option", "inner_steps=2", "--run-dir", run, "--data-root", root))
+    recorded = json.loads((run / "config.json").read_text())["train_config"]
+    assert recorded["steps"] == 3000 and recorded["patience"] == 1 and recorded["lr"] == 0.001
+    again = csv_table(invoke("evaluate", run, "tiny", "--data-root", root))
+    assert again.loc[0, "accuracy"] == pytest.approx(trained.loc[0, "accuracy"])
+    given = tmp_path / "given"
+    csv_table(invoke("train", "tiny", "--model", "gmeta", "--steps", "2", "--eval-every", "2", "--k-shot", "5",
+                     "--option", "inner_steps=2", "--run-dir", given, "--data-root", root))
+    recorded = json.loads((given / "config.json").read_text())["train_config"]
+    assert recorded["steps"] == 2 and recorded["patience"] == 20
+
+
 def test_graphs_scored_side_by_side_give_the_records_of_one_thread(small_family, torch_threads):
     from gflkit.evaluation.scoring import graph_records
 

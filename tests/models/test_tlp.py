@@ -70,7 +70,7 @@ def test_contrastive_loss_is_exact_on_a_tiny_graph():
     loss = model.contrastive_loss(g)
     with torch.no_grad():
         p = model.projector(model.encoder(g))
-    assert loss.item() == pytest.approx(_dense_grace(p, p, 0.5), rel=1e-5)
+    assert loss.item() == pytest.approx(_dense_grace(p, p, 0.4), rel=1e-5)  # GRACE's Cora temperature
 
 
 def test_grace_memory_never_grows_with_n_squared(monkeypatch):
@@ -94,8 +94,8 @@ def test_grace_memory_never_grows_with_n_squared(monkeypatch):
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         loss = model.step_loss([g], [None], [g.ndata["label"]])
     loss.backward()
-    assert seen == [((256, 32), (256, 32))]
-    assert largest[0] <= max(256 * 512, n * 32)  # B x 2B logits, N x d embeddings, never N x N = 25e6
+    assert seen == [((256, 128), (256, 128))]
+    assert largest[0] <= max(256 * 512, n * 256)  # B x 2B logits, N x hidden activations, never N x N = 25e6
     assert torch.isfinite(loss)
 
 
@@ -143,7 +143,7 @@ def test_forward_and_backward(name):
     assert loss.dim() == 0 and torch.isfinite(loss)
     loss.backward()
     assert model.encoder.conv1.weight.grad.abs().sum() > 0
-    assert model.embed(g).shape == (40, 32)
+    assert model.embed(g).shape == (40, model.options["out_feats"])
     scores = model.class_scores(g, [torch.tensor([0, 1]), torch.tensor([2]), torch.tensor([3, 4, 5])])
     assert scores.shape == (40, 3) and torch.isfinite(scores).all()
 
@@ -240,7 +240,7 @@ def test_cli_train_evaluate_predict_embed(root, tmp_path):
     given = dict(zip(labels["node"], labels["label"]))
     assert all(given[n] == lab for n, lab in zip(table["node"], table["label"]) if n in given)
     emb = csv_table(invoke("embed", run, *graph))
-    assert emb.filter(like="z_").shape == (len(table), 32)
+    assert emb.filter(like="z_").shape == (len(table), 128)  # GRACE's Cora width
 
 
 def test_cli_bad_option_is_one_line(root, tmp_path):
@@ -252,7 +252,7 @@ def test_cli_bad_option_is_one_line(root, tmp_path):
 @pytest.mark.parametrize("name", ["tlp", "tlp-bgrl"])
 def test_transductive_steps_pretrain_a_copy_on_the_graph_being_labelled(name):
     g = _graph(120)
-    frozen = TRANSFER[name](8, 3)
+    frozen = TRANSFER[name](8, 3, transductive_steps=0)
     adapted = TRANSFER[name](8, 3, transductive_steps=5)
     adapted.load_state_dict(frozen.state_dict())
     before = {k: v.clone() for k, v in adapted.state_dict().items()}
@@ -271,3 +271,78 @@ def test_transductive_steps_need_a_label_free_loss():
         TRANSFER["tlp-sup"](8, 3, transductive_steps=5)
     with pytest.raises(ValueError, match="transductive_steps must be at least 0"):
         TRANSFER["tlp"](8, 3, transductive_steps=-1)
+
+
+@pytest.mark.parametrize("name, widths, rates", [
+    ("tlp", (256, 128, 128), (0.2, 0.4, 0.3, 0.4)),  # GRACE's Cora encoder (hidden twice the output) and views
+    ("tlp-bgrl", (512, 256, 512), (0.2, 0.3, 0.2, 0.1)),  # BGRL's WikiCS encoder, predictor and views
+    ("tlp-sup", (32, 32, 32), (0.2, 0.4, 0.3, 0.4)),  # GFL's encoder, as the other supervised baselines
+])
+def test_defaults_are_the_papers(name, widths, rates):
+    model = TRANSFER[name](8, 3)
+    o = model.options
+    assert (o["hidden_feats"], o["out_feats"], o["proj_feats"]) == widths
+    assert (o["drop_edge_1"], o["drop_edge_2"], o["mask_feat_1"], o["mask_feat_2"]) == rates
+    assert model.encoder.conv1.weight.shape == (8, widths[0]) and model.encoder.conv2.weight.shape == widths[:2]
+    assert o["transductive_steps"] == (0 if name == "tlp-sup" else tlp.TRANSDUCTIVE_STEPS)
+    assert o["tau"] == 0.4  # GRACE's Cora temperature (BGRL has none)
+
+
+def test_by_default_each_graph_being_labelled_is_pretrained_on_and_transductive_steps_0_freezes(monkeypatch):
+    g = _graph(60)
+    calls = []
+    real = tlp.TransductiveLinearProbe.adapted_to
+
+    def spy(self, graph):
+        calls.append(graph.num_nodes())
+        return real(self, graph)
+
+    monkeypatch.setattr(tlp.TransductiveLinearProbe, "adapted_to", spy)
+    torch.manual_seed(0)
+    default = TRANSFER["tlp"](8, 3, transductive_steps=2)
+    frozen = TRANSFER["tlp"](8, 3, transductive_steps=0)
+    frozen.load_state_dict(default.state_dict())
+    assert TRANSFER["tlp"](8, 3).options["transductive_steps"] > 0
+    z = default.embed(g)
+    assert calls == [60]
+    assert torch.equal(frozen.embed(g), frozen.encoder(g)) and calls == [60]  # the frozen probe: no copy trained
+    assert not torch.equal(z, frozen.embed(g))
+
+
+def test_bgrl_keeps_its_own_defaults_under_given_options():
+    model = TRANSFER["tlp-bgrl"](8, 3, ema=0.9, out_feats=64)
+    assert model.options["out_feats"] == 64 and model.options["hidden_feats"] == 512 and model.options["ema"] == 0.9
+    with pytest.raises(ValueError, match="drop_edge_2=1"):
+        TRANSFER["tlp-bgrl"](8, 3, drop_edge_2=1)
+
+
+def test_pretrainings_validation_rounds_score_the_frozen_probe(toy, monkeypatch):
+    """No val graph is pretrained on while the warm start is chosen; the scores after training are the model's."""
+    calls = []
+    real = tlp.TransductiveLinearProbe.adaptations
+
+    def spy(self, g, counts):
+        calls.append(list(counts))
+        return real(self, g, counts)
+
+    monkeypatch.setattr(tlp.TransductiveLinearProbe, "adaptations", spy)
+    result = fit_transfer("tlp", toy, EPISODES, FAST, options={"transductive_steps": 3}, progress=False)
+    assert calls == []
+    view = result.model.for_validation()
+    assert view.options["transductive_steps"] == 0 and result.model.options["transductive_steps"] == 3
+    assert view.encoder is result.model.encoder  # the same weights, not a copy
+    graph_accuracies(result.model, EpisodeSampler(toy, "test", EPISODES, seed=0))
+    assert calls == [[3]] * len(toy.graph_ids("test"))  # each test graph pretrained on once
+
+
+def test_adaptations_read_one_run_of_the_steps_at_each_count():
+    g = _graph(50)
+    torch.manual_seed(0)
+    model = TRANSFER["tlp"](8, 3, max_nodes=16)
+    got = {n: enc(g) for n, enc in model.adaptations(g, [0, 2, 5])}
+    assert torch.equal(got[0], model.encoder(g))  # no step: the warm start
+    for n in (2, 5):
+        model.options["transductive_steps"] = n
+        assert torch.equal(got[n], model.embed(g))  # what transductive_steps=n embeds with
+    with pytest.raises(ValueError, match="increasing order"):
+        next(model.adaptations(g, [5, 2]))

@@ -28,3 +28,8 @@ class TransferBaseline(FewShotModel):
                              f"{', '.join(sorted(type(self).option_names()))}")
         super().__init__()
         self.in_feats, self.num_classes, self.options = in_feats, num_classes, dict(options)
+
+    def for_validation(self) -> "TransferBaseline":
+        """The model the training loop's validation rounds score: this one (a baseline whose scoring
+        trains something per graph may return a cheaper view of itself sharing these weights)."""
+        return self

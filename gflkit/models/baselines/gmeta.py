@@ -20,7 +20,10 @@ Choices of this implementation, against the paper's code:
   ``dgl.nn.GraphConv(norm="both")`` with the normalisation stored once), 32 units like the
   other baselines, for a fair comparison; G-Meta used SGC and GIN (``encoder="gin"``);
 * the outer learning rate is G-Meta's, 1e-3, unless ``lr`` is given
-  (:func:`gflkit.config.optimizer_defaults`);
+  (:func:`gflkit.config.optimizer_defaults`); at that rate its validation accuracy
+  still rises after the shared budget of 400 steps, so G-Meta has its own, at most
+  3000 steps with a patience of 20 validation rounds, unless ``steps`` or ``patience``
+  are given (:func:`gflkit.config.budget_defaults`; the curves behind it are in results/gmeta/);
 * ``inner_steps=10`` in training and ``test_steps=20`` at test time, as G-Meta's,
   first-order by default (MAML's option here), to keep a CPU run within minutes;
 * each training step's query loss reads at most ``train_queries`` query nodes per class,

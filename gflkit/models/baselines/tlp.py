@@ -1,27 +1,37 @@
-"""Transductive linear probing (TLP; Tan et al., LoG 2022): a pretrained GCN encoder, a linear probe per test graph.
+"""Transductive linear probing (TLP; Tan et al., LoG 2022): a self-supervised GCN encoder, a linear probe per graph.
 
-A GCN encoder (GFL's two-layer 32-unit encoder, :class:`~gflkit.nn.GCNEncoder`,
-which computes ``dgl.nn.GraphConv(norm="both")``) is pretrained on the train
-graphs, then frozen. On a test graph it embeds every node (transductively: the
-whole graph, queries included); each embedding column is standardised over
-the graph's nodes, and a multiclass logistic regression with an L2 penalty is
-fitted on the support nodes' embeddings by L-BFGS from zero weights, in float64
-(:func:`~gflkit.models.baselines.common.fit_linear`: a strictly convex loss, so
-the probe depends on its inputs alone). Each query takes the probe's argmax.
+As TLP's paper runs it, by default: a two-layer GCN encoder
+(:class:`~gflkit.nn.GCNEncoder`, ``dgl.nn.GraphConv(norm="both")``) is
+pretrained on the train graphs (the warm start), then, on each graph being
+labelled, a copy of it is pretrained ``transductive_steps`` more steps with the
+same self-supervised loss on that graph alone (unlabelled, queries included; no
+label is read), and embeds every node. Each embedding column is standardised
+over the graph's nodes, and a multiclass logistic regression with an L2
+penalty is fitted on the support nodes' embeddings by L-BFGS from zero weights,
+in float64 (:func:`~gflkit.models.baselines.common.fit_linear`: a strictly
+convex loss, so the probe depends on its inputs alone). Each query takes the
+probe's argmax. ``transductive_steps=0`` keeps the frozen probe: the train
+graphs' encoder, unchanged, on every graph.
 
 Three pretraining methods, one registered model each (the method is fixed by the
 model name, recorded in the run's ``pretrain`` option):
 
-* ``tlp``, **GRACE** (Zhu et al. 2020): two views of each graph by dropping
-  edges and masking feature columns at GRACE's Cora rates (edges 0.2 and 0.4,
-  features 0.3 and 0.4), a two-layer projection head, and the InfoNCE loss
-  with temperature ``tau`` (0.5) whose negatives are the other anchors in both
-  views (inter- and intra-view). Memory never grows with ``N^2``: the loss is
-  computed on at most ``max_nodes`` anchor nodes per graph and step, drawn
-  without replacement from the global torch generator (seeded by the run,
-  saved in its resume checkpoints), so its similarity matrices are at most
-  ``max_nodes x max_nodes`` (all nodes, in order, when the graph is smaller).
-* ``tlp-bgrl``, **BGRL** (Thakoor et al. 2022): the same two views; an online
+* ``tlp``, **GRACE** (Zhu et al. 2020), with GRACE's Cora settings by default:
+  a 256-unit hidden layer and 128-unit embeddings (GRACE's encoder is twice as
+  wide inside as its output), a 128-unit projection head, two views of each
+  graph by dropping edges (0.2 and 0.4) and masking feature columns (0.3 and
+  0.4), and the InfoNCE loss with temperature ``tau`` 0.4 whose negatives are
+  the other anchors in both views (inter- and intra-view); 200 transductive
+  steps (GRACE's 200 epochs on Cora). GRACE's Citeseer settings are another
+  preset of these options (``scripts/tlp_search.py``). Memory never grows with
+  ``N^2``: the loss is computed on at most ``max_nodes`` anchor nodes per graph
+  and step, drawn without replacement from the global torch generator (seeded
+  by the run, saved in its resume checkpoints), so its similarity matrices are
+  at most ``max_nodes x max_nodes`` (all nodes, in order, when the graph is
+  smaller).
+* ``tlp-bgrl``, **BGRL** (Thakoor et al. 2022), with BGRL's WikiCS settings by
+  default (512 and 256 units, a 512-unit predictor, edges dropped at 0.2 and
+  0.3, features masked at 0.2 and 0.1): the same kind of views; an online
   encoder with a predictor regresses the other view's embedding by a target
   encoder (cosine loss, no negatives). The target is an exponential moving
   average of the online encoder, ``target <- ema * target + (1 - ema) * online``,
@@ -29,15 +39,10 @@ model name, recorded in the run's ``pretrain`` option):
   weights the previous step left (the same sequence of targets as an update
   after each optimizer step); it takes no gradient and is part of the state
   dict, so checkpoints keep it.
-* ``tlp-sup``, **supervised**: the encoder with a linear head trained by
-  cross-entropy on the labelled nodes of the train graphs; the head is not
-  used on a test graph.
-
-With the option ``transductive_steps`` (``--option transductive_steps=N``), as
-TLP's paper runs it, each graph being labelled is embedded by a copy of the
-pretrained encoder trained N more steps with the same self-supervised loss on
-that graph alone (unlabelled, queries included; warm-started from the train
-graphs' pretraining), then probed; by default (0) the encoder stays frozen.
+* ``tlp-sup``, **supervised**: GFL's 32-unit encoder with a linear head trained
+  by cross-entropy on the labelled nodes of the train graphs, frozen (it has no
+  label-free loss to train on a graph being labelled); the head is not used on
+  a test graph.
 
 Pretraining runs in the shared training loop (:func:`gflkit.training.meta.fit_transfer`:
 Adam, ``meta_batch`` graphs per step), for GRACE and BGRL with their papers' learning
@@ -45,11 +50,15 @@ rate 5e-4 and weight decay 1e-5 unless others are given (the supervised variant
 with the shared 0.01 and 0; :func:`gflkit.config.optimizer_defaults`); like every transfer baseline, the
 weights kept are those whose probe scores best on the val graphs, so the
 val labels choose the stopping step while GRACE and BGRL never see a label.
+Those validation rounds score the frozen probe (:meth:`TransductiveLinearProbe.for_validation`):
+a transductive pretraining of every val graph at every round would cost
+``transductive_steps`` steps per val graph each round; the scores after training
+(``evaluate``, ``compare``) pretrain on each graph as described above.
 """
 from __future__ import annotations
 
 import copy
-from typing import Sequence
+from typing import Any, Iterator, Sequence
 
 import dgl
 import torch
@@ -68,6 +77,8 @@ __all__: list[str] = []
 
 #: Pretraining methods.
 PRETRAIN_METHODS = ("grace", "bgrl", "supervised")
+#: Self-supervised steps on each graph being labelled, by default (GRACE's 200 epochs on Cora).
+TRANSDUCTIVE_STEPS = 200
 
 
 def augmented_view(g: dgl.DGLGraph, drop_edge: float, mask_feat: float,
@@ -144,18 +155,19 @@ class TransductiveLinearProbe(TransferBaseline):
         in_feats: node feature size.
         num_classes: size of the shared label set (the supervised head's width).
         pretrain: the pretraining method; fixed by the class (:attr:`method`), recorded in checkpoints.
-        hidden_feats, out_feats: GCN widths (paper: 32, 32).
+        hidden_feats, out_feats: GCN widths (GRACE's Cora encoder: 256, 128; BGRL's WikiCS: 512, 256).
         proj_feats: hidden width of GRACE's projection head and BGRL's predictor.
         drop_edge_1, drop_edge_2: edge-drop rates of the two views (GRACE, BGRL).
         mask_feat_1, mask_feat_2: feature-masking rates of the two views (GRACE, BGRL).
-        tau: InfoNCE temperature (GRACE).
+        tau: InfoNCE temperature (GRACE; its Cora value 0.4).
         max_nodes: anchors per graph and step of GRACE's loss (its memory is ``O(max_nodes^2)``).
         ema: BGRL's target decay.
         probe_weight_decay: L2 penalty of the linear probe.
         probe_iter: L-BFGS iterations of the probe.
         transductive_steps: self-supervised steps on each graph being labelled before it is embedded
             (GRACE or BGRL on that graph alone, warm-started from the pretrained encoder; no label is read),
-            as TLP's paper pretrains on the target graph; 0 (default): the encoder stays frozen.
+            as TLP's paper pretrains on the target graph (default: :data:`TRANSDUCTIVE_STEPS`); 0: the
+            encoder stays frozen (the frozen probe).
         transductive_lr: Adam's learning rate for those steps.
 
     Shapes:
@@ -169,11 +181,11 @@ class TransductiveLinearProbe(TransferBaseline):
     #: The pretraining method of this model name.
     method = "grace"
 
-    def __init__(self, in_feats: int, num_classes: int, *, pretrain: str | None = None, hidden_feats: int = 32,
-                 out_feats: int = 32, proj_feats: int = 32, drop_edge_1: float = 0.2, drop_edge_2: float = 0.4,
-                 mask_feat_1: float = 0.3, mask_feat_2: float = 0.4, tau: float = 0.5, max_nodes: int = 1024,
+    def __init__(self, in_feats: int, num_classes: int, *, pretrain: str | None = None, hidden_feats: int = 256,
+                 out_feats: int = 128, proj_feats: int = 128, drop_edge_1: float = 0.2, drop_edge_2: float = 0.4,
+                 mask_feat_1: float = 0.3, mask_feat_2: float = 0.4, tau: float = 0.4, max_nodes: int = 1024,
                  ema: float = 0.99, probe_weight_decay: float = 1e-3, probe_iter: int = 500,
-                 transductive_steps: int = 0, transductive_lr: float = 5e-4) -> None:
+                 transductive_steps: int = TRANSDUCTIVE_STEPS, transductive_lr: float = 5e-4) -> None:
         pretrain = self.method if pretrain is None else pretrain
         if pretrain != self.method:
             other = {m: n for n, m in _NAMES.items()}.get(pretrain)
@@ -278,27 +290,46 @@ class TransductiveLinearProbe(TransferBaseline):
     def adapted_to(self, g: dgl.DGLGraph) -> nn.Module:
         """A copy of the encoder pretrained ``transductive_steps`` more steps on ``g`` alone, as TLP's paper
         pretrains on the graph being labelled: the same self-supervised loss, no label, Adam at
-        ``transductive_lr``; this model is left as it was.
+        ``transductive_lr``; this model is left as it was (:meth:`adaptations`)."""
+        return next(self.adaptations(g, [self.options["transductive_steps"]]))[1]
+
+    def adaptations(self, g: dgl.DGLGraph, counts: Sequence[int]) -> Iterator[tuple[int, nn.Module]]:
+        """``(n, encoder)`` for each ``n`` of ``counts`` (increasing): a frozen copy of the encoder after ``n``
+        self-supervised steps on ``g``, from one run of the steps, so each is the encoder
+        ``transductive_steps=n`` would embed ``g`` with.
 
         The views and anchors are drawn from a generator seeded with 0 for each graph, so a graph's
         embeddings do not depend on which graphs were embedded before it, nor on the thread that embeds it.
         """
+        if list(counts) != sorted(set(counts)) or min(counts, default=0) < 0:
+            raise ValueError(f"counts={list(counts)}: give step counts of at least 0 in increasing order")
         work = copy.deepcopy(self)
         work.options = {**self.options, "transductive_steps": 0}
         params = [p for p in work.parameters() if p.requires_grad]
         optimizer = torch.optim.Adam(params, lr=self.options["transductive_lr"], weight_decay=1e-5)
         generator = torch.Generator(device=g.device).manual_seed(0)
-        with torch.enable_grad():
-            for _ in range(self.options["transductive_steps"]):
-                optimizer.zero_grad()
-                if self.method == "bgrl":
-                    work.update_target()
-                    loss = work.bootstrap_loss(g, generator)
-                else:
-                    loss = work.contrastive_loss(g, generator)
-                loss.backward()
-                optimizer.step()
-        return work.encoder.requires_grad_(False)
+        done = 0
+        for n in counts:
+            with torch.enable_grad():
+                for _ in range(n - done):
+                    optimizer.zero_grad()
+                    if self.method == "bgrl":
+                        work.update_target()
+                        loss = work.bootstrap_loss(g, generator)
+                    else:
+                        loss = work.contrastive_loss(g, generator)
+                    loss.backward()
+                    optimizer.step()
+            done = n
+            yield n, copy.deepcopy(work.encoder).requires_grad_(False)
+
+    def for_validation(self) -> "TransductiveLinearProbe":
+        """The frozen probe on these weights (``transductive_steps=0``; parameters shared, not copied): what the
+        pretraining's validation rounds score, so the val graphs choose the warm start without a
+        transductive pretraining per val graph at every round."""
+        view = copy.copy(self)
+        view.options = {**self.options, "transductive_steps": 0}
+        return view
 
     @torch.no_grad()
     def shared_embeddings(self, g: dgl.DGLGraph) -> torch.Tensor:
@@ -328,17 +359,31 @@ class TransductiveLinearProbe(TransferBaseline):
 
 
 class BootstrapLinearProbe(TransductiveLinearProbe):
-    """TLP with BGRL pretraining (model ``tlp-bgrl``; options as :class:`TransductiveLinearProbe`)."""
+    """TLP with BGRL pretraining (model ``tlp-bgrl``; options as :class:`TransductiveLinearProbe`), with
+    BGRL's WikiCS encoder (512 and 256 units, a 512-unit predictor) and augmentation rates by default."""
 
     name = "tlp-bgrl"
     method = "bgrl"
 
+    def __init__(self, in_feats: int, num_classes: int, *, hidden_feats: int = 512, out_feats: int = 256,
+                 proj_feats: int = 512, drop_edge_1: float = 0.2, drop_edge_2: float = 0.3, mask_feat_1: float = 0.2,
+                 mask_feat_2: float = 0.1, **options: Any) -> None:
+        super().__init__(in_feats, num_classes, hidden_feats=hidden_feats, out_feats=out_feats, proj_feats=proj_feats,
+                         drop_edge_1=drop_edge_1, drop_edge_2=drop_edge_2, mask_feat_1=mask_feat_1,
+                         mask_feat_2=mask_feat_2, **options)
+
 
 class SupervisedLinearProbe(TransductiveLinearProbe):
-    """TLP with a supervised encoder (model ``tlp-sup``; options as :class:`TransductiveLinearProbe`)."""
+    """TLP with a supervised encoder (model ``tlp-sup``; options as :class:`TransductiveLinearProbe`): GFL's
+    32-unit encoder, frozen (it has no label-free loss to train on a graph being labelled)."""
 
     name = "tlp-sup"
     method = "supervised"
+
+    def __init__(self, in_feats: int, num_classes: int, *, hidden_feats: int = 32, out_feats: int = 32,
+                 proj_feats: int = 32, transductive_steps: int = 0, **options: Any) -> None:
+        super().__init__(in_feats, num_classes, hidden_feats=hidden_feats, out_feats=out_feats, proj_feats=proj_feats,
+                         transductive_steps=transductive_steps, **options)
 
 
 #: Model name of each pretraining method.
