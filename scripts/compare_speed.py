@@ -10,7 +10,8 @@ tree's (above 1: this tree is faster), the peak RSS of each, and whether the row
 the sum over the models (one seed of a compare of these rows, each in a process of its own). ``--total
 wall|cpu|rss`` prints only that sum's ratio (``rss``: this tree's largest peak over the earlier one's,
 as a change in percent), for a sentence; ``--minutes now|before`` the sum of one tree's wall seconds in
-minutes.
+minutes. ``--with LATER.csv`` takes the rows of a later run of some models in place of these (both trees
+of that run), for a sum over code that changed after the first run.
 """
 from __future__ import annotations
 
@@ -44,8 +45,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--baseline", help="The earlier tree's name in the CSV (default: the one that is not 'this').")
     parser.add_argument("--total", choices=("wall", "cpu", "rss"), help="Print only this ratio of the sums.")
     parser.add_argument("--minutes", choices=("now", "before"), help="Print only one tree's summed wall minutes.")
+    parser.add_argument("--with", dest="later", metavar="CSV", action="append", default=[],
+                        help="A later run of the same benchmark whose models replace these rows (repeatable).")
     args = parser.parse_args(argv)
     t = load(args.csv, args.baseline)
+    for later in args.later:
+        newer = load(later, args.baseline)
+        t = pd.concat([t.drop(index=[m for m in newer.index if m in t.index]), newer]).loc[
+            list(t.index) + [m for m in newer.index if m not in t.index]]
     if args.minutes:
         print(f"{t['seconds' if args.minutes == 'now' else 'seconds_base'].sum() / 60:.0f}")
         return

@@ -93,3 +93,9 @@ def test_compare_speed_joins_the_trees_model_by_model(tmp_path, capsys):
     assert capsys.readouterr().out.strip() == "+4%"
     speed.main([str(path), "--minutes", "before"])
     assert capsys.readouterr().out.strip() == "1"
+    later = tmp_path / "later.csv"
+    pd.DataFrame([r | {"seconds": r["seconds"] * 10} for r in rows if r["model"] == "agf"]).to_csv(later, index=False)
+    speed.main([str(path), "--with", str(later), "--minutes", "now"])  # 10 s of gfl-mean, 50 s of agf
+    assert capsys.readouterr().out.strip() == "1"
+    speed.main([str(path), "--with", str(later)])
+    assert capsys.readouterr().out.splitlines()[3].startswith("| agf | 200.0 | 50.0 | 4.00x")
