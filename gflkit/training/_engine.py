@@ -234,24 +234,43 @@ def meta_batch_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: 
     if workers <= 1:
         batch = prepared.batches[0] if prepared is not None else _prepare_part(model, graphs, episodes, symmetric)
         return _batch_loss(model, batch, episodes)
-    params = [p for p in model.parameters() if p.requires_grad]
-    threads = torch.get_num_threads()
-    per_part = max(1, threads // workers)
     if prepared is not None:
         groups = prepared.groups
     else:
         for g in {id(g): g for g in graphs}.values():
             make_thread_safe(g)
         groups = split_by_nodes([g.num_nodes() for g in graphs], workers)
-    weights = [len(idx) / len(graphs) for idx in groups]
 
-    def part(j: int) -> tuple[Any, float, dict[str, float]]:
-        torch.set_num_threads(per_part)  # this thread's share of the cores
+    def part_loss(j: int) -> tuple[torch.Tensor, dict[str, float]]:
         idx = groups[j]
         part_episodes = [episodes[i] for i in idx]
         batch = prepared.batches[j] if prepared is not None else \
             _prepare_part(model, [graphs[i] for i in idx], part_episodes, _picked(symmetric, idx))
-        loss, parts = _batch_loss(model, batch, part_episodes)
+        return _batch_loss(model, batch, part_episodes)
+
+    return _in_parts(model, groups, len(graphs), part_loss, then)
+
+
+def _in_parts(model: nn.Module, groups: list[np.ndarray], count: int,
+              part_loss: Callable[[int], tuple[torch.Tensor, dict[str, float]]],
+              then: Sequence[Callable[[], None]] = ()) -> tuple[torch.Tensor, dict[str, float]]:
+    """The mean loss over ``count`` graphs from the losses of their parts, computed side by side.
+
+    ``part_loss(j)`` is the mean loss of the graphs ``groups[j]`` and its metrics; each part runs on a
+    thread of its own with a share of the torch threads (the calling thread takes the first), its
+    gradients weighted by its share of the graphs there, and the parts' gradients are summed in part
+    order. ``then``: jobs run once the parts are done with, as :func:`meta_batch_loss` says. Returns
+    the whole loss, whose ``backward()`` hands out the summed gradients, and the weighted metrics.
+    """
+    params = [p for p in model.parameters() if p.requires_grad]
+    workers = len(groups)
+    threads = torch.get_num_threads()
+    per_part = max(1, threads // workers)
+    weights = [len(idx) / count for idx in groups]
+
+    def part(j: int) -> tuple[Any, float, dict[str, float]]:
+        torch.set_num_threads(per_part)  # this thread's share of the cores
+        loss, parts = part_loss(j)
         grads = torch.autograd.grad(loss, params, allow_unused=True)
         return _scaled(grads, weights[j]), float(loss.detach()), parts  # weighted here, on this part's thread
 
@@ -313,32 +332,13 @@ def graph_mean_loss(model: nn.Module, graphs: Sequence[dgl.DGLGraph], episodes: 
         return model.step_loss(graphs, episodes, labels)
     for g in {id(g): g for g in graphs}.values():
         make_thread_safe(g)
-    params = [p for p in model.parameters() if p.requires_grad]
     groups = split_by_nodes([g.num_nodes() for g in graphs], workers)
-    weights = [len(idx) / len(graphs) for idx in groups]
-    threads = torch.get_num_threads()
-    per_part = max(1, threads // workers)
 
-    def part(j: int) -> tuple[list[torch.Tensor | None], float]:
-        torch.set_num_threads(per_part)
+    def part_loss(j: int) -> tuple[torch.Tensor, dict[str, float]]:
         idx = groups[j]
-        loss = model.step_loss([graphs[i] for i in idx], [episodes[i] for i in idx], [labels[i] for i in idx])
-        grads = torch.autograd.grad(loss, params, allow_unused=True)
-        return _scaled(grads, weights[j]), float(loss.detach())
+        return model.step_loss([graphs[i] for i in idx], [episodes[i] for i in idx], [labels[i] for i in idx]), {}
 
-    try:
-        if threads < workers:  # too few torch threads: the parts one after another, the same numbers
-            results = [part(j) for j in range(workers)]
-        else:
-            pool = worker_pool(workers - 1)
-            others = [pool.submit(part, j) for j in range(1, workers)]
-            results = [part(0)] + [f.result() for f in others]
-        grads = _sums_in_order([r[0] for r in results])
-    finally:
-        torch.set_num_threads(threads)
-    value = torch.tensor(sum(w * r[1] for w, r in zip(weights, results)), dtype=params[0].dtype,
-                         device=params[0].device)
-    return _GivenGradients.apply(value, tuple(grads), *params)
+    return _in_parts(model, groups, len(graphs), part_loss)[0]
 
 
 class StepLoss:
