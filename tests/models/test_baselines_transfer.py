@@ -121,7 +121,8 @@ PARTS = [name for name in TRANSFER if TRANSFER[name](64, 4, **OPTIONS.get(name, 
 def test_the_baselines_that_step_in_parts_are_the_ones_that_may():
     """Parts side by side need a mean over graphs, no rebinding of parameters and no random draws."""
     assert sorted(PARTS) == ["agf", "gmeta", "knn", "maml", "matchingnet", "transfer-head"]
-    assert not TRANSFER["gmeta"](64, 4, encoder="gin").steps_in_parts  # through functional_call
+    gin = TRANSFER["gmeta"](64, 4, encoder="gin")  # through functional_call
+    assert not gin.steps_in_parts and not gin.adapts_in_threads
 
 
 @pytest.mark.parametrize("name", PARTS)

@@ -235,18 +235,3 @@ def test_gmetas_own_budget_is_recorded_and_a_given_one_kept(root, tmp_path):
                      "--option", "inner_steps=2", "--run-dir", given, "--data-root", root))
     recorded = json.loads((given / "config.json").read_text())["train_config"]
     assert recorded["steps"] == 2 and recorded["patience"] == 20
-
-
-def test_graphs_scored_side_by_side_give_the_records_of_one_thread(small_family, torch_threads):
-    from gflkit.evaluation.scoring import graph_records
-
-    torch.manual_seed(0)
-    model = TRANSFER["gmeta"](small_family.feat_size, small_family.num_classes, **LIGHT).eval()
-    assert model.adapts and model.adapts_in_threads
-    assert not TRANSFER["gmeta"](small_family.feat_size, small_family.num_classes, encoder="gin").adapts_in_threads
-    sampler = EpisodeSampler(small_family, "test", EPISODES, seed=0)
-    records = []
-    for threads in (1, 2):
-        torch_threads(threads)
-        records.append(graph_records(model, sampler, 2, GraphCache(small_family)))
-    pd.testing.assert_frame_equal(records[0], records[1])
