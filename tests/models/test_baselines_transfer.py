@@ -24,7 +24,9 @@ EPISODES = EpisodeConfig(k_shot=10)
 # steps the transfer baselines reach about 50-65% mean test accuracy.
 QUICK = TrainConfig(steps=30, meta_batch=3, eval_every=10, seed=0)
 OPTIONS = {"maml": {"first_order": True, "inner_steps": 2}, "agf": {"finetune_steps": 10},
-           "gmeta": {"inner_steps": 2, "max_nodes": 32}}
+           "gmeta": {"inner_steps": 2, "max_nodes": 32},
+           "tlp": {"hidden_feats": 16, "out_feats": 8, "proj_feats": 8, "transductive_steps": 3},
+           "tlp-bgrl": {"hidden_feats": 16, "out_feats": 8, "proj_feats": 8, "transductive_steps": 3}}
 
 
 @pytest.fixture(scope="module")
@@ -162,7 +164,7 @@ def test_a_baseline_trained_in_parts_gives_the_same_bits_on_any_thread_count(sma
         assert all(torch.equal(states[0][k], state[k]) for k in state)
 
 
-@pytest.mark.parametrize("name", ["agf", "gmeta", "maml"])
+@pytest.mark.parametrize("name", ["agf", "gmeta", "maml", "tlp", "tlp-bgrl"])
 def test_adapting_baselines_scored_side_by_side_give_the_records_of_one_thread(small_family, name, torch_threads):
     from gflkit.evaluation.scoring import graph_records
 

@@ -178,6 +178,9 @@ class TransductiveLinearProbe(TransferBaseline):
     embeds = True
     shares_embeddings = True
     adapts = True
+    #: The pretraining on a graph being labelled trains a copy and draws from its own generator, so graphs
+    #: are embedded side by side (the copies run in eval mode: no dropout draws).
+    adapts_in_threads = True
     #: The pretraining method of this model name.
     method = "grace"
 
