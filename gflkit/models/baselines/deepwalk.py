@@ -1,7 +1,8 @@
 """DeepWalk (Perozzi et al. 2014): uniform random walks, skip-gram, then a linear classifier.
 
-The embedding is :class:`dgl.nn.DeepWalk` (walks by :func:`dgl.sampling.random_walk`,
-skip-gram with negatives drawn from the degree distribution to the power 3/4).
+The embedding: uniform walks from every node (:func:`dgl.sampling.random_walk`),
+then skip-gram with negatives drawn from the context frequency to the power 3/4
+(:func:`~.skipgram.train_skipgram`, node2vec's trainer with node2vec's budget).
 As in the paper's appendix B, it is concatenated with the node features and a
 multiclass logistic regression is fitted on the support nodes of the test graph.
 """
@@ -11,7 +12,6 @@ import dgl
 import torch
 
 from ...episodes import Episode
-from ...threads import one_thread
 from .common import dgl_walks, episode_seed, fit_predict_linear, standardise, support_targets, undirected
 from .skipgram import train_skipgram
 
@@ -65,46 +65,27 @@ def deepwalk_embedding(
     window: int = 5,
     negatives: int = 5,
     epochs: int = 1,
-    batch_size: int = 64,
+    pairs_per_node: int | None = 200,
     lr: float = 0.05,
 ) -> torch.Tensor:
-    """Train :class:`dgl.nn.DeepWalk` on ``h`` and return its node embedding.
+    """DeepWalk's node embedding of ``h``: ``walks_per_node`` uniform walks from every node
+    (:func:`dgl.sampling.random_walk`), then skip-gram (:func:`~.skipgram.train_skipgram`).
 
-    Reproducible for a given ``seed``, and the global torch and Python
-    generators are left as they were: the initial embedding and the walk
-    order come from a seeded :class:`torch.Generator`; the walks and the negatives (``fast_neg=False``:
-    :func:`dgl.random.choice`) come from DGL's generator, seeded and run on one
-    thread by :func:`~.common.dgl_walks`; the training runs on one torch thread, since on several the
-    sparse gradients' repeated rows are summed in an order that changes from run to run. Isolated
-    nodes get a self-loop, so no walk stops early (``DeepWalk`` cannot take padded walks).
+    The skip-gram is node2vec's, with the same budget, so DeepWalk and node2vec
+    differ in their walks alone. Reproducible for a given ``seed``, and the global
+    torch and Python generators are left as they were: the walks come from DGL's
+    generator, seeded and run on one thread by :func:`~.common.dgl_walks`; the
+    initial embedding, the pair order and the negatives from a seeded
+    :class:`torch.Generator`. An isolated node's walk stops at once, so it keeps its
+    initial embedding.
 
     Shapes:
         returns ``(N, dim)``.
     """
-    from dgl.nn import DeepWalk
-
-    gen = torch.Generator().manual_seed(seed)
-    isolated = torch.nonzero(h.in_degrees() == 0).flatten()
-    h = dgl.add_edges(h, isolated, isolated)
-
-    def train() -> torch.Tensor:
-        with torch.random.fork_rng(devices=[]):  # DeepWalk's own init draws from the global generator
-            model = DeepWalk(h, emb_dim=dim, walk_length=walk_length + 1, window_size=window,
-                             negative_size=negatives, fast_neg=False, sparse=True)
-        with torch.no_grad():  # so it is drawn again, from ours
-            model.node_embed.weight.uniform_(-1.0 / dim, 1.0 / dim, generator=gen)
-        opt = torch.optim.SparseAdam(list(model.parameters()), lr=lr)
-        starts = torch.arange(h.num_nodes()).repeat(walks_per_node)
-        for _ in range(epochs):
-            for batch in starts[torch.randperm(starts.numel(), generator=gen)].split(batch_size):
-                loss = model(model.sample(batch))  # walks (B, walk_length + 1)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-        return model.node_embed.weight.detach().clone()
-
-    with one_thread():  # on several threads the sparse gradients' repeated rows are summed in a varying order
-        return dgl_walks(train, seed)
+    starts = torch.arange(h.num_nodes()).repeat(walks_per_node)
+    traces = dgl_walks(lambda: dgl.sampling.random_walk(h, starts, length=walk_length)[0], seed)  # (N * walks, L + 1)
+    return train_skipgram(traces, h.num_nodes(), dim=dim, window=window, negatives=negatives, epochs=epochs,
+                          pairs_per_node=pairs_per_node, lr=lr, generator=torch.Generator().manual_seed(seed))
 
 
 def fit_predict_deepwalk(
@@ -119,7 +100,7 @@ def fit_predict_deepwalk(
     window: int = 5,
     negatives: int = 5,
     epochs: int = 1,
-    batch_size: int = 64,
+    pairs_per_node: int | None = 200,
     lr: float = 0.05,
     feat: bool = True,
 ) -> torch.Tensor:
@@ -133,5 +114,5 @@ def fit_predict_deepwalk(
     """
     emb = deepwalk_embedding(undirected(g), seed=episode_seed(seed, episode.graph_id), dim=dim,
                              walk_length=walk_length, walks_per_node=walks_per_node, window=window,
-                             negatives=negatives, epochs=epochs, batch_size=batch_size, lr=lr)
+                             negatives=negatives, epochs=epochs, pairs_per_node=pairs_per_node, lr=lr)
     return classify_embedding(g, episode, emb, num_classes=num_classes, feat=feat)
