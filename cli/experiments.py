@@ -11,7 +11,7 @@ from .options import (ChoiceList, IntList, NameList, SectionedCommand, adjust_op
                       data_root_option, device_option, emit, info, jobs_option, output_options, refine_configs,
                       refine_options, runs_root_option)
 from .run import (EPISODE_SECTION, MODEL_SECTION, SCORING_SECTION, TRAIN_SECTION, episode_config, episode_options,
-                  model_options, model_options_with, model_overrides, train_config, train_options)
+                  model_options, model_options_with, model_overrides, parse_options, train_config, train_options)
 
 #: The ``--help`` sections of compare, ablate and sweep after their own common options.
 _TABLE_SECTIONS = [MODEL_SECTION, EPISODE_SECTION, TRAIN_SECTION, SCORING_SECTION,
@@ -85,18 +85,21 @@ def _split_names(text: str | None) -> list[str] | None:
     return None if text is None else [t.strip() for t in text.split(",") if t.strip()]
 
 
-@click.command(cls=SectionedCommand, sections=_sections(["model"], ["majority"]))
+@click.command(cls=SectionedCommand, sections=_sections(["model"], ["majority", "options"]))
 @click.argument("data", required=False)
 @models_option("Models to run (default: all): " + ", ".join(model_names()) + ", and majority; gfl gives a row per "
                "--aggregator, gfl-mean and gfl-att one.")
 @seeds_option
 @click.option("--majority/--no-majority", default=True, show_default=True,
               help="Add the majority-class reference row (rate of each episode's most frequent query class).")
+@click.option("--option", "options", multiple=True, metavar="MODEL.KEY=VALUE",
+              help="Option of a transfer baseline in the table, repeatable (e.g. --option "
+                   "tlp.transductive_steps=0); values are read as JSON.")
 @refine_options(several=True)
 @model_options_with({"aggregator": "mean and att, a row each"}, {"aggregator": ChoiceList(AGGREGATORS)})
 @_common
-def compare(data, model, seed, majority, reference, ci, adjust, runs_root, force, jobs, device, episodes, data_root,
-            output, fmt, records, **kwargs):
+def compare(data, model, seed, majority, options, reference, ci, adjust, runs_root, force, jobs, device, episodes,
+            data_root, output, fmt, records, **kwargs):
     """Table 2: GFL against the baselines on DATA's test graphs, as CSV.
 
     One row per (model, refinement), each model trained once per --seed
@@ -118,8 +121,21 @@ def compare(data, model, seed, majority, reference, ci, adjust, runs_root, force
         model_overrides=overrides, episode_cfg=episode_config(kwargs), train_cfg=train_config(kwargs, seed[0]),
         episodes=episodes, seeds=seed, refines=refines, reference=reference, majority=majority,
         ci=ci, adjust=adjust, root=data_root, runs_root=runs_root, force=force, jobs=jobs, device=device,
+        options=_model_options(options),
     )
     _emit(table, output, fmt, records)
+
+
+def _model_options(pairs: tuple[str, ...]) -> dict[str, dict]:
+    """``("tlp.tau=0.5", "tlp.max_nodes=512")`` -> ``{"tlp": {"tau": 0.5, "max_nodes": 512}}``."""
+    options: dict[str, dict] = {}
+    for pair in pairs:
+        name, dot, rest = pair.partition("=")[0].partition(".")
+        if not dot or not name or not rest:
+            raise click.BadParameter(f"expected MODEL.KEY=VALUE (e.g. tlp.transductive_steps=0), got {pair!r}",
+                                     param_hint="--option")
+        options.setdefault(name.strip(), {}).update(parse_options((pair[len(name) + 1:],)))
+    return options
 
 
 @click.command(cls=SectionedCommand, sections=_sections(["drop", "all_"]))

@@ -42,7 +42,8 @@ from ..names import VARIANT_DISPLAY_NAMES
 from ..refine import REFINE_METHODS, RefineConfig
 from ..evaluation.summary import result_table, warn_units
 from .settings import TableSettings, table_settings
-from .tasks import MAJORITY, _entry, _Entry, _find, _label, _out, _score_all, _seeded, _with_paired, _with_records
+from .tasks import (MAJORITY, _check_model_options, _entry, _Entry, _find, _label, _out, _score_all, _seeded,
+                    _with_paired, _with_records)
 
 __all__ = ["compare", "ablate", "sweep", "TableSettings"]
 
@@ -115,6 +116,8 @@ def compare(
         aggregators: the aggregators of ``gfl`` (``mean``, ``att``).
         model_overrides: GFL settings of the ``gfl`` and ``protonet`` rows.
         majority: add the majority-class row (default true).
+        options: keyword options of the transfer baselines, by model (``{"tlp": {"transductive_steps":
+            0}}``), as ``train(..., options=...)`` takes them; checked before any work.
         seeds: training seeds, one run each per model (default
             :data:`~gflkit.names.DEFAULT_SEEDS`; ``None`` is the default too); a row's
             intervals are over (seed, graph) units. One seed leaves training
@@ -155,7 +158,8 @@ def compare(
         p_adjusted, n_pairs``.
     """
     table, own = table_settings("compare", table, settings, dict(
-        aggregators=AGGREGATORS, model_overrides=None, refines=(RefineConfig(),), reference=None, majority=True))
+        aggregators=AGGREGATORS, model_overrides=None, refines=(RefineConfig(),), reference=None, majority=True,
+        options=None))
     seeds, episodes, ci, adjust, root = table.seeds, table.episodes, table.ci, table.adjust, table.root
     runs_root, force, device, progress, jobs = table.runs_root, table.force, table.device, table.progress, table.jobs
     aggregators, model_overrides, refines = own["aggregators"], own["model_overrides"], own["refines"]
@@ -171,6 +175,7 @@ def compare(
         raise GFLError(f"aggregators {', '.join(bad) or '(none)'}: choose from {', '.join(AGGREGATORS)}")
     if majority and MAJORITY not in models:
         models.append(MAJORITY)
+    options = _check_model_options(own["options"], models)
     collection = load_collection(data, root)
     compared = _compared(models, aggregators)
     tasks, labels = [], []
@@ -181,7 +186,7 @@ def compare(
             log.debug("compare: %s%s (seed %d) on %s", model, f"-{agg}" if agg else "", seed, collection.name)
             out = _out(runs_root, collection.name, model, *([agg] if agg else []), f"s{seed}")
             tasks.append((collection, model, cfg, episode_cfg, replace(train_cfg, seed=seed), episodes, out,
-                          progress, refines if trained else (RefineConfig(),), force, device))
+                          progress, refines if trained else (RefineConfig(),), force, device, options.get(model)))
             labels.append(f"{_label(model, agg, 'none')}, seed {seed}")
     results = iter(_score_all(tasks, jobs, "compare", progress, labels))
     entries = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
@@ -55,8 +55,10 @@ class _Entry:
 def _score(collection: GraphCollection, model: str, cfg: GFLConfig | None, episode_cfg: EpisodeConfig,
            train_cfg: TrainConfig, episodes: int, out: str | None, progress: bool,
            refines: Sequence[RefineConfig] = (RefineConfig(),), force: bool = False,
-           device: str = "cpu") -> list[pd.DataFrame]:
-    """Train (when needed) and score one model with one seed: records per refinement."""
+           device: str = "cpu", options: dict[str, Any] | None = None) -> list[pd.DataFrame]:
+    """Train (when needed) and score one model with one seed: records per refinement.
+
+    ``options``: the keyword options of a transfer baseline (``None``: its defaults)."""
     seed = train_cfg.seed
     sampler = EpisodeSampler(collection, "test", episode_cfg, seed).require_graphs()
     if model == MAJORITY:
@@ -65,8 +67,26 @@ def _score(collection: GraphCollection, model: str, cfg: GFLConfig | None, episo
         return [baseline_records(PER_GRAPH[model], sampler, episodes, seed)]
     result, _ = train(collection, cfg, episode_cfg, train_cfg, model=model, run_dir=out or False, force=force,
                       eval_split=None, progress=progress, return_result=True,
-                      device=device if model not in TRANSFER else None)
+                      device=device if model not in TRANSFER else None, options=options or None)
     return [score_records(result.model, collection, "test", episode_cfg, episodes, seed, r) for r in refines]
+
+
+def _check_model_options(options: Mapping[str, Mapping[str, Any]] | None, models: Sequence[str]) -> dict:
+    """``{model: {option: value}}`` checked before any work: each model is a transfer baseline of the
+    table (``models``) and each option one it takes, of the right type (one-line errors naming them)."""
+    from ..training.model_size import check_options
+
+    checked = {}
+    for name, given in (options or {}).items():
+        if name not in TRANSFER:
+            raise GFLError(f"options for {name}: only transfer baselines take options "
+                           f"({', '.join(TRANSFER)})")
+        if name not in models:
+            raise GFLError(f"options for {name}, which the table does not run: add it to the models "
+                           f"({', '.join(models)}) or drop its options")
+        check_options(name, TRANSFER[name], given)
+        checked[name] = dict(given)
+    return checked
 
 
 def _score_task(args: tuple) -> list[pd.DataFrame]:

@@ -346,3 +346,28 @@ def test_adaptations_read_one_run_of_the_steps_at_each_count():
         assert torch.equal(got[n], model.embed(g))  # what transductive_steps=n embeds with
     with pytest.raises(ValueError, match="increasing order"):
         next(model.adaptations(g, [5, 2]))
+
+
+def test_cli_compare_passes_a_baselines_options_to_its_runs(root, tmp_path):
+    """compare --option MODEL.KEY=VALUE gives the row train --option KEY=VALUE prints, on the same episodes."""
+    frozen = ["--option", "tlp.transductive_steps=0", "--option", "tlp.out_feats=16"]
+    table = csv_table(invoke("--no-progress", "compare", "tiny", "--model", "tlp", "--seed", "0", *CLI_FAST,
+                             "--no-majority", *frozen, "--data-root", root))
+    trained = csv_table(invoke("train", "tiny", "--model", "tlp", *CLI_FAST, "--option", "transductive_steps=0",
+                               "--option", "out_feats=16", "--run-dir", tmp_path / "frozen", "--data-root", root))
+    assert table.accuracy[0] == pytest.approx(trained.accuracy[0])
+    default = csv_table(invoke("--no-progress", "compare", "tiny", "--model", "tlp", "--seed", "0", *CLI_FAST,
+                               "--no-majority", "--data-root", root))
+    assert default.accuracy[0] != pytest.approx(table.accuracy[0])
+
+
+@pytest.mark.parametrize("args, named, code", [
+    (["--option", "transductive_steps=0"], "MODEL.KEY=VALUE", 2),
+    (["--option", "tlp.nothing=1"], "nothing", 1),
+    (["--option", "tlp.max_nodes=1.5"], "max_nodes", 1),
+    (["--option", "lp.window=3", "--model", "lp"], "lp", 1),
+    (["--option", "tlp.tau=0.5", "--model", "protonet"], "tlp", 1),
+])
+def test_cli_compare_bad_option_is_one_line_before_any_work(root, tmp_path, args, named, code):
+    result = invoke("--no-progress", "compare", "never-made", "--model", "tlp", *args, "--data-root", tmp_path)
+    one_line_error(result, named, code=code)  # the options are refused before the data is looked for
