@@ -21,13 +21,16 @@ import sys
 import pandas as pd
 
 
-def load(path: str, baseline: str | None) -> pd.DataFrame:
-    """One row per model: this tree's and the baseline's measurements side by side."""
+def load(path: str, baseline: str | None, *, alone: bool = False) -> pd.DataFrame:
+    """One row per model: this tree's and the baseline's measurements side by side.
+
+    ``alone``: also the models only this tree ran (models the earlier tree did not have), with empty
+    baseline columns."""
     df = pd.read_csv(path)
     trees = [t for t in df["tree"].unique() if t != "this"]
     base = baseline or trees[0]
     this, other = df[df["tree"] == "this"].set_index("model"), df[df["tree"] == base].set_index("model")
-    joined = this.join(other.add_suffix("_base"), how="inner")
+    joined = this.join(other.add_suffix("_base"), how="left" if alone else "inner")
     return joined.loc[[m for m in this.index if m in joined.index]]
 
 
@@ -47,15 +50,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--minutes", choices=("now", "before"), help="Print only one tree's summed wall minutes.")
     parser.add_argument("--with", dest="later", metavar="CSV", action="append", default=[],
                         help="A later run of the same benchmark whose models replace these rows (repeatable).")
+    parser.add_argument("--seeds", type=int, default=1,
+                        help="--minutes for this many seeds: the sum times this (each seed repeats the runs).")
     args = parser.parse_args(argv)
-    t = load(args.csv, args.baseline)
+    t = load(args.csv, args.baseline, alone=True)
     for later in args.later:
-        newer = load(later, args.baseline)
+        newer = load(later, args.baseline, alone=True)
         t = pd.concat([t.drop(index=[m for m in newer.index if m in t.index]), newer]).loc[
             list(t.index) + [m for m in newer.index if m not in t.index]]
     if args.minutes:
-        print(f"{t['seconds' if args.minutes == 'now' else 'seconds_base'].sum() / 60:.0f}")
+        column = "seconds" if args.minutes == "now" else "seconds_base"
+        print(f"{args.seeds * t[column].sum() / 60:.0f}")
         return
+    new_rows = t[t["seconds_base"].isna()]
+    t = t.dropna(subset=["seconds_base"])
     if args.total:
         value = totals(t)[args.total]
         print(f"{value:+.0f}%" if args.total == "rss" else f"{value:.2f}x")
@@ -73,6 +81,13 @@ def main(argv: list[str] | None = None) -> None:
     out.append(f"| all {len(t)} rows | {t['seconds_base'].sum():.0f} | {t['seconds'].sum():.0f} | {s['wall']:.2f}x "
                f"| {t['cpu_seconds_base'].sum():.0f} | {t['cpu_seconds'].sum():.0f} | {s['cpu']:.2f}x "
                f"| {t['peak_rss_mb_base'].max():.0f} | {t['peak_rss_mb'].max():.0f} | |")
+    if len(new_rows):  # models the earlier tree did not have: in the compare's time, not in the ratios
+        for model, r in new_rows.iterrows():
+            out.insert(len(out) - 1, f"| {model} | | {r['seconds']:.1f} | | | {r['cpu_seconds']:.1f} | | "
+                                     f"| {r['peak_rss_mb']:.0f} | |")
+        every = pd.concat([t, new_rows])
+        out.append(f"| every row, now | | {every['seconds'].sum():.0f} | | | {every['cpu_seconds'].sum():.0f} | | "
+                   f"| {every['peak_rss_mb'].max():.0f} | |")
     sys.stdout.write("\n".join(out) + "\n")
 
 

@@ -99,3 +99,11 @@ def test_compare_speed_joins_the_trees_model_by_model(tmp_path, capsys):
     assert capsys.readouterr().out.strip() == "1"
     speed.main([str(path), "--with", str(later)])
     assert capsys.readouterr().out.splitlines()[3].startswith("| agf | 200.0 | 50.0 | 4.00x")
+    new = tmp_path / "new.csv"  # a model the earlier tree did not have: in the time of a compare, not the ratios
+    pd.DataFrame(rows + [rows[0] | {"model": "ridge", "seconds": 45.0}]).to_csv(new, index=False)
+    speed.main([str(new)])
+    table = capsys.readouterr().out.splitlines()
+    assert table[4] == "| ridge | | 45.0 | | | 8.0 | | | 500 | |"
+    assert table[5].startswith("| all 2 rows | 50 | 15 | 3.33x") and table[6].startswith("| every row, now | | 60 |")
+    speed.main([str(new), "--minutes", "now", "--seeds", "3"])  # 3 x 60 s
+    assert capsys.readouterr().out.strip() == "3"
