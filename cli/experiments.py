@@ -206,16 +206,21 @@ def sweep(data, param, values, model, seed, reference, ci, adjust, runs_root, fo
 @click.argument("records_file", metavar="RECORDS", type=click.Path(exists=True, dir_okay=False))
 @ci_option
 @adjust_option
+@click.option("--reference", default=None, metavar="ROW",
+              help="Pair every row with this row instead (a label of the records' row column: gcn, gfl-mean...); "
+                   "p_adjusted is then over these comparisons.")
 @output_options
-def summarize(records_file, ci, adjust, output, fmt):
+def summarize(records_file, ci, adjust, reference, output, fmt):
     """The table of compare, ablate or sweep again, from the records it wrote (--records RECORDS).
 
     With the command's --ci and --adjust the rows are the ones it printed, to
-    the last digit; another --ci or --adjust rechecks the same records.
+    the last digit; another --ci, --adjust or --reference rechecks the same
+    records (gflkit summarize R.csv --reference gcn: every model against the
+    non-transfer GCN).
     """
     from gflkit.evaluation.summary import read_records, summarize as summarize_records
 
-    emit(summarize_records(read_records(records_file), ci=ci, adjust=adjust), output, fmt)
+    emit(summarize_records(read_records(records_file), ci=ci, adjust=adjust, reference=reference), output, fmt)
 
 
 COMMANDS = [compare, ablate, sweep, summarize]

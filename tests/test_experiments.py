@@ -360,6 +360,27 @@ def test_summarize_prints_the_table_again_from_its_records(root, tmp_path, comma
     assert unadjusted.p_adjusted.equals(unadjusted.p_value.rename("p_adjusted"))
 
 
+def test_summarize_pairs_every_row_with_another_reference(root, tmp_path):
+    records = tmp_path / "records.csv"
+    printed = invoke("compare", "tiny", "--model", "protonet,lp,gcn", "--seed", "0,1", "--steps", "2",
+                     "--eval-every", "2", "--k-shot", "2", "--data-root", root, "--records", records)
+    assert printed.exit_code == 0, printed.output
+    first = csv_table(printed)
+    against = csv_table(invoke("summarize", records, "--reference", "lp"))
+    assert against.accuracy.equals(first.accuracy)  # the rows themselves do not move
+    lp = against.model == "lp"
+    assert against[lp].delta.isna().all() and (against[~lp].reference == "lp").all()
+    by = dict(zip(against.model, against.delta))
+    assert by["protonet"] == pytest.approx(by_model(first, "protonet") - by_model(first, "lp"))
+    assert by["gcn"] == pytest.approx(by_model(first, "gcn") - by_model(first, "lp"))
+    wrong = invoke("summarize", records, "--reference", "nothing")
+    assert wrong.exit_code == 1 and "reference 'nothing' is no row of the records" in wrong.output
+
+
+def by_model(table: pd.DataFrame, model: str) -> float:
+    return float(table.set_index("model").accuracy[model])
+
+
 def test_summarize_names_what_is_wrong_with_the_records(tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("model,accuracy\ngfl,0.5\n")

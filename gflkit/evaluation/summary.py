@@ -80,7 +80,8 @@ def read_records(path) -> pd.DataFrame:
     return pd.read_csv(path, keep_default_na=False, na_values=numeric)
 
 
-def summarize(records: pd.DataFrame, ci: str = "t", adjust: str = "holm") -> pd.DataFrame:
+def summarize(records: pd.DataFrame, ci: str = "t", adjust: str = "holm",
+              reference: str | None = None) -> pd.DataFrame:
     """The table whose records these are (:func:`table_records`): its rows, intervals and paired columns.
 
     Args:
@@ -89,6 +90,9 @@ def summarize(records: pd.DataFrame, ci: str = "t", adjust: str = "holm") -> pd.
             :func:`read_records` reads them.
         ci, adjust: as :func:`gflkit.experiments.compare`'s; the table the
             command printed comes back with the same ones.
+        reference: pair every row with this row instead (its label, as in the
+            ``row`` column: ``gcn``, ``gfl-mean``...), the reference row's own
+            paired columns empty; the adjustment is then over these comparisons.
 
     Raises:
         GFLError: a column is missing, or a row's reference is no row of the records.
@@ -101,6 +105,8 @@ def summarize(records: pd.DataFrame, ci: str = "t", adjust: str = "holm") -> pd.
     first = [c for c in FIRST_COLUMNS if c in records]
     own = [c for c in records if c not in (*first, ROW, REFERENCE, *ROW_FIELDS)]
     groups = {label: part for label, part in records.groupby(ROW, sort=False)}
+    if reference is not None and reference not in groups:
+        raise GFLError(f"reference {reference!r} is no row of the records: choose from {', '.join(groups)}")
     rows, seeds = [], []
     for label, part in groups.items():
         head = part.iloc[0]
@@ -109,13 +115,12 @@ def summarize(records: pd.DataFrame, ci: str = "t", adjust: str = "holm") -> pd.
         seeds += row_seeds
         row = {**{c: head[c] for c in first}, **{c: head[c] for c in ROW_FIELDS}, **summarise(rec, ci),
                "seed": row_seeds[0] if len(row_seeds) == 1 else ",".join(map(str, row_seeds))}
-        reference = head[REFERENCE]
-        if not reference:
+        other = head[REFERENCE] if reference is None else ("" if label == reference else reference)
+        if not other:
             rows.append({**row, **EMPTY_PAIRED})
-        elif reference not in groups:
-            raise GFLError(f"row {label!r} is paired with {reference!r}, which is no row of the records")
+        elif other not in groups:
+            raise GFLError(f"row {label!r} is paired with {other!r}, which is no row of the records")
         else:
-            rows.append({**row, REFERENCE: reference, **paired(rec, groups[reference][own].reset_index(drop=True),
-                                                               ci)})
+            rows.append({**row, REFERENCE: other, **paired(rec, groups[other][own].reset_index(drop=True), ci)})
     warn_units(rows, len(set(seeds)), str(records["dataset"].iloc[0]) if len(records) else "", stacklevel=3)
     return result_table(rows, first, adjust)
