@@ -10,8 +10,10 @@ tree's (above 1: this tree is faster), the peak RSS of each, and whether the row
 the sum over the models (one seed of a compare of these rows, each in a process of its own). ``--total
 wall|cpu|rss`` prints only that sum's ratio (``rss``: this tree's largest peak over the earlier one's,
 as a change in percent), for a sentence; ``--minutes now|before`` the sum of one tree's wall seconds in
-minutes. ``--with LATER.csv`` takes the rows of a later run of some models in place of these (both trees
-of that run), for a sum over code that changed after the first run.
+minutes. ``--changed M,...`` names models whose default work differs between the trees (another
+protocol): their rows are shown and count in the time of a compare, not in the ratios. ``--with
+LATER.csv`` takes the rows of a later run of some models in place of these (both trees of that run), for
+a sum over code that changed after the first run.
 """
 from __future__ import annotations
 
@@ -41,6 +43,10 @@ def totals(t: pd.DataFrame) -> dict[str, float]:
             "rss": 100 * (t["peak_rss_mb"].max() / t["peak_rss_mb_base"].max() - 1)}
 
 
+def _cell(value: float, digits: int = 1) -> str:
+    return "" if value != value else f"{value:.{digits}f}"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Parse the command line and print the table (or one total)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -50,6 +56,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--minutes", choices=("now", "before"), help="Print only one tree's summed wall minutes.")
     parser.add_argument("--with", dest="later", metavar="CSV", action="append", default=[],
                         help="A later run of the same benchmark whose models replace these rows (repeatable).")
+    parser.add_argument("--changed", default="", metavar="M[,M...]",
+                        help="Models whose default work changed between the trees (another protocol): shown, and "
+                             "in the time of a compare, but not in the ratios of the sums.")
     parser.add_argument("--seeds", type=int, default=1,
                         help="--minutes for this many seeds: the sum times this (each seed repeats the runs).")
     args = parser.parse_args(argv)
@@ -62,8 +71,10 @@ def main(argv: list[str] | None = None) -> None:
         column = "seconds" if args.minutes == "now" else "seconds_base"
         print(f"{args.seeds * t[column].sum() / 60:.0f}")
         return
-    new_rows = t[t["seconds_base"].isna()]
-    t = t.dropna(subset=["seconds_base"])
+    every = t
+    changed = [m for m in args.changed.split(",") if m]
+    new_rows = t[t["seconds_base"].isna() | t.index.isin(changed)]
+    t = t[~t.index.isin(new_rows.index)]
     if args.total:
         value = totals(t)[args.total]
         print(f"{value:+.0f}%" if args.total == "rss" else f"{value:.2f}x")
@@ -81,13 +92,17 @@ def main(argv: list[str] | None = None) -> None:
     out.append(f"| all {len(t)} rows | {t['seconds_base'].sum():.0f} | {t['seconds'].sum():.0f} | {s['wall']:.2f}x "
                f"| {t['cpu_seconds_base'].sum():.0f} | {t['cpu_seconds'].sum():.0f} | {s['cpu']:.2f}x "
                f"| {t['peak_rss_mb_base'].max():.0f} | {t['peak_rss_mb'].max():.0f} | |")
-    if len(new_rows):  # models the earlier tree did not have: in the compare's time, not in the ratios
+    if len(new_rows):  # models the earlier tree lacked or ran otherwise: in the compare's time, not the ratios
         for model, r in new_rows.iterrows():
-            out.insert(len(out) - 1, f"| {model} | | {r['seconds']:.1f} | | | {r['cpu_seconds']:.1f} | | "
-                                     f"| {r['peak_rss_mb']:.0f} | |")
-        every = pd.concat([t, new_rows])
-        out.append(f"| every row, now | | {every['seconds'].sum():.0f} | | | {every['cpu_seconds'].sum():.0f} | | "
-                   f"| {every['peak_rss_mb'].max():.0f} | |")
+            before = r["seconds_base"] == r["seconds_base"]  # NaN when the earlier tree had no such model
+            out.insert(len(out) - 1, f"| {model} (other work) | {_cell(r['seconds_base'])} | {r['seconds']:.1f} | "
+                                     f"| {_cell(r['cpu_seconds_base'])} | {r['cpu_seconds']:.1f} | "
+                                     f"| {_cell(r['peak_rss_mb_base'], 0)} | {r['peak_rss_mb']:.0f} | |"
+                       if before else f"| {model} | | {r['seconds']:.1f} | | | {r['cpu_seconds']:.1f} | | "
+                                      f"| {r['peak_rss_mb']:.0f} | |")
+        out.append(f"| every row | {every['seconds_base'].sum():.0f} | {every['seconds'].sum():.0f} | | "
+                   f"{every['cpu_seconds_base'].sum():.0f} | {every['cpu_seconds'].sum():.0f} | | "
+                   f"{every['peak_rss_mb_base'].max():.0f} | {every['peak_rss_mb'].max():.0f} | |")
     sys.stdout.write("\n".join(out) + "\n")
 
 

@@ -104,6 +104,13 @@ def test_compare_speed_joins_the_trees_model_by_model(tmp_path, capsys):
     speed.main([str(new)])
     table = capsys.readouterr().out.splitlines()
     assert table[4] == "| ridge | | 45.0 | | | 8.0 | | | 500 | |"
-    assert table[5].startswith("| all 2 rows | 50 | 15 | 3.33x") and table[6].startswith("| every row, now | | 60 |")
+    assert table[5].startswith("| all 2 rows | 50 | 15 | 3.33x") and table[6].startswith("| every row | 50 | 60 |")
     speed.main([str(new), "--minutes", "now", "--seeds", "3"])  # 3 x 60 s
     assert capsys.readouterr().out.strip() == "3"
+    speed.main([str(new), "--changed", "agf"])  # agf ran another protocol: shown, out of the ratios
+    table = capsys.readouterr().out.splitlines()
+    assert table[3].startswith("| agf (other work) | 20.0 | 5.0 |")
+    assert table[5].startswith("| all 1 rows | 30 | 10 | 3.00x")
+    assert table[6].startswith("| every row | 50 | 60 |")
+    speed.main([str(new), "--changed", "agf", "--total", "wall"])
+    assert capsys.readouterr().out.strip() == "3.00x"
