@@ -1,9 +1,9 @@
 """Per-model time of one seed of ``gflkit compare``, this tree against an earlier one, from a stored run of
 ``benchmarks/compare_benchmark.py --csv``.
 
-    python scripts/compare_speed.py benchmarks/results/compare_default.csv [--baseline base-b32]
-    python scripts/compare_speed.py benchmarks/results/compare_default.csv --total wall   # one number
-    python scripts/compare_speed.py benchmarks/results/compare_default.csv --minutes now  # one seed, minutes
+    python scripts/compare_speed.py benchmarks/results/compare_all.csv [--baseline bbase] [--changed gmeta,tlp]
+    python scripts/compare_speed.py benchmarks/results/compare_all.csv --total wall   # one number
+    python scripts/compare_speed.py benchmarks/results/compare_all.csv --minutes now  # one seed, minutes
 
 Prints one Markdown row per model: the wall and CPU seconds of each tree, the earlier tree's over this
 tree's (above 1: this tree is faster), the peak RSS of each, and whether the rows printed were equal; then

@@ -2,7 +2,7 @@
 
     python scripts/markdown_table.py Facebook=facebook.csv Cora=cora.csv [...] > table.md
     python scripts/markdown_table.py Facebook=a.csv+b.csv --save-dir results/table2 > table.md
-    python scripts/markdown_table.py --study results/study/table3.csv Facebook=facebook Cora=cora [...]
+    python scripts/markdown_table.py --study results/table3/table3.csv Facebook=facebook Cora=cora [...]
     python scripts/markdown_table.py --sweep synthetic=synthetic_shots.csv Facebook=facebook_shots.csv
     python scripts/markdown_table.py --grid homophily,snr map=results/regimes/homophily_snr.csv
     python scripts/markdown_table.py --paired "family=dataset;model;distance=value" a.csv b.csv

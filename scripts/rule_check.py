@@ -1,6 +1,6 @@
 """The "Which model, when" rule, written from synthetic regime maps, checked on the real families of Table 2.
 
-    python scripts/rule_check.py [--table2 results/table2] [--table3 results/study/table3.csv] [--details]
+    python scripts/rule_check.py [--table2 results/table2] [--table3 results/table3/table3.csv] [--details]
     python scripts/rule_check.py --held-out [--rule-dir results/rule]
 
 Each statement of the rule that came from the synthetic maps
@@ -12,7 +12,7 @@ write those statements, so this is an out-of-sample test, a first one: a
 prediction about two models' order is read from their means (the CSVs pair
 every model with GFL-mean only, so most orders carry no test), and one about
 GFL-mean against Protonet from its verdict in Table 3
-(``results/study/table3.csv``, ``p_adjusted``: the source of that comparison,
+(``results/table3/table3.csv``, ``p_adjusted``: the source of that comparison,
 with four times Table 2's episodes and its records stored).
 
 What a family is, taken from how it was built (docs/tables.md, "Families"),
@@ -204,7 +204,7 @@ def main(argv=None) -> None:
     """Read the Table 2 CSVs and print the check."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--table2", default="results/table2", help="folder of the Table 2 CSVs")
-    p.add_argument("--table3", default="results/study/table3.csv", help="Table 3 from paired.py")
+    p.add_argument("--table3", default="results/table3/table3.csv", help="Table 3 from paired.py")
     p.add_argument("--details", action="store_true", help="one row per statement and family")
     p.add_argument("--held-out", action="store_true", help="check the families of HELD_OUT instead, with paired orders")
     p.add_argument("--rule-dir", default="results/rule", help="folder of the held-out compare CSVs and records")
