@@ -8,6 +8,8 @@ multiclass logistic regression is fitted on the support nodes of the test graph.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import dgl
 import torch
 
@@ -34,25 +36,28 @@ def classify_embedding(g: dgl.DGLGraph, episode: Episode, emb: torch.Tensor, *, 
     return fit_predict_linear(x, support, target, episode.query, num_classes)
 
 
-def classify_with_walks(
-    g: dgl.DGLGraph,
-    episode: Episode,
-    traces: torch.Tensor,
+def walk_embedding(
+    h: dgl.DGLGraph,
+    walk: Callable[[dgl.DGLGraph, torch.Tensor], torch.Tensor],
     *,
-    num_classes: int,
-    generator: torch.Generator,
-    feat: bool = True,
+    seed: int,
+    walks_per_node: int = 4,
     **skipgram,
 ) -> torch.Tensor:
-    """Skip-gram embedding of ``traces`` (:func:`~.skipgram.train_skipgram`), then :func:`classify_embedding`.
+    """Skip-gram embedding (:func:`~.skipgram.train_skipgram`) of ``walks_per_node`` walks from every node of ``h``.
 
-    ``skipgram`` holds the keyword options of :func:`~.skipgram.train_skipgram`.
+    ``walk(h, starts)`` draws the walks (``-1`` padded) from DGL's generator, seeded with ``seed`` and run
+    on one thread by :func:`~.common.dgl_walks`; the initial embedding, the pair order and the negatives
+    come from a :class:`torch.Generator` seeded with ``seed``, so the global generators are left as they
+    were. ``skipgram`` holds the keyword options of :func:`~.skipgram.train_skipgram`. DeepWalk and
+    node2vec are this with their own walks.
 
     Shapes:
-        traces ``(W, L)`` -> ``(Q,)`` predicted classes of ``episode.query``.
+        returns ``(N, dim)``.
     """
-    emb = train_skipgram(traces, g.num_nodes(), generator=generator, **skipgram)
-    return classify_embedding(g, episode, emb, num_classes=num_classes, feat=feat)
+    starts = torch.arange(h.num_nodes()).repeat(walks_per_node)
+    traces = dgl_walks(lambda: walk(h, starts), seed)  # (N * walks_per_node, L + 1)
+    return train_skipgram(traces, h.num_nodes(), generator=torch.Generator().manual_seed(seed), **skipgram)
 
 
 def deepwalk_embedding(
@@ -68,24 +73,18 @@ def deepwalk_embedding(
     pairs_per_node: int | None = 200,
     lr: float = 0.05,
 ) -> torch.Tensor:
-    """DeepWalk's node embedding of ``h``: ``walks_per_node`` uniform walks from every node
-    (:func:`dgl.sampling.random_walk`), then skip-gram (:func:`~.skipgram.train_skipgram`).
-
-    The skip-gram is node2vec's, with the same budget, so DeepWalk and node2vec
-    differ in their walks alone. Reproducible for a given ``seed``, and the global
-    torch and Python generators are left as they were: the walks come from DGL's
-    generator, seeded and run on one thread by :func:`~.common.dgl_walks`; the
-    initial embedding, the pair order and the negatives from a seeded
-    :class:`torch.Generator`. An isolated node's walk stops at once, so it keeps its
-    initial embedding.
+    """DeepWalk's node embedding of ``h``: uniform walks from every node (:func:`dgl.sampling.random_walk`),
+    then node2vec's skip-gram with the same budget (:func:`walk_embedding`), so DeepWalk and node2vec
+    differ in their walks alone. Reproducible for a given ``seed``; the global torch and Python
+    generators are left as they were. An isolated node's walk stops at once, so it keeps its initial
+    embedding.
 
     Shapes:
         returns ``(N, dim)``.
     """
-    starts = torch.arange(h.num_nodes()).repeat(walks_per_node)
-    traces = dgl_walks(lambda: dgl.sampling.random_walk(h, starts, length=walk_length)[0], seed)  # (N * walks, L + 1)
-    return train_skipgram(traces, h.num_nodes(), dim=dim, window=window, negatives=negatives, epochs=epochs,
-                          pairs_per_node=pairs_per_node, lr=lr, generator=torch.Generator().manual_seed(seed))
+    return walk_embedding(h, lambda g, starts: dgl.sampling.random_walk(g, starts, length=walk_length)[0],
+                          seed=seed, walks_per_node=walks_per_node, dim=dim, window=window, negatives=negatives,
+                          epochs=epochs, pairs_per_node=pairs_per_node, lr=lr)
 
 
 def fit_predict_deepwalk(

@@ -3,7 +3,8 @@
 The return parameter ``p`` and the in-out parameter ``q`` bias each step of a
 walk (:func:`dgl.sampling.node2vec_random_walk`); ``p = q = 1`` gives DeepWalk's
 uniform walks. Embedding and classifier are DeepWalk's
-(:func:`~gflkit.models.baselines.deepwalk.classify_with_walks`).
+(:func:`~gflkit.models.baselines.deepwalk.walk_embedding`, then
+:func:`~gflkit.models.baselines.deepwalk.classify_embedding`).
 """
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import dgl
 import torch
 
 from ...episodes import Episode
-from .common import dgl_walks, episode_seed, undirected
-from .deepwalk import classify_with_walks
+from .common import episode_seed, undirected
+from .deepwalk import classify_embedding, walk_embedding
 
 __all__ = ["fit_predict_node2vec"]
 
@@ -46,10 +47,11 @@ def fit_predict_node2vec(
     """
     if p <= 0 or q <= 0:
         raise ValueError(f"node2vec needs p > 0 and q > 0, got p={p}, q={q}")
-    s = episode_seed(seed, episode.graph_id)
-    h = undirected(g)
-    starts = torch.arange(h.num_nodes()).repeat(walks_per_node)
-    traces = dgl_walks(lambda: dgl.sampling.node2vec_random_walk(h, starts, p, q, walk_length), s)  # (N * walks, L + 1)
-    gen = torch.Generator().manual_seed(s)
-    return classify_with_walks(g, episode, traces, num_classes=num_classes, generator=gen, feat=feat, dim=dim,
-                               window=window, negatives=negatives, epochs=epochs, pairs_per_node=pairs_per_node, lr=lr)
+
+    def walk(h: dgl.DGLGraph, starts: torch.Tensor) -> torch.Tensor:  # biased second-order walks
+        return dgl.sampling.node2vec_random_walk(h, starts, p, q, walk_length)
+
+    emb = walk_embedding(undirected(g), walk, seed=episode_seed(seed, episode.graph_id), walks_per_node=walks_per_node,
+                         dim=dim, window=window, negatives=negatives, epochs=epochs, pairs_per_node=pairs_per_node,
+                         lr=lr)
+    return classify_embedding(g, episode, emb, num_classes=num_classes, feat=feat)
