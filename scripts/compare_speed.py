@@ -43,8 +43,28 @@ def totals(t: pd.DataFrame) -> dict[str, float]:
             "rss": 100 * (t["peak_rss_mb"].max() / t["peak_rss_mb_base"].max() - 1)}
 
 
+#: How the measurements of several rows add up: seconds sum, peak memory is the largest.
+SUMS = {c: "max" if c.startswith("peak_rss_mb") else "sum"
+        for c in ("seconds", "seconds_base", "cpu_seconds", "cpu_seconds_base", "peak_rss_mb", "peak_rss_mb_base")}
+
+
 def _cell(value: float, digits: int = 1) -> str:
     return "" if value != value else f"{value:.{digits}f}"
+
+
+def _cells(r: pd.Series, digits: int, *, ratios: bool) -> list[str]:
+    """Wall, CPU and peak-RSS cells of a row (or of a sum over rows), before and now, with the ratios or empty."""
+    def ratio(before: str, now: str) -> str:
+        return f"{r[before] / r[now]:.2f}x" if ratios else ""
+
+    return [_cell(r["seconds_base"], digits), _cell(r["seconds"], digits), ratio("seconds_base", "seconds"),
+            _cell(r["cpu_seconds_base"], digits), _cell(r["cpu_seconds"], digits),
+            ratio("cpu_seconds_base", "cpu_seconds"), _cell(r["peak_rss_mb_base"], 0), _cell(r["peak_rss_mb"], 0)]
+
+
+def _line(cells: list[str]) -> str:
+    """A Markdown table line; an empty cell is ``| |``."""
+    return "|" + "".join(f" {c} |" if c else " |" for c in cells)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -79,30 +99,17 @@ def main(argv: list[str] | None = None) -> None:
         value = totals(t)[args.total]
         print(f"{value:+.0f}%" if args.total == "rss" else f"{value:.2f}x")
         return
-    out = ["| model | wall s, before | wall s, now | before / now | CPU s, before | CPU s, now | before / now (CPU) "
-           "| peak RSS MB, before | peak RSS MB, now | rows equal |",
+    out = [_line(["model", "wall s, before", "wall s, now", "before / now", "CPU s, before", "CPU s, now",
+                  "before / now (CPU)", "peak RSS MB, before", "peak RSS MB, now", "rows equal"]),
            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
-    for model, r in t.iterrows():
-        out.append(f"| {model} | {r['seconds_base']:.1f} | {r['seconds']:.1f} "
-                   f"| {r['seconds_base'] / r['seconds']:.2f}x "
-                   f"| {r['cpu_seconds_base']:.1f} | {r['cpu_seconds']:.1f} "
-                   f"| {r['cpu_seconds_base'] / r['cpu_seconds']:.2f}x | {r['peak_rss_mb_base']:.0f} "
-                   f"| {r['peak_rss_mb']:.0f} | {'yes' if r['same_rows_base'] else 'no'} |")
-    s = totals(t)
-    out.append(f"| all {len(t)} rows | {t['seconds_base'].sum():.0f} | {t['seconds'].sum():.0f} | {s['wall']:.2f}x "
-               f"| {t['cpu_seconds_base'].sum():.0f} | {t['cpu_seconds'].sum():.0f} | {s['cpu']:.2f}x "
-               f"| {t['peak_rss_mb_base'].max():.0f} | {t['peak_rss_mb'].max():.0f} | |")
-    if len(new_rows):  # models the earlier tree lacked or ran otherwise: in the compare's time, not the ratios
-        for model, r in new_rows.iterrows():
-            before = r["seconds_base"] == r["seconds_base"]  # NaN when the earlier tree had no such model
-            out.insert(len(out) - 1, f"| {model} (other work) | {_cell(r['seconds_base'])} | {r['seconds']:.1f} | "
-                                     f"| {_cell(r['cpu_seconds_base'])} | {r['cpu_seconds']:.1f} | "
-                                     f"| {_cell(r['peak_rss_mb_base'], 0)} | {r['peak_rss_mb']:.0f} | |"
-                       if before else f"| {model} | | {r['seconds']:.1f} | | | {r['cpu_seconds']:.1f} | | "
-                                      f"| {r['peak_rss_mb']:.0f} | |")
-        out.append(f"| every row | {every['seconds_base'].sum():.0f} | {every['seconds'].sum():.0f} | | "
-                   f"{every['cpu_seconds_base'].sum():.0f} | {every['cpu_seconds'].sum():.0f} | | "
-                   f"{every['peak_rss_mb_base'].max():.0f} | {every['peak_rss_mb'].max():.0f} | |")
+    for model, r in t.iterrows():  # the same work in both trees: ratios and whether the rows agree
+        out.append(_line([model, *_cells(r, 1, ratios=True), "yes" if r["same_rows_base"] else "no"]))
+    for model, r in new_rows.iterrows():  # models the earlier tree lacked or ran otherwise: no ratios
+        label = f"{model} (other work)" if r["seconds_base"] == r["seconds_base"] else model
+        out.append(_line([label, *_cells(r, 1, ratios=False), ""]))
+    out.append(_line([f"all {len(t)} rows", *_cells(t.agg(SUMS), 0, ratios=True), ""]))
+    if len(new_rows):
+        out.append(_line(["every row", *_cells(every.agg(SUMS), 0, ratios=False), ""]))
     sys.stdout.write("\n".join(out) + "\n")
 
 
