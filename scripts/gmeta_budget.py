@@ -19,21 +19,22 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import torch
+
+from gflkit.training.loop import LoopState
 
 
 def replay(curve: pd.DataFrame, patience: int) -> dict:
-    """The training loop's early stopping on ``curve`` (rounds in step order; a tie is no gain)."""
-    best, best_step, stale, stop = -1.0, 0, 0, None
+    """The training loop's early stopping on ``curve`` (rounds in step order), counted by the loop's own
+    :class:`~gflkit.training.loop.LoopState` (a tie is no gain)."""
+    state, nothing, stop = LoopState(), torch.nn.Module(), None  # no weights to keep: the rounds alone
     for step, val in zip(curve["step"], curve["val_accuracy"]):
-        if val > best:
-            best, best_step, stale = val, int(step), 0
-        else:
-            stale += 1
-        if stale >= patience:
+        state.record(nothing, int(step), val)
+        if state.stale >= patience:
             stop = int(step)
             break
     return {"stop_step": stop if stop is not None else int(curve["step"].iloc[-1]), "stopped_early": stop is not None,
-            "best_step": best_step, "best_val": 100 * best}
+            "best_step": state.best_step, "best_val": 100 * state.best_val}
 
 
 def main(argv: list[str] | None = None) -> None:
