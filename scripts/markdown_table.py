@@ -167,7 +167,10 @@ def compare_table(families: list[str], rows: list[str] | None, adjust: str, coun
     for name, df in tables.items():
         known = df["reference"].dropna().unique() if "reference" in df else ()
         reference = display_name(known[0]) if len(known) == 1 else "its reference" if len(known) else "reference"
-        size = f" ({int(df['n_seeds'].max())} seeds x {int(df['n_graphs'].max())} graphs)" if counts else ""
+        size = ""
+        if counts:
+            seeds, graphs = int(df["n_seeds"].max()), int(df["n_graphs"].max())
+            size = f" ({seeds} seed{'s' * (seeds != 1)} x {graphs} graph{'s' * (graphs != 1)})"
         head += [f"{name}{size}", f"Δ vs {reference}"]
     body = []
     for key in rows or order:

@@ -133,7 +133,8 @@ def load_checkpoint(path: str | os.PathLike) -> tuple[torch.nn.Module, dict[str,
 
 
 def load_metrics(run: str | os.PathLike) -> "pd.DataFrame":
-    """A finished run's ``metrics.csv``, checked against the SHA-256 its ``config.json`` recorded.
+    """A finished run's ``metrics.csv``, checked against the SHA-256 its ``config.json`` recorded (an empty
+    table for a run that took no training step).
 
     Raises:
         GFLError: the file is missing, unreadable, damaged or not a table.
@@ -143,8 +144,11 @@ def load_metrics(run: str | os.PathLike) -> "pd.DataFrame":
     path = Path(run) / METRICS_FILE
     if not os.path.lexists(path):
         raise GFLError(f"{path}: missing; the run did not finish, train it again")
+    data = read_verified(path)
+    if not data.strip():  # a run that took no training step (verified: written so, not damaged)
+        return pd.DataFrame()
     try:
-        return pd.read_csv(io.BytesIO(read_verified(path)))
+        return pd.read_csv(io.BytesIO(data))
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as err:
         raise GFLError(f"{path}: not a metrics table ({type(err).__name__}); train the run again") from None
 

@@ -261,8 +261,11 @@ def fit_baseline(model: TransferBaseline, collection: GraphCollection, episode_c
 
     Returns:
         ``step`` and ``val_accuracy`` (fraction; NaN without val graphs) of
-        the kept weights, and ``history``, one dict per step.
+        the kept weights, and ``history``, one dict per step. A model that does not train
+        (``model.trains`` false) is left as initialised: step 0, NaN, no history.
     """
+    if not model.trains:  # used as initialised: nothing to learn from the train graphs
+        return {"step": 0, "val_accuracy": float("nan"), "history": []}
     in_parts = model.steps_in_parts and train_cfg.parallel_steps
 
     def step_loss(cache: GraphCache, sampler: EpisodeSampler, ids: list[int], step: int):

@@ -21,7 +21,7 @@ from gflkit.evaluation.scoring import graph_accuracies
 from gflkit.graphs import GraphCache, prepare_graph
 from gflkit.models.baselines import TRANSFER
 from gflkit.models.baselines import tlp
-from gflkit.runs.checkpoints import load_checkpoint
+from gflkit.runs.checkpoints import load_checkpoint, load_metrics
 from gflkit.training.meta import fit_transfer
 
 NAMES = ("tlp", "tlp-bgrl", "tlp-sup")
@@ -371,3 +371,45 @@ def test_cli_compare_passes_a_baselines_options_to_its_runs(root, tmp_path):
 def test_cli_compare_bad_option_is_one_line_before_any_work(root, tmp_path, args, named, code):
     result = invoke("--no-progress", "compare", "never-made", "--model", "tlp", *args, "--data-root", tmp_path)
     one_line_error(result, named, code=code)  # the options are refused before the data is looked for
+
+
+@pytest.mark.parametrize("name", ["tlp", "tlp-bgrl"])
+def test_without_a_warm_start_the_train_graphs_are_not_read(toy, name, monkeypatch):
+    def no_step(*args, **kwargs):
+        raise AssertionError("a step on the train graphs")
+
+    monkeypatch.setattr(TRANSFER[name], "step_loss", no_step)
+    options = {"warm_start": False, "transductive_steps": 2}
+    result = fit_transfer(name, toy, EPISODES, FAST, options=options, progress=False)
+    assert result.best_step == 0 and result.history.empty and math.isnan(result.best_val)
+    torch.manual_seed(FAST.seed)
+    fresh = TRANSFER[name](toy.feat_size, toy.num_classes, **options)  # as the run's seed initialises it
+    for key, value in fresh.state_dict().items():
+        assert torch.equal(result.model.state_dict()[key], value), key
+    g = GraphCache(toy)[EpisodeSampler(toy, "test", EPISODES, seed=0).graph_ids[0]]
+    assert not torch.equal(result.model.embed(g), fresh.encoder(g))  # each graph still pretrains its own copy
+
+
+def test_warm_start_is_checked():
+    with pytest.raises(ValueError, match="warm_start='no' must be true or false"):
+        TRANSFER["tlp"](8, 3, warm_start="no")
+    with pytest.raises(ValueError, match="supervised encoder learns from the train graphs alone"):
+        TRANSFER["tlp-sup"](8, 3, warm_start=False)
+    assert TRANSFER["tlp"](8, 3).trains and not TRANSFER["tlp"](8, 3, warm_start=False).trains
+
+
+def test_cli_compare_without_a_warm_start(root, tmp_path):
+    table = csv_table(invoke("--no-progress", "compare", "tiny", "--model", "tlp", "--option", "tlp.warm_start=false",
+                             "--option", "tlp.transductive_steps=2", "--seed", "0", *CLI_FAST, "--no-majority",
+                             "--data-root", root))
+    assert list(table.model) == ["tlp"] and 0 <= table.accuracy[0] <= 100
+
+
+def test_a_run_without_a_warm_start_saves_and_loads(toy, tmp_path):
+    options = {"warm_start": False, "transductive_steps": 1}
+    result = fit_transfer("tlp", toy, EPISODES, FAST, options=options, run_dir=tmp_path / "run", progress=False)
+    model, meta = load_checkpoint(tmp_path / "run")
+    assert meta["options"]["warm_start"] is False and meta["step"] == 0
+    for key, value in result.model.state_dict().items():
+        assert torch.equal(model.state_dict()[key], value), key
+    assert load_metrics(tmp_path / "run").empty  # no step taken: an empty table, verified, not an error

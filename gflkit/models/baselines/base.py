@@ -20,6 +20,9 @@ class TransferBaseline(FewShotModel):
     """
 
     name: str = "baseline"
+    #: Whether :func:`gflkit.training.meta.fit_baseline` trains this model on the train graphs; a model
+    #: whose options say otherwise is used as initialised (seeded by the run).
+    trains: bool = True
 
     def __init__(self, in_feats: int, num_classes: int, **options: Any) -> None:
         unknown = sorted(set(options) - type(self).option_names())

@@ -12,6 +12,9 @@ in float64 (:func:`~gflkit.models.baselines.common.fit_linear`: a strictly
 convex loss, so the probe depends on its inputs alone). Each query takes the
 probe's argmax. ``transductive_steps=0`` keeps the frozen probe: the train
 graphs' encoder, unchanged, on every graph.
+``warm_start=false`` leaves the train graphs out: each graph being labelled
+pretrains its copy from the encoder as the run's seed initialises it, which is
+TLP's paper exactly (one graph, self-supervised from scratch, then the probe).
 
 Three pretraining methods, one registered model each (the method is fixed by the
 model name, recorded in the run's ``pretrain`` option):
@@ -169,6 +172,9 @@ class TransductiveLinearProbe(TransferBaseline):
             as TLP's paper pretrains on the target graph (default: :data:`TRANSDUCTIVE_STEPS`); 0: the
             encoder stays frozen (the frozen probe).
         transductive_lr: Adam's learning rate for those steps.
+        warm_start: pretrain on the train graphs first (the warm start); false: no training on the train
+            graphs, each graph being labelled pretrains a copy of the encoder as initialised by the run's
+            seed, as TLP's paper pretrains on its one graph from scratch.
 
     Shapes:
         :meth:`embed` -> ``(N, out_feats)``; :meth:`class_scores` -> ``(N, C)``.
@@ -188,7 +194,8 @@ class TransductiveLinearProbe(TransferBaseline):
                  out_feats: int = 128, proj_feats: int = 128, drop_edge_1: float = 0.2, drop_edge_2: float = 0.4,
                  mask_feat_1: float = 0.3, mask_feat_2: float = 0.4, tau: float = 0.4, max_nodes: int = 1024,
                  ema: float = 0.99, probe_weight_decay: float = 1e-3, probe_iter: int = 500,
-                 transductive_steps: int = TRANSDUCTIVE_STEPS, transductive_lr: float = 5e-4) -> None:
+                 transductive_steps: int = TRANSDUCTIVE_STEPS, transductive_lr: float = 5e-4,
+                 warm_start: bool = True) -> None:
         pretrain = self.method if pretrain is None else pretrain
         if pretrain != self.method:
             other = {m: n for n, m in _NAMES.items()}.get(pretrain)
@@ -210,6 +217,11 @@ class TransductiveLinearProbe(TransferBaseline):
             raise ValueError("hidden_feats, out_feats and proj_feats must be positive")
         if transductive_steps < 0 or not transductive_lr > 0:
             raise ValueError("transductive_steps must be at least 0 and transductive_lr positive")
+        if not isinstance(warm_start, bool):
+            raise ValueError(f"warm_start={warm_start!r} must be true or false")
+        if not warm_start and pretrain == "supervised":
+            raise ValueError("warm_start=false: the supervised encoder learns from the train graphs alone; "
+                             "use tlp or tlp-bgrl")
         if transductive_steps and pretrain == "supervised":
             raise ValueError("transductive_steps: the supervised encoder has no label-free loss to pretrain on a "
                              "test graph; use tlp or tlp-bgrl")
@@ -217,7 +229,8 @@ class TransductiveLinearProbe(TransferBaseline):
                          proj_feats=proj_feats, drop_edge_1=drop_edge_1, drop_edge_2=drop_edge_2,
                          mask_feat_1=mask_feat_1, mask_feat_2=mask_feat_2, tau=tau, max_nodes=max_nodes, ema=ema,
                          probe_weight_decay=probe_weight_decay, probe_iter=probe_iter,
-                         transductive_steps=transductive_steps, transductive_lr=transductive_lr)
+                         transductive_steps=transductive_steps, transductive_lr=transductive_lr,
+                         warm_start=warm_start)
         self.encoder = GCNEncoder(in_feats, hidden_feats, out_feats)
         if pretrain == "grace":
             self.projector = nn.Sequential(nn.Linear(out_feats, proj_feats), nn.ELU(), nn.Linear(proj_feats, out_feats))
@@ -227,6 +240,11 @@ class TransductiveLinearProbe(TransferBaseline):
             self.target = copy.deepcopy(self.encoder).requires_grad_(False)
         else:
             self.head = nn.Linear(out_feats, num_classes)
+
+    @property
+    def trains(self) -> bool:
+        """Whether the train graphs pretrain the encoder (the ``warm_start`` option)."""
+        return self.options.get("warm_start", True)
 
     # -- pretraining ---------------------------------------------------------------------------------------------
 
