@@ -203,24 +203,29 @@ def sweep(data, param, values, model, seed, reference, ci, adjust, runs_root, fo
 
 
 @click.command()
-@click.argument("records_file", metavar="RECORDS", type=click.Path(exists=True, dir_okay=False))
+@click.argument("records_files", metavar="RECORDS...", nargs=-1, required=True,
+                type=click.Path(exists=True, dir_okay=False))
 @ci_option
 @adjust_option
 @click.option("--reference", default=None, metavar="ROW",
               help="Pair every row with this row instead (a label of the records' row column: gcn, gfl-mean...); "
                    "p_adjusted is then over these comparisons.")
 @output_options
-def summarize(records_file, ci, adjust, reference, output, fmt):
+def summarize(records_files, ci, adjust, reference, output, fmt):
     """The table of compare, ablate or sweep again, from the records it wrote (--records RECORDS).
 
     With the command's --ci and --adjust the rows are the ones it printed, to
     the last digit; another --ci, --adjust or --reference rechecks the same
     records (gflkit summarize R.csv --reference gcn: every model against the
-    non-transfer GCN).
+    non-transfer GCN). Several RECORDS of runs on the same test graphs, seeds
+    and episodes make one table (a row in two files is read from the first),
+    e.g. a model compared later beside a stored table: gflkit summarize
+    table.csv new.csv --reference gfl-mean.
     """
-    from gflkit.evaluation.summary import read_records, summarize as summarize_records
+    from gflkit.evaluation.summary import join_records, read_records, summarize as summarize_records
 
-    emit(summarize_records(read_records(records_file), ci=ci, adjust=adjust, reference=reference), output, fmt)
+    records = join_records([read_records(f) for f in records_files], names=list(records_files))
+    emit(summarize_records(records, ci=ci, adjust=adjust, reference=reference), output, fmt)
 
 
 COMMANDS = [compare, ablate, sweep, summarize]

@@ -377,6 +377,23 @@ def test_summarize_pairs_every_row_with_another_reference(root, tmp_path):
     assert wrong.exit_code == 1 and "reference 'nothing' is no row of the records" in wrong.output
 
 
+def test_summarize_joins_the_records_of_runs_on_the_same_episodes(root, tmp_path):
+    common = ["--seed", "0,1", "--steps", "2", "--eval-every", "2", "--k-shot", "2", "--no-majority",
+              "--data-root", root]
+    whole, first, later = (tmp_path / f"{name}.csv" for name in ("whole", "first", "later"))
+    at_once = invoke("compare", "tiny", "--model", "protonet,lp,gcn", *common, "--records", whole)
+    assert invoke("compare", "tiny", "--model", "protonet,lp", *common, "--records", first).exit_code == 0
+    assert invoke("compare", "tiny", "--model", "protonet,gcn", *common, "--records", later).exit_code == 0
+    joined = invoke("summarize", first, later)  # protonet, run in both, is read from the first
+    assert joined.exit_code == 0, joined.output
+    assert joined.stdout == at_once.stdout
+    other = tmp_path / "other.csv"
+    assert invoke("compare", "tiny", "--model", "lp", *common[:-3], "--k-shot", "3", "--no-majority",
+                  "--data-root", root, "--records", other).exit_code == 0
+    wrong = invoke("summarize", first, other)
+    assert wrong.exit_code == 1 and f"{other}: k_shot 3 where {first} has 2" in wrong.output
+
+
 def by_model(table: pd.DataFrame, model: str) -> float:
     return float(table.set_index("model").accuracy[model])
 

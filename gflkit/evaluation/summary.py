@@ -21,7 +21,7 @@ from .scoring import paired, summarise
 from .statistics import adjust_p, warn_one_graph, warn_one_seed
 from .tables import P_ADJUSTED, PAIRED_COLUMNS, RESULT_COLUMNS, SEED_STD, to_frame
 
-__all__ = ["summarize"]
+__all__ = ["join_records", "summarize"]
 
 #: The label of the row a record belongs to, and of the row it is paired with ("" for none).
 ROW, REFERENCE = "row", "reference"
@@ -78,6 +78,32 @@ def read_records(path) -> pd.DataFrame:
     """A records CSV written by ``--records``: text columns keep their empty cells, metrics their NaN."""
     numeric = {c: ["", "nan", "NaN"] for c in ("accuracy", "balanced_accuracy", "macro_f1")}
     return pd.read_csv(path, keep_default_na=False, na_values=numeric)
+
+
+def join_records(parts: Sequence[pd.DataFrame], names: Sequence[str] | None = None) -> pd.DataFrame:
+    """Records of several runs on the same test graphs, seeds and episodes, as one table's.
+
+    A row (its label in the ``row`` column) found in more than one part is kept from
+    the first (a reference rerun beside new models). Units are paired on
+    ``(seed, graph_id, episode)`` by :func:`summarize`.
+
+    Raises:
+        GFLError: the parts are of different collections, splits or shots (``names``: how the
+            message calls each part, e.g. its file).
+    """
+    names = list(names) if names is not None else [f"records {i + 1}" for i in range(len(parts))]
+    kept, seen = [], set()
+    for name, part in zip(names, parts):
+        for column in ("dataset", "split", "k_shot"):
+            if column in part and kept and column in kept[0]:
+                ours, theirs = set(part[column].astype(str)), set(kept[0][column].astype(str))
+                if ours != theirs:
+                    raise GFLError(f"{name}: {column} {', '.join(sorted(ours))} where {names[0]} has "
+                                   f"{', '.join(sorted(theirs))}; join records of one table's test graphs only")
+        new = part[~part[ROW].isin(seen)] if ROW in part else part
+        seen.update(new[ROW] if ROW in new else ())
+        kept.append(new)
+    return pd.concat(kept, ignore_index=True) if kept else pd.DataFrame()
 
 
 def summarize(records: pd.DataFrame, ci: str = "t", adjust: str = "holm",
