@@ -31,15 +31,19 @@ class NodeEncoder(nn.Module):
         conv1: input features to the hidden width.
         conv2: hidden width to the embedding size.
         dropout: dropout on the input and the hidden layer.
+        input_dropout: whether ``dropout`` also applies to the input features (false: the hidden
+            layer alone, as GPN's code applies it).
 
     Shapes:
         feat ``(N, in_feats)`` -> ``(N, out_feats)``; the graph must have self-loops.
     """
 
-    def __init__(self, conv1: nn.Module, conv2: nn.Module, dropout: float = 0.0) -> None:
+    def __init__(self, conv1: nn.Module, conv2: nn.Module, dropout: float = 0.0, *,
+                 input_dropout: bool = True) -> None:
         super().__init__()
         self.conv1, self.conv2 = conv1, conv2
         self.dropout = nn.Dropout(dropout)
+        self.input_dropout = input_dropout
 
     def reset_parameters(self) -> None:
         for conv in (self.conv1, self.conv2):
@@ -50,7 +54,7 @@ class NodeEncoder(nn.Module):
         """Whether a batch's features may come as one tensor per graph, not
         concatenated (the first convolution multiplies each part in place;
         without dropout, which would draw its mask over the concatenation)."""
-        return isinstance(self.conv1, GCNLayer) and self.dropout.p == 0
+        return isinstance(self.conv1, GCNLayer) and (self.dropout.p == 0 or not self.input_dropout)
 
     @staticmethod
     def _merge_heads(h: torch.Tensor) -> torch.Tensor:
@@ -74,7 +78,9 @@ class NodeEncoder(nn.Module):
             x = list(x) if self.takes_feature_parts else torch.cat(list(x))
         # A GCNLayer is told whether g is symmetric; a dgl.nn convolution takes (g, x) only.
         told = {"symmetric": symmetric} if isinstance(self.conv1, GCNLayer) else {}
-        h = self._merge_heads(self.conv1(g, x if isinstance(x, list) else self.dropout(x), **told))
+        if not isinstance(x, list) and self.input_dropout:
+            x = self.dropout(x)
+        h = self._merge_heads(self.conv1(g, x, **told))
         if not (isinstance(self.conv1, GCNLayer) and self.conv1.relu):  # a GCNLayer may rectify in place
             h = torch.relu(h)
         told = {"symmetric": symmetric} if isinstance(self.conv2, GCNLayer) else {}
@@ -93,11 +99,14 @@ class GCNEncoder(NodeEncoder):
         hidden_feats: width of the hidden layer (paper: 32).
         out_feats: embedding size (paper: 32).
         dropout: dropout on the input and the hidden layer.
+        input_dropout: whether ``dropout`` also applies to the input (false: the hidden layer alone).
     """
 
-    def __init__(self, in_feats: int, hidden_feats: int = 32, out_feats: int = 32, dropout: float = 0.0) -> None:
+    def __init__(self, in_feats: int, hidden_feats: int = 32, out_feats: int = 32, dropout: float = 0.0, *,
+                 input_dropout: bool = True) -> None:
         _check_sizes("GCNEncoder", in_feats, hidden_feats, out_feats)
-        super().__init__(GCNLayer(in_feats, hidden_feats, relu=True), GCNLayer(hidden_feats, out_feats), dropout)
+        super().__init__(GCNLayer(in_feats, hidden_feats, relu=True), GCNLayer(hidden_feats, out_feats), dropout,
+                         input_dropout=input_dropout)
 
 
 def gcn_blocks(params: Sequence[Mapping[str, torch.Tensor]], g: dgl.DGLGraph, x: torch.Tensor,

@@ -11,7 +11,9 @@ mean over its own graph. A class's prototype weighs its support nodes by a
 softmax of ``s~`` over that class's supports, ``p_c = sum_i w_i z_i``; a node's
 score for class ``c`` is ``-||z - p_c||^2``. The model is trained episodically
 on the train graphs by the query cross-entropy, with dropout (0.5, GPN's
-setting) in both networks during training. It trains with GPN's own Adam
+setting) on the hidden layer of both networks during training, where GPN's
+code applies it (the input features are not dropped: on dense features, a
+mask on the input as well leaves the model at chance). It trains with GPN's own Adam
 settings, learning rate 0.005 and weight decay 5e-4, unless others are given
 (:func:`gflkit.config.optimizer_defaults`).
 
@@ -87,7 +89,7 @@ class GraphPrototypicalNetwork(TransferBaseline):
         num_classes: size of the shared label set (any number of classes can be scored on a new graph).
         hidden_feats, out_feats: widths of the encoder (32, 32, as the other baselines); the scoring
             network has the same hidden width and one output.
-        dropout: dropout of both networks during training (GPN: 0.5).
+        dropout: dropout on the hidden layer of both networks during training (GPN: 0.5).
         eps: added inside the logarithm of the degree centrality.
 
     Shapes:
@@ -106,8 +108,8 @@ class GraphPrototypicalNetwork(TransferBaseline):
             raise ValueError(f"eps={eps} must be positive")
         super().__init__(in_feats, num_classes, hidden_feats=hidden_feats, out_feats=out_feats,
                          dropout=dropout, eps=eps)
-        self.encoder = GCNEncoder(in_feats, hidden_feats, out_feats, dropout)
-        self.scorer = GCNEncoder(in_feats, hidden_feats, 1, dropout)
+        self.encoder = GCNEncoder(in_feats, hidden_feats, out_feats, dropout, input_dropout=False)
+        self.scorer = GCNEncoder(in_feats, hidden_feats, 1, dropout, input_dropout=False)
 
     def embed(self, g: dgl.DGLGraph) -> torch.Tensor:
         """Node embeddings ``z`` of the encoder. Shapes: returns ``(N, out_feats)``."""
