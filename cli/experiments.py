@@ -210,22 +210,26 @@ def sweep(data, param, values, model, seed, reference, ci, adjust, runs_root, fo
 @click.option("--reference", default=None, metavar="ROW",
               help="Pair every row with this row instead (a label of the records' row column: gcn, gfl-mean...); "
                    "p_adjusted is then over these comparisons.")
+@click.option("--records", "records", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="Also write the records the table summarises (the files joined, paired as printed) to this "
+                   "CSV; `gflkit summarize FILE` prints the same table from it.")
 @output_options
-def summarize(records_files, ci, adjust, reference, output, fmt):
+def summarize(records_files, ci, adjust, reference, output, fmt, records):
     """The table of compare, ablate or sweep again, from the records it wrote (--records RECORDS).
 
     With the command's --ci and --adjust the rows are the ones it printed, to
     the last digit; another --ci, --adjust or --reference rechecks the same
     records (gflkit summarize R.csv --reference gcn: every model against the
     non-transfer GCN). Several RECORDS of runs on the same test graphs, seeds
-    and episodes make one table (a row in two files is read from the first),
-    e.g. a model compared later beside a stored table: gflkit summarize
-    table.csv new.csv --reference gfl-mean.
+    and episodes make one table, rows in the order they first appear, a row
+    found again in a later file replaced by that file's records: a model
+    compared later, or rerun after a fix, beside a stored table (gflkit
+    summarize table.csv new.csv --reference gfl-mean --records joined.csv).
     """
     from gflkit.evaluation.summary import join_records, read_records, summarize as summarize_records
 
-    records = join_records([read_records(f) for f in records_files], names=list(records_files))
-    emit(summarize_records(records, ci=ci, adjust=adjust, reference=reference), output, fmt)
+    joined = join_records([read_records(f) for f in records_files], names=list(records_files))
+    _emit(summarize_records(joined, ci=ci, adjust=adjust, reference=reference), output, fmt, records)
 
 
 COMMANDS = [compare, ablate, sweep, summarize]

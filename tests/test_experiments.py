@@ -384,9 +384,17 @@ def test_summarize_joins_the_records_of_runs_on_the_same_episodes(root, tmp_path
     at_once = invoke("compare", "tiny", "--model", "protonet,lp,gcn", *common, "--records", whole)
     assert invoke("compare", "tiny", "--model", "protonet,lp", *common, "--records", first).exit_code == 0
     assert invoke("compare", "tiny", "--model", "protonet,gcn", *common, "--records", later).exit_code == 0
-    joined = invoke("summarize", first, later)  # protonet, run in both, is read from the first
+    joined_records = tmp_path / "joined.csv"
+    joined = invoke("summarize", first, later, "--records", joined_records)  # protonet, in both: the later's
     assert joined.exit_code == 0, joined.output
     assert joined.stdout == at_once.stdout
+    assert invoke("summarize", joined_records).stdout == at_once.stdout
+    # a row rerun replaces its records in place, and --reference is written into the records
+    rerun, paired_with_lp = tmp_path / "rerun.csv", tmp_path / "paired.csv"
+    assert invoke("compare", "tiny", "--model", "lp", *common, "--records", rerun).exit_code == 0
+    against_lp = invoke("summarize", joined_records, rerun, "--reference", "lp", "--records", paired_with_lp)
+    assert list(csv_table(against_lp).model) == ["protonet", "lp", "gcn"]
+    assert invoke("summarize", paired_with_lp).stdout == against_lp.stdout
     other = tmp_path / "other.csv"
     assert invoke("compare", "tiny", "--model", "lp", *common[:-3], "--k-shot", "3", "--no-majority",
                   "--data-root", root, "--records", other).exit_code == 0

@@ -83,27 +83,32 @@ def read_records(path) -> pd.DataFrame:
 def join_records(parts: Sequence[pd.DataFrame], names: Sequence[str] | None = None) -> pd.DataFrame:
     """Records of several runs on the same test graphs, seeds and episodes, as one table's.
 
-    A row (its label in the ``row`` column) found in more than one part is kept from
-    the first (a reference rerun beside new models). Units are paired on
-    ``(seed, graph_id, episode)`` by :func:`summarize`.
+    Rows (their labels in the ``row`` column) keep the order in which they first
+    appear; a row found in a later part replaces the earlier one's records in
+    place (a model rerun after a fix, or compared later beside a stored table).
+    Units are paired on ``(seed, graph_id, episode)`` by :func:`summarize`.
 
     Raises:
         GFLError: the parts are of different collections, splits or shots (``names``: how the
             message calls each part, e.g. its file).
     """
     names = list(names) if names is not None else [f"records {i + 1}" for i in range(len(parts))]
-    kept, seen = [], set()
+    if len(parts) < 2:
+        return parts[0] if parts else pd.DataFrame()
+    rows: dict[str, pd.DataFrame] = {}
     for name, part in zip(names, parts):
+        if ROW not in part:
+            raise GFLError(f"{name}: records without the column {ROW}: give a records CSV that compare, ablate "
+                           "or sweep wrote")
         for column in ("dataset", "split", "k_shot"):
-            if column in part and kept and column in kept[0]:
-                ours, theirs = set(part[column].astype(str)), set(kept[0][column].astype(str))
+            if column in part and column in parts[0]:
+                ours, theirs = set(part[column].astype(str)), set(parts[0][column].astype(str))
                 if ours != theirs:
                     raise GFLError(f"{name}: {column} {', '.join(sorted(ours))} where {names[0]} has "
                                    f"{', '.join(sorted(theirs))}; join records of one table's test graphs only")
-        new = part[~part[ROW].isin(seen)] if ROW in part else part
-        seen.update(new[ROW] if ROW in new else ())
-        kept.append(new)
-    return pd.concat(kept, ignore_index=True) if kept else pd.DataFrame()
+        for label, group in part.groupby(ROW, sort=False):
+            rows[label] = group
+    return pd.concat(list(rows.values()), ignore_index=True)
 
 
 def summarize(records: pd.DataFrame, ci: str = "t", adjust: str = "holm",
@@ -119,6 +124,10 @@ def summarize(records: pd.DataFrame, ci: str = "t", adjust: str = "holm",
         reference: pair every row with this row instead (its label, as in the
             ``row`` column: ``gcn``, ``gfl-mean``...), the reference row's own
             paired columns empty; the adjustment is then over these comparisons.
+
+    Returns:
+        the table, with the records it summarises in ``attrs["records"]`` (their ``reference``
+        column set to ``reference`` when one is given), which summarise to it again.
 
     Raises:
         GFLError: a column is missing, or a row's reference is no row of the records.
@@ -149,4 +158,8 @@ def summarize(records: pd.DataFrame, ci: str = "t", adjust: str = "holm",
         else:
             rows.append({**row, REFERENCE: other, **paired(rec, groups[other][own].reset_index(drop=True), ci)})
     warn_units(rows, len(set(seeds)), str(records["dataset"].iloc[0]) if len(records) else "", stacklevel=3)
-    return result_table(rows, first, adjust)
+    table = result_table(rows, first, adjust)
+    if reference is not None:  # the records of this table: each row paired as printed
+        records = records.assign(**{REFERENCE: [("" if r == reference else reference) for r in records[ROW]]})
+    table.attrs["records"] = records
+    return table
