@@ -45,7 +45,8 @@ def main(argv=None) -> None:
     p.add_argument("--minus", default=None, metavar="COL", help="subtract this column of the same row")
     p.add_argument("--scale", type=float, default=1.0, help="multiply by this (100: a share as points)")
     p.add_argument("--format", default=".1f", help="Python format of the number (default: .1f)")
-    p.add_argument("--agg", choices=("min", "max", "mean", "median"), default=None, help="summarise several matching rows")
+    p.add_argument("--agg", choices=("min", "max", "mean", "median"), default=None,
+                   help="summarise several matching rows")
     a = p.parse_args(argv)
     rows = pick(pd.read_csv(a.csv), a.where, many=a.agg is not None)
     values = rows[a.column].astype(float) - (rows[a.minus].astype(float) if a.minus else 0.0)

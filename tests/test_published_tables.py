@@ -173,7 +173,8 @@ def test_rule_check_held_out_shows_an_order_only_from_the_paired_records(tmp_pat
             model, _, agg = key.partition("-") if key == "gfl-mean" else (key, "", "")
             rows.append({"model": model, "aggregator": agg or None, "accuracy": 100 * acc,
                          "reference": None if key == "gfl-mean" else "gfl-mean",
-                         "delta": None if key == "gfl-mean" else 100 * (acc - 0.70), "p_adjusted": 0.5})
+                         "delta": None if key == "gfl-mean" else 100 * (acc - 0.70), "p_adjusted": 0.5,
+                         "k_shot": 5 if name == "citeseer_xnet" else 10})
             records += [{"row": key, "seed": s, "graph_id": g, "episode": e,
                          "accuracy": acc + 0.01 * ((s + 2 * g + e + len(key)) % 3) * (key != "transfer-head")}
                         for s in range(3) for g in range(4) for e in range(2)]
@@ -185,6 +186,10 @@ def test_rule_check_held_out_shows_an_order_only_from_the_paired_records(tmp_pat
     assert len(first) == len(rule_check.HELD_OUT) and all(line.endswith("| yes | yes |") for line in first)
     protonet = [line for line in lines if "Protonet above GFL-mean" in line]
     assert protonet and all(line.endswith("| yes | no |") for line in protonet)  # a hit by means, not shown
+    gpn = {line.split(" | ")[1]: line.split(" | ")[2] for line in lines if line.startswith("| GPN at 10 shots")}
+    assert gpn[rule_check.HELD_OUT["facebook_structure"]] == "GPN above Protonet"  # homophilous, 10 shots
+    assert gpn[rule_check.HELD_OUT["chameleon_structure"]] == "Protonet above GPN"  # heterophilous
+    assert gpn[rule_check.HELD_OUT["citeseer_xnet"]] == "Protonet above GPN"  # 5 shots
     (tmp_path / "citeseer_xnet_records.csv").unlink()
     with pytest.raises(SystemExit, match="citeseer_xnet_records.csv"):
         rule_check.main(["--held-out", "--rule-dir", str(tmp_path)])
