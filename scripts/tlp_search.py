@@ -1,4 +1,4 @@
-"""TLP (GRACE) as its paper runs it, with its settings chosen on the val graphs of one family, then scored on the test.
+"""TLP as its paper runs it, with its settings chosen on the val graphs of one family, then scored on the test.
 
     OMP_NUM_THREADS=1 python scripts/tlp_search.py facebook --seed 0 --episodes 5 --out results/tlp
 
@@ -11,6 +11,10 @@ as ``gflkit train`` does), then pretrained further on each val graph for each
 count of ``--transductive-steps`` (0, the frozen probe; 50; 200, GRACE's
 epochs on Cora; one run of the steps per graph, read at each count:
 :meth:`~gflkit.models.baselines.tlp.TransductiveLinearProbe.adaptations`).
+With ``--model tlp-bgrl`` the presets are BGRL's released WikiCS settings
+(the model's defaults: 512/256 units, a 512-unit predictor, edges 0.2 and
+0.3, features 0.2 and 0.1) and its Amazon Computers settings (256/128 units,
+edges 0.5 and 0.4, features 0.2 and 0.1), and the files end in ``_tlp-bgrl``.
 The setting with the best mean val accuracy is chosen; the test graphs are read
 only after that, once: the chosen setting on the test graphs beside the
 non-transfer GCN (``gflkit evaluate DATA --baseline gcn``), on the same episodes,
@@ -31,20 +35,35 @@ from pathlib import Path
 
 import pandas as pd
 
-#: GRACE's published settings (Zhu et al. 2020) as options of the model ``tlp``.
+#: Published settings by model: GRACE's (Zhu et al. 2020) for ``tlp``, BGRL's (Thakoor et al. 2022; its
+#: released configurations, both at its learning rate 5e-4) for ``tlp-bgrl``.
 PRESETS = {
-    "grace-cora": {"hidden_feats": 256, "out_feats": 128, "proj_feats": 128, "drop_edge_1": 0.2,
-                   "drop_edge_2": 0.4, "mask_feat_1": 0.3, "mask_feat_2": 0.4, "tau": 0.4},
-    "grace-citeseer": {"hidden_feats": 512, "out_feats": 256, "proj_feats": 256, "drop_edge_1": 0.2,
-                       "drop_edge_2": 0.0, "mask_feat_1": 0.3, "mask_feat_2": 0.2, "tau": 0.9},
+    "tlp": {
+        "grace-cora": {"hidden_feats": 256, "out_feats": 128, "proj_feats": 128, "drop_edge_1": 0.2,
+                       "drop_edge_2": 0.4, "mask_feat_1": 0.3, "mask_feat_2": 0.4, "tau": 0.4},
+        "grace-citeseer": {"hidden_feats": 512, "out_feats": 256, "proj_feats": 256, "drop_edge_1": 0.2,
+                           "drop_edge_2": 0.0, "mask_feat_1": 0.3, "mask_feat_2": 0.2, "tau": 0.9},
+    },
+    "tlp-bgrl": {
+        "bgrl-wikics": {"hidden_feats": 512, "out_feats": 256, "proj_feats": 512, "drop_edge_1": 0.2,
+                        "drop_edge_2": 0.3, "mask_feat_1": 0.2, "mask_feat_2": 0.1},
+        "bgrl-amazon-computers": {"hidden_feats": 256, "out_feats": 128, "proj_feats": 512, "drop_edge_1": 0.5,
+                                  "drop_edge_2": 0.4, "mask_feat_1": 0.2, "mask_feat_2": 0.1},
+    },
 }
+
+
+def stem(family: str, model: str) -> str:
+    """The file stem of a family's search for ``model``: ``family`` for ``tlp``, ``family_tlp-bgrl`` else."""
+    return family if model == "tlp" else f"{family}_{model}"
 
 
 def _log(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def search(data: str, seed: int, episodes: int, counts: list[int]) -> tuple[pd.DataFrame, dict, object]:
+def search(data: str, seed: int, episodes: int, counts: list[int],
+           model_name: str = "tlp") -> tuple[pd.DataFrame, dict, object]:
     """One row per (preset, transductive steps): the mean val accuracy; and the chosen options and model."""
     import torch
 
@@ -60,9 +79,10 @@ def search(data: str, seed: int, episodes: int, counts: list[int]) -> tuple[pd.D
     sampler = EpisodeSampler(collection, "val", episode_cfg, seed).require_graphs()
     cache = GraphCache(collection)
     rows, models = [], {}
-    for preset, options in PRESETS.items():
+    for preset, options in PRESETS[model_name].items():
         _log(f"{data}: pretraining {preset} on the train graphs")
-        result = fit_transfer("tlp", collection, episode_cfg, TrainConfig(seed=seed), options=options, progress=False)
+        result = fit_transfer(model_name, collection, episode_cfg, TrainConfig(seed=seed), options=options,
+                              progress=False)
         model = models[preset] = result.model.eval()
         hits: dict[int, list[float]] = {n: [] for n in counts}
         for gid in sampler.graph_ids:
@@ -89,8 +109,8 @@ def search(data: str, seed: int, episodes: int, counts: list[int]) -> tuple[pd.D
     return table, json.loads(chosen["options"]), model
 
 
-def test_rows(data: str, seed: int, episodes: int, options: dict, model) -> pd.DataFrame:
-    """TLP (GRACE) with the chosen options and the non-transfer GCN on the test graphs, paired on episodes."""
+def test_rows(data: str, seed: int, episodes: int, options: dict, model, model_name: str = "tlp") -> pd.DataFrame:
+    """TLP with the chosen options and the non-transfer GCN on the test graphs, paired on episodes."""
     import gflkit
     from gflkit.config import EpisodeConfig
     from gflkit.episodes import EpisodeSampler
@@ -104,26 +124,29 @@ def test_rows(data: str, seed: int, episodes: int, options: dict, model) -> pd.D
     tlp = graph_records(model, sampler, episodes)
     gcn = baseline_records(PER_GRAPH["gcn"], sampler, episodes, seed)
     rows = [result_row("gcn", "", collection, "test", gcn, episode_cfg, episodes, seed),
-            {**result_row("tlp", "", collection, "test", tlp, episode_cfg, episodes, seed), "reference": "gcn",
+            {**result_row(model_name, "", collection, "test", tlp, episode_cfg, episodes, seed), "reference": "gcn",
              **paired(tlp, gcn)}]
     table = to_frame(rows)
     table.insert(0, "options", ["", json.dumps(options, sort_keys=True)])
     return table
 
 
-def markdown(folder: Path, names: list[str], detail: list[str] | None = None) -> str:
+def markdown(folder: Path, names: list[str], detail: list[str] | None = None, model: str = "tlp") -> str:
     """The stored test results of ``names`` (``LABEL=family``, the family's files under ``folder``; a
     ``seedN/family`` path for another seed's), one row each, then every setting the search scored for the
-    labels in ``detail`` (default: all)."""
+    labels in ``detail`` (default: all); ``model``: whose search (``tlp`` or ``tlp-bgrl``)."""
+    from gflkit.names import display_name
+
     lines = ["| family | chosen on the val graphs (preset, transductive steps) | its val accuracy (all settings) | "
-             "TLP (GRACE), test | non-transfer GCN, test | TLP − GCN [95% CI], p |", "|---|---|---|---|---|---|"]
+             f"{display_name(model)}, test | non-transfer GCN, test | TLP − GCN [95% CI], p |",
+             "|---|---|---|---|---|---|"]
     for item in names:
         label, _, family = item.partition("=")
-        search_table = pd.read_csv(folder / f"{family}_search.csv")
-        test = pd.read_csv(folder / f"{family}_test.csv").set_index("model")
+        search_table = pd.read_csv(folder / f"{stem(family, model)}_search.csv")
+        test = pd.read_csv(folder / f"{stem(family, model)}_test.csv").set_index("model")
         best = search_table[search_table["chosen"]].iloc[0]
         low, high = search_table["val_accuracy"].min(), search_table["val_accuracy"].max()
-        tlp, gcn = test.loc["tlp"], test.loc["gcn"]
+        tlp, gcn = test.loc[model], test.loc["gcn"]
         lines.append(
             f"| {label} | {best['preset']}, {int(best['transductive_steps'])} | {best['val_accuracy']:.2f} "
             f"({low:.2f}–{high:.2f}) | {tlp['accuracy']:.2f} ± {tlp['ci95']:.2f} | {gcn['accuracy']:.2f} ± "
@@ -135,7 +158,7 @@ def markdown(folder: Path, names: list[str], detail: list[str] | None = None) ->
         label, _, family = item.partition("=")
         if detail is not None and label not in detail:
             continue
-        for r in pd.read_csv(folder / f"{family}_search.csv").itertuples():
+        for r in pd.read_csv(folder / f"{stem(family, model)}_search.csv").itertuples():
             mark = " (chosen)" if r.chosen else ""
             lines.append(f"| {label} | {r.preset} | {r.transductive_steps}{mark} | {r.val_accuracy:.2f} "
                          f"| {r.pretrain_step} |")
@@ -153,19 +176,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=Path("results/tlp"))
     parser.add_argument("--table", action="store_true", help="print the Markdown table of stored results")
     parser.add_argument("--detail", help="with --table: the labels whose every setting is listed (default: all)")
+    parser.add_argument("--model", choices=list(PRESETS), default="tlp",
+                        help="tlp (GRACE's presets) or tlp-bgrl (BGRL's); files of tlp-bgrl end in _tlp-bgrl")
     args = parser.parse_args(argv)
     if args.table:
-        sys.stdout.write(markdown(args.out, args.data, args.detail.split(",") if args.detail else None))
+        sys.stdout.write(markdown(args.out, args.data, args.detail.split(",") if args.detail else None, args.model))
         return
     counts = sorted({int(c) for c in args.transductive_steps.split(",")})
     args.out.mkdir(parents=True, exist_ok=True)
     for data in args.data:
-        table, options, model = search(data, args.seed, args.episodes, counts)
-        table.to_csv(args.out / f"{data}_search.csv", index=False, float_format="%.4f")
+        search_csv = args.out / f"{stem(data, args.model)}_search.csv"
+        test_csv = args.out / f"{stem(data, args.model)}_test.csv"
+        table, options, model = search(data, args.seed, args.episodes, counts, args.model)
+        table.to_csv(search_csv, index=False, float_format="%.4f")
         _log(f"{data}: chose {options}")
-        test_rows(data, args.seed, args.episodes, options, model).to_csv(
-            args.out / f"{data}_test.csv", index=False, float_format="%.4f")
-        _log(f"wrote {args.out / f'{data}_search.csv'} and {args.out / f'{data}_test.csv'}")
+        test_rows(data, args.seed, args.episodes, options, model, args.model).to_csv(
+            test_csv, index=False, float_format="%.4f")
+        _log(f"wrote {search_csv} and {test_csv}")
 
 
 if __name__ == "__main__":
