@@ -152,16 +152,18 @@ def markdown(folder: Path, names: list[str], detail: list[str] | None = None, mo
             f"({low:.2f}–{high:.2f}) | {tlp['accuracy']:.2f} ± {tlp['ci95']:.2f} | {gcn['accuracy']:.2f} ± "
             f"{gcn['ci95']:.2f} | {tlp['delta']:+.2f} [{tlp['delta_lo']:+.2f}, {tlp['delta_hi']:+.2f}], "
             f"{tlp['p_value']:.2g} |")
-    lines += ["", "| family | preset | transductive steps | val accuracy | warm start's step |",
-              "|---|---|---|---|---|"]
+    settings = []
     for item in names:
         label, _, family = item.partition("=")
         if detail is not None and label not in detail:
             continue
         for r in pd.read_csv(folder / f"{stem(family, model)}_search.csv").itertuples():
             mark = " (chosen)" if r.chosen else ""
-            lines.append(f"| {label} | {r.preset} | {r.transductive_steps}{mark} | {r.val_accuracy:.2f} "
-                         f"| {r.pretrain_step} |")
+            settings.append(f"| {label} | {r.preset} | {r.transductive_steps}{mark} | {r.val_accuracy:.2f} "
+                            f"| {r.pretrain_step} |")
+    if settings:  # the second table, unless no label is detailed
+        lines += ["", "| family | preset | transductive steps | val accuracy | warm start's step |",
+                  "|---|---|---|---|---|", *settings]
     return "\n".join(lines) + "\n"
 
 

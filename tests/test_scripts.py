@@ -77,6 +77,20 @@ def test_tlp_search_table_reads_the_stored_search_and_test_rows(tmp_path):
                                                                                       lines[5:])
 
 
+def test_tlp_search_table_of_bgrl_reads_its_own_files(tmp_path):
+    pd.DataFrame({"preset": ["bgrl-wikics", "bgrl-amazon-computers"], "transductive_steps": [200, 0],
+                  "val_accuracy": [62.0, 60.0], "pretrain_step": [60, 60], "chosen": [True, False]}).to_csv(
+        tmp_path / "toy_tlp-bgrl_search.csv", index=False)
+    pd.DataFrame({"model": ["gcn", "tlp-bgrl"], "accuracy": [70.0, 69.0], "ci95": [2.0, 1.5],
+                  "delta": [None, -1.0], "delta_lo": [None, -2.5], "delta_hi": [None, 0.5],
+                  "p_value": [None, 0.2]}).to_csv(tmp_path / "toy_tlp-bgrl_test.csv", index=False)
+    search = _script("tlp_search")
+    lines = search.markdown(tmp_path, ["Toy=toy"], detail=[], model="tlp-bgrl").splitlines()
+    assert "TLP (BGRL), test" in lines[0] and len(lines) == 3  # no label detailed: no second table
+    assert lines[2].startswith("| Toy | bgrl-wikics, 200 | 62.00 (60.00–62.00) | 69.00 ± 1.50 |")
+    assert set(search.PRESETS) == {"tlp", "tlp-bgrl"} and search.stem("toy", "tlp") == "toy"
+
+
 def test_compare_speed_joins_the_trees_model_by_model(tmp_path, capsys):
     rows = [{"data": "d", "model": m, "tree": tree, "seconds": s, "cpu_seconds": c, "peak_rss_mb": rss,
              "same_rows": same} for m, tree, s, c, rss, same in (
