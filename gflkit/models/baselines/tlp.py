@@ -244,7 +244,7 @@ class TransductiveLinearProbe(TransferBaseline):
     @property
     def trains(self) -> bool:
         """Whether the train graphs pretrain the encoder (the ``warm_start`` option)."""
-        return self.options.get("warm_start", True)
+        return self.options["warm_start"]
 
     # -- pretraining ---------------------------------------------------------------------------------------------
 
