@@ -205,12 +205,16 @@ def optimizer_defaults(model: str) -> dict[str, float]:
 
 
 def budget_defaults(model: str) -> dict[str, int]:
-    """The most training steps and the patience ``model`` trains with unless they are given.
+    """The most training steps, the patience and the graphs per step ``model`` trains with unless they are given.
 
-    400 steps and 8 validation rounds for every model (:data:`~gflkit.names.BUDGET_DEFAULTS`),
-    except G-Meta's 3000 and 20 (:data:`~gflkit.names.MODEL_BUDGETS`): at its paper's learning
-    rate of 1e-3 its validation accuracy still rises after 400 steps, slowly and noisily, and
-    with this budget early stopping ends its training on the families measured in results/gmeta/.
+    400 steps, 8 validation rounds and 5 graphs per step for every model
+    (:data:`~gflkit.names.BUDGET_DEFAULTS`), except (:data:`~gflkit.names.MODEL_BUDGETS`):
+
+    * G-Meta's 3000 steps and 20 rounds: at its paper's learning rate of 1e-3 its validation
+      accuracy still rises after 400 steps, slowly and noisily, and with this budget early
+      stopping ends its training on the families measured in results/gmeta/;
+    * one graph per step for TLP's GRACE and BGRL pretraining (``tlp``, ``tlp-bgrl``), as those
+      methods train, each step on one whole graph; it also holds one graph's activations at a time.
     """
     return {**BUDGET_DEFAULTS, **MODEL_BUDGETS.get(model, {})}
 
@@ -233,7 +237,8 @@ class TrainConfig:
     Attributes:
         steps: maximum number of meta-training steps; ``None``: the model's own
             (:func:`budget_defaults`: 400, more for G-Meta).
-        meta_batch: graphs per step, batched into one DGLGraph.
+        meta_batch: graphs per step, batched into one DGLGraph; ``None``: the model's own
+            (:func:`budget_defaults`: 5, one for TLP's GRACE and BGRL pretraining).
         lr: Adam learning rate; ``None``: the model's own (:func:`optimizer_defaults`:
             0.01 as in the paper, unless a baseline's paper used another).
         weight_decay: Adam weight decay; ``None``: the model's own (0 unless a
@@ -259,7 +264,9 @@ class TrainConfig:
     steps: int | None = field(default=None, metadata={
         "help": f"Maximum meta-training steps (default: the model's own; {BUDGET_DEFAULTS['steps']}, "
                 + _own_budgets("steps") + ")."})
-    meta_batch: int = field(default=5, metadata={"help": "Graphs per meta-training step."})
+    meta_batch: int | None = field(default=None, metadata={
+        "help": f"Graphs per meta-training step (default: the model's own; {BUDGET_DEFAULTS['meta_batch']}, "
+                + _own_budgets("meta_batch") + ")."})
     lr: float | None = field(default=None, metadata={
         "help": "Adam learning rate (default: the model's own; 0.01, " + _paper_settings("lr") + ")."})
     weight_decay: float | None = field(default=None, metadata={
@@ -296,7 +303,7 @@ class TrainConfig:
             raise GFLError(f"weight_decay={self.weight_decay} must be 0 or more")
 
     def for_model(self, model: str) -> "TrainConfig":
-        """This config with ``lr``, ``weight_decay``, ``steps`` and ``patience`` left at ``None`` set to
+        """This config with ``lr``, ``weight_decay``, ``steps``, ``patience`` and ``meta_batch`` left at ``None`` set to
         ``model``'s own (:func:`optimizer_defaults`, :func:`budget_defaults`); given values are kept."""
         own = {**optimizer_defaults(model), **budget_defaults(model)}
         return replace(self, **{k: v for k, v in own.items() if getattr(self, k) is None})

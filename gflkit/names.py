@@ -51,12 +51,15 @@ MODEL_OPTIMIZER_DEFAULTS: dict[str, dict[str, float]] = {
     "tlp": {"lr": 5e-4, "weight_decay": 1e-5},  # GRACE (Zhu et al. 2020), its Cora settings
     "tlp-bgrl": {"lr": 5e-4, "weight_decay": 1e-5},  # BGRL (Thakoor et al. 2022), its WikiCS settings
 }
-#: The training budget a model takes unless it is given (``TrainConfig.steps`` / ``patience`` left at
-#: ``None``): :data:`BUDGET_DEFAULTS` for every model, except those listed in :data:`MODEL_BUDGETS`,
-#: whose validation accuracy was still rising at that budget (results/gmeta/ holds the curves behind the choice).
-BUDGET_DEFAULTS: dict[str, int] = {"steps": 400, "patience": 8}
+#: The training budget a model takes unless it is given (``TrainConfig.steps`` / ``patience`` /
+#: ``meta_batch`` left at ``None``): :data:`BUDGET_DEFAULTS` for every model, except those listed in
+#: :data:`MODEL_BUDGETS`: G-Meta, whose validation accuracy was still rising at 400 steps (results/gmeta/
+#: holds the curves behind the choice), and TLP's self-supervised pretraining, one graph per step.
+BUDGET_DEFAULTS: dict[str, int] = {"steps": 400, "patience": 8, "meta_batch": 5}
 MODEL_BUDGETS: dict[str, dict[str, int]] = {
     "gmeta": {"steps": 3000, "patience": 20},  # lr 1e-3: early stopping, not the budget, ends its training
+    "tlp": {"meta_batch": 1},  # GRACE (Zhu et al. 2020): one graph per step, full batch
+    "tlp-bgrl": {"meta_batch": 1},  # BGRL (Thakoor et al. 2022): the same
 }
 #: Their names when this module was imported (choices of the command line).
 PER_GRAPH_MODELS = tuple(PER_GRAPH_BASELINES)

@@ -211,6 +211,7 @@ def train(collection: GraphCollection, model_cfg: GFLConfig, episode_cfg: Episod
     device = resolve_device(device)
     ctx = env_context()
     world = ctx.world_size if ctx is not None else nproc
+    train_cfg = train_cfg.for_model(model_name)
     if train_cfg.meta_batch < world:
         raise GFLError(f"`meta_batch={train_cfg.meta_batch}` is smaller than the {world} processes: "
                        f"raise `meta_batch` or lower `nproc`")

@@ -48,9 +48,10 @@ model name, recorded in the run's ``pretrain`` option):
   a test graph.
 
 Pretraining runs in the shared training loop (:func:`gflkit.training.meta.fit_transfer`:
-Adam, ``meta_batch`` graphs per step), for GRACE and BGRL with their papers' learning
-rate 5e-4 and weight decay 1e-5 unless others are given (the supervised variant
-with the shared 0.01 and 0; :func:`gflkit.config.optimizer_defaults`); like every transfer baseline, the
+Adam), for GRACE and BGRL one whole graph per step, as they train, with their papers'
+learning rate 5e-4 and weight decay 1e-5 unless others are given (the supervised
+variant five graphs per step, with the shared 0.01 and 0;
+:func:`gflkit.config.budget_defaults`, :func:`gflkit.config.optimizer_defaults`); like every transfer baseline, the
 weights kept are those whose probe scores best on the val graphs, so the
 val labels choose the stopping step while GRACE and BGRL never see a label.
 Those validation rounds score the frozen probe (:meth:`TransductiveLinearProbe.for_validation`):
