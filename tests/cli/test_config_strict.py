@@ -164,7 +164,7 @@ def test_compare_takes_the_same_file_and_checks_it_the_same_way(tmp_path):
     ("s.toml", "[model_config]\ngate = 1\n", "model_config.gate (--gate): expected true or false, got 1"),
     ("s.toml", '[model_config]\naggregator = "sum"\n', "model_config.aggregator (--aggregator): 'sum' is not one of"),
     ("s.toml", '[episode_config]\non_small = true\n', "episode_config.on_small (--on-small): 'true' is not one of"),
-    ("s.json", '{"train_config": {"meta_batch": null}}', "train_config.meta_batch (--meta-batch): null is not a value"),
+    ("s.json", '{"train_config": {"eval_every": null}}', "train_config.eval_every (--eval-every): null is not a value"),
     ("s.json", '{"model": 5}', "model: expected a model name"),
     ("s.json", '{"model": "gfll"}', "model (--model): 'gfll' is not one of"),
     ("s.json", '{"model": "knn", "options": {"": 1}}', "options: '' is not an option name"),
@@ -179,6 +179,12 @@ def _params(command, args: list[str]) -> dict:
     """The parameters ``command`` parses from ``args`` (nothing runs)."""
     with command.make_context(command.name, [str(a) for a in args]) as ctx:
         return dict(ctx.params)
+
+
+def test_a_null_meta_batch_is_the_models_own(tmp_path):
+    as_json = _file(tmp_path, "s.json", '{"train_config": {"meta_batch": null, "steps": null}}')
+    assert _params(train, ["--config", as_json]) == _params(train, [])
+    assert _params(train, []).get("meta_batch") is None
 
 
 def test_values_mean_what_the_same_flags_mean(tmp_path):
