@@ -91,6 +91,16 @@ def test_tlp_search_table_of_bgrl_reads_its_own_files(tmp_path):
     assert set(search.PRESETS) == {"tlp", "tlp-bgrl"} and search.stem("toy", "tlp") == "toy"
 
 
+def test_tlp_search_first_presets_are_the_models_defaults():
+    # The docs call GRACE's Cora and BGRL's WikiCS settings the models' defaults: the two copies must agree.
+    from gflkit.models.baselines import TRANSFER
+
+    for model, presets in _script("tlp_search").PRESETS.items():
+        first = next(iter(presets.values()))
+        defaults = TRANSFER[model](8, 3).options
+        assert {key: defaults[key] for key in first} == first, model
+
+
 def test_compare_speed_joins_the_trees_model_by_model(tmp_path, capsys):
     rows = [{"data": "d", "model": m, "tree": tree, "seconds": s, "cpu_seconds": c, "peak_rss_mb": rss,
              "same_rows": same} for m, tree, s, c, rss, same in (
